@@ -1,0 +1,76 @@
+"""Rank-update settings shared by every algorithm and backend (DESIGN.md, "Definitions")."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .errors import InvalidArgumentError
+
+ALGORITHMS = ("static", "nd", "dt", "df", "dfp")
+DANGLING_MODES = ("uniform", "self-loop")
+DTYPES = ("float64", "float32")
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    """PageRank settings.
+
+    Parameters
+    ----------
+    alpha : float
+        Damping factor, in (0, 1). Default 0.85.
+    tol : float
+        Convergence tolerance: the L-infinity norm of the change of the normalized ranks
+        between two iterations, ``max_v |x_new[v] - x_old[v]| / sum(x_new)``. Default 1e-10.
+    frontier_tol : float
+        DF/DF-P: a vertex whose relative change ``|new-old| / max(new, old)`` exceeds this marks
+        its out-neighbours affected. Default 1e-6.
+    prune_tol : float
+        DF-P: a vertex whose relative change is at most this is unmarked. Default 1e-6.
+    max_iter : int
+        Iteration cap. Default 500.
+    dangling : {"uniform", "self-loop"}
+        ``"uniform"``: standard PageRank (dangling rank spread over all vertices, as NetworkX and
+        cuGraph compute it). ``"self-loop"``: every vertex gets an implicit self-loop (the
+        published DF-P setting), solved in closed form.
+    dtype : {"float64", "float32"}
+        Rank precision (the GPU backend honours float32; the CPU always uses float64).
+    switch_degree : int
+        GPU: in/out-degree at which thread-per-vertex kernels hand over to block-per-vertex
+        kernels. Default 64.
+    """
+
+    alpha: float = 0.85
+    tol: float = 1e-10
+    frontier_tol: float = 1e-6
+    prune_tol: float = 1e-6
+    max_iter: int = 500
+    dangling: str = "uniform"
+    dtype: str = "float64"
+    switch_degree: int = 64
+
+    def __post_init__(self):
+        if not (0.0 < float(self.alpha) < 1.0):
+            raise InvalidArgumentError(f"alpha must be in (0, 1), got {self.alpha}")
+        for name in ("tol", "frontier_tol", "prune_tol"):
+            v = getattr(self, name)
+            if not (float(v) >= 0.0):
+                raise InvalidArgumentError(f"{name} must be >= 0, got {v}")
+        if int(self.max_iter) < 1:
+            raise InvalidArgumentError(f"max_iter must be >= 1, got {self.max_iter}")
+        if self.dangling not in DANGLING_MODES:
+            raise InvalidArgumentError(f"dangling must be one of {DANGLING_MODES}, got {self.dangling!r}")
+        if self.dtype not in DTYPES:
+            raise InvalidArgumentError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if int(self.switch_degree) < 1:
+            raise InvalidArgumentError(f"switch_degree must be >= 1, got {self.switch_degree}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_algorithm(name: str) -> str:
+    """Validate an algorithm name (one of :data:`ALGORITHMS`)."""
+    if name not in ALGORITHMS:
+        raise InvalidArgumentError(f"algorithm must be one of {ALGORITHMS}, got {name!r}")
+    return name

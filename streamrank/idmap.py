@@ -1,0 +1,91 @@
+"""Map external vertex ids (non-negative int64) to dense internal ids 0..n-1.
+
+Vectorized on either backend: the map keeps the external ids sorted next to their internal
+ids and looks a batch up with one ``searchsorted``; new ids get the next internal ids in order
+of first appearance. Internal ids are never reused (vertices are not removed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class IdMap:
+    """Dense id map, on NumPy or CuPy.
+
+    Parameters
+    ----------
+    xp : module
+        :mod:`numpy` or :mod:`cupy`.
+    """
+
+    def __init__(self, xp=np):
+        self.xp = xp
+        self._sorted_keys = xp.zeros(0, dtype=xp.int64)
+        self._sorted_vals = xp.zeros(0, dtype=xp.int64)
+        self.external = xp.zeros(0, dtype=xp.int64)  # internal id -> external id
+
+    def __len__(self) -> int:
+        return int(self.external.shape[0])
+
+    def lookup(self, ids):
+        """Internal ids of ``ids``; -1 where an id is unknown."""
+        xp = self.xp
+        ids = xp.asarray(ids, dtype=xp.int64)
+        n = self._sorted_keys.shape[0]
+        if n == 0:
+            return xp.full(ids.shape, -1, dtype=xp.int64)
+        pos = xp.searchsorted(self._sorted_keys, ids)
+        pos_c = xp.minimum(pos, n - 1)
+        found = self._sorted_keys[pos_c] == ids
+        return xp.where(found, self._sorted_vals[pos_c], -1)
+
+    def add(self, ids):
+        """Internal ids of ``ids``, adding the unknown ones.
+
+        Returns
+        -------
+        internal : array of int64
+            The internal id of every element of ``ids``.
+        num_new : int
+            How many vertices were added.
+        """
+        xp = self.xp
+        ids = xp.asarray(ids, dtype=xp.int64)
+        internal = self.lookup(ids)
+        missing = internal < 0
+        new_ids = ids[missing]  # boolean mask: syncs on the GPU for the output size
+        if new_ids.shape[0] == 0:
+            return internal, 0
+        uniq, first = xp.unique(new_ids, return_index=True)
+        order = xp.argsort(first)  # first-appearance order
+        fresh = uniq[order]
+        start = len(self)
+        fresh_vals = xp.arange(start, start + fresh.shape[0], dtype=xp.int64)
+        self.external = xp.concatenate([self.external, fresh])
+        keys = xp.concatenate([self._sorted_keys, fresh])
+        vals = xp.concatenate([self._sorted_vals, fresh_vals])
+        perm = xp.argsort(keys, kind="stable") if xp is np else xp.argsort(keys)
+        self._sorted_keys, self._sorted_vals = keys[perm], vals[perm]
+        internal[missing] = self.lookup(new_ids)
+        return internal, int(fresh.shape[0])
+
+    def to_external(self, internal):
+        """External ids of internal ids."""
+        return self.external[internal]
+
+    def state(self) -> dict:
+        """Host arrays for a checkpoint."""
+        host = (lambda a: a.get()) if self.xp is not np else np.asarray
+        return {"external": host(self.external)}
+
+    @classmethod
+    def from_external(cls, external, xp=np) -> "IdMap":
+        """Rebuild from ``external`` (internal id -> external id)."""
+        m = cls(xp)
+        ext = xp.asarray(external, dtype=xp.int64)
+        m.external = ext
+        perm = xp.argsort(ext)
+        m._sorted_keys = ext[perm]
+        m._sorted_vals = perm.astype(xp.int64)
+        return m

@@ -1,0 +1,71 @@
+"""Load the CUDA sources beside this file as ``cupy.RawModule`` objects, compiled once.
+
+Kernels are C++ templates; the instantiations a caller needs are named up front through
+``name_expressions`` (e.g. ``"dfp_rank_thread<int, double>"``) and fetched with
+:func:`get_kernel`. Modules are cached per (file, names, options) for the life of the process,
+and CuPy's on-disk cache keeps the compiled binaries between processes.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ..errors import BackendUnavailableError, KernelError
+
+KERNEL_DIR = Path(__file__).resolve().parent
+
+_DEFAULT_OPTIONS = ("-std=c++17", "--use_fast_math")
+
+
+def source_of(filename: str) -> str:
+    """The text of a ``.cu`` file in this folder (``#include "x.cuh"`` resolves here too)."""
+    path = KERNEL_DIR / filename
+    if not path.is_file():
+        raise KernelError(f"no CUDA source {filename!r} in {KERNEL_DIR}")
+    return path.read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def load_module(filename: str, name_expressions: tuple, options: tuple = ()):
+    """Compile (once) and return a ``cupy.RawModule`` for ``filename``.
+
+    Parameters
+    ----------
+    filename : str
+        A ``.cu`` file in :data:`KERNEL_DIR`.
+    name_expressions : tuple of str
+        Template instantiations to compile, e.g. ``("l_inf_blocks<double>",)``.
+    options : tuple of str
+        Extra NVRTC options (``-D`` macros and the like).
+
+    Raises
+    ------
+    BackendUnavailableError
+        When CuPy is not importable.
+    KernelError
+        When compilation fails (the compiler log is in the message).
+    """
+    try:
+        import cupy
+    except Exception as exc:
+        raise BackendUnavailableError(f"CuPy is needed for the CUDA kernels: {exc}") from exc
+    code = source_of(filename)
+    opts = _DEFAULT_OPTIONS + (f"-I{KERNEL_DIR}",) + tuple(options)
+    if "--use_fast_math" in opts and any(o == "-DSTREAMRANK_PRECISE" for o in options):
+        opts = tuple(o for o in opts if o != "--use_fast_math")
+    try:
+        module = cupy.RawModule(code=code, options=opts, name_expressions=list(name_expressions))
+        module.compile()
+    except Exception as exc:  # cupy.cuda.compiler.CompileException and driver errors
+        raise KernelError(f"compiling {filename} failed: {exc}") from exc
+    return module
+
+
+def get_kernel(filename: str, name: str, name_expressions: tuple, options: tuple = ()):
+    """One kernel (template instantiation ``name``) from :func:`load_module`."""
+    module = load_module(filename, tuple(name_expressions), tuple(options))
+    try:
+        return module.get_function(name)
+    except Exception as exc:
+        raise KernelError(f"kernel {name!r} not found in {filename}: {exc}") from exc
