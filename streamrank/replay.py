@@ -1,0 +1,241 @@
+"""Replay a file of timestamped edges: base graph, then batches, timed and checked.
+
+The first ``base_fraction`` of the (time-ordered) edges builds the base graph; the rest arrives
+in batches of ``batch_size`` edges (or ``batch_fraction`` of all edges). With
+``delete_fraction > 0`` that share of every batch is replaced by deletions of random existing
+edges (the published random-batch protocol uses 0.2). Several algorithms can run on the same
+stream, each with its own engine; with ``check`` every engine is compared with the oracle every
+``check_every`` batches and at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .batch import EdgeBatch
+from .config import ALGORITHMS, RankConfig, check_algorithm
+from .engine import Engine
+from .errors import InvalidArgumentError, SourceError
+from .metrics import error_report
+from .oracle import oracle_pagerank
+from .progress import Progress
+
+#: The bundled real graph (SNAP CollegeMsg), replayed when no path is given.
+BUNDLED_GRAPH = Path(__file__).resolve().parent / "data" / "CollegeMsg.txt.gz"
+
+
+@dataclass
+class EdgeStream:
+    """Edges of a file in replay order (host arrays) and what the reader reported."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    insert: np.ndarray
+    path: str
+    bad_lines: int = 0
+    bad_examples: list = field(default_factory=list)
+
+    def __len__(self):
+        return int(self.src.shape[0])
+
+
+def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=None) -> EdgeStream:
+    """Read an edge file into memory in replay order (see :mod:`connectors.files`)."""
+    from connectors.files import open_edge_file
+
+    srcs, dsts, ops = [], [], []
+    with open_edge_file(str(path), format=fmt, keep_order=keep_order, strict=strict) as reader:
+        for table in reader:
+            srcs.append(table.column("src").to_numpy(zero_copy_only=False))
+            dsts.append(table.column("dst").to_numpy(zero_copy_only=False))
+            ops.append(table.column("op").to_numpy(zero_copy_only=False))
+        report = reader.report
+    if not srcs:
+        raise SourceError(f"{path}: no valid edges")
+    src = np.concatenate(srcs).astype(np.int64)
+    dst = np.concatenate(dsts).astype(np.int64)
+    insert = np.concatenate(ops) > 0
+    bad = int(getattr(report, "bad", 0))
+    examples = list(getattr(report, "bad_lines", [])[:10])
+    return EdgeStream(src, dst, insert, str(path), bad, examples)
+
+
+@dataclass
+class RunStats:
+    """Per-batch figures of one algorithm over a replay."""
+
+    algorithm: str
+    device: str
+    graph_ms: list = field(default_factory=list)
+    rank_ms: list = field(default_factory=list)
+    iterations: list = field(default_factory=list)
+    affected: list = field(default_factory=list)
+    converged: list = field(default_factory=list)
+    checks: list = field(default_factory=list)  # (batch index, error report dict)
+    engine: Engine | None = None
+
+    def summary(self) -> dict:
+        total = np.asarray(self.graph_ms) + np.asarray(self.rank_ms)
+        out = {
+            "algorithm": self.algorithm,
+            "device": self.device,
+            "batches": len(self.rank_ms),
+            "batch_ms_median": _q(total, 50),
+            "batch_ms_p95": _q(total, 95),
+            "graph_ms_median": _q(self.graph_ms, 50),
+            "rank_ms_median": _q(self.rank_ms, 50),
+            "iterations_median": _q(self.iterations, 50),
+            "affected_median": _q(self.affected, 50),
+            "not_converged": int(len(self.converged) - sum(self.converged)),
+        }
+        if self.checks:
+            last = self.checks[-1][1]
+            out.update({k: last[k] for k in last})
+            out["l1_error_max"] = max(c[1]["l1_error"] for c in self.checks)
+            out["checks"] = len(self.checks)
+        return out
+
+
+def _q(values, q):
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+@dataclass
+class ReplayReport:
+    """Everything a replay measured."""
+
+    graph: dict
+    runs: list
+
+    def to_dict(self) -> dict:
+        return {"graph": self.graph, "runs": [r.summary() for r in self.runs]}
+
+
+def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.9,
+           batch_fraction: float | None = 1e-4, batch_size: int | None = None,
+           delete_fraction: float = 0.0, config: RankConfig = RankConfig(), device="auto",
+           check: bool = False, check_every: int | None = None, max_batches: int | None = None,
+           seed: int = 0, progress: bool = True) -> ReplayReport:
+    """Replay ``stream`` through one engine per algorithm.
+
+    Parameters
+    ----------
+    stream : EdgeStream
+        From :func:`read_stream`.
+    algorithms : sequence of str
+        Any of ``static, nd, dt, df, dfp``.
+    base_fraction : float
+        Share of the edges (in order) that builds the base graph, in [0, 1).
+    batch_fraction, batch_size
+        Batch size as a share of all edges, or as a count (``batch_size`` wins).
+    delete_fraction : float
+        Share of every batch turned into deletions of random existing edges, in [0, 1).
+    config : RankConfig
+    device : {"auto", "cpu", "gpu"}
+    check : bool
+        Compare with the oracle every ``check_every`` batches and after the last one.
+    check_every : int, optional
+        Default: about 10 checks over the replay.
+    max_batches : int, optional
+        Stop after this many batches.
+    seed : int
+        Seed of the random deletions.
+    progress : bool
+        Show a progress line on stderr.
+
+    Returns
+    -------
+    ReplayReport
+    """
+    algorithms = [check_algorithm(a) for a in algorithms]
+    if not algorithms:
+        raise InvalidArgumentError("give at least one algorithm")
+    if not 0.0 <= base_fraction < 1.0:
+        raise InvalidArgumentError(f"base_fraction must be in [0, 1), got {base_fraction}")
+    if not 0.0 <= delete_fraction < 1.0:
+        raise InvalidArgumentError(f"delete_fraction must be in [0, 1), got {delete_fraction}")
+    total = len(stream)
+    if batch_size is None:
+        if batch_fraction is None or not 0.0 < batch_fraction <= 1.0:
+            raise InvalidArgumentError("give batch_size >= 1 or batch_fraction in (0, 1]")
+        batch_size = max(1, int(round(batch_fraction * total)))
+    if int(batch_size) < 1:
+        raise InvalidArgumentError(f"batch_size must be >= 1, got {batch_size}")
+    batch_size = int(batch_size)
+    n_del = int(round(delete_fraction * batch_size))
+    n_ins = max(batch_size - n_del, 1)
+    n_base = int(base_fraction * total)
+    rest = total - n_base
+    num_batches = math.ceil(rest / n_ins) if rest else 0
+    if max_batches is not None:
+        num_batches = min(num_batches, int(max_batches))
+    if check_every is None:
+        check_every = max(1, num_batches // 10)
+
+    base = slice(0, n_base)
+    base_ins = stream.insert[base]
+    runs = []
+    for alg in algorithms:
+        eng = Engine(device, alg, config=config)
+        # The base graph is the net effect of the first edges (deletions in it applied in order).
+        eng.graph.apply(EdgeBatch.from_arrays(stream.src[base], stream.dst[base], base_ins,
+                                              xp=eng.backend.xp))
+        eng.recompute()
+        runs.append(RunStats(alg, eng.backend.name, engine=eng))
+    ref_graph = runs[0].engine.graph
+    rng = np.random.default_rng(seed)
+    bar = Progress(num_batches, "replay", enabled=progress)
+    for b in range(num_batches):
+        lo = n_base + b * n_ins
+        hi = min(lo + n_ins, total)
+        src, dst, ins = stream.src[lo:hi], stream.dst[lo:hi], stream.insert[lo:hi]
+        if n_del and ref_graph.num_edges:
+            es, ed = ref_graph.edges_external()
+            es, ed = runs[0].engine.backend.to_host(es), runs[0].engine.backend.to_host(ed)
+            pick = rng.integers(0, es.shape[0], n_del)
+            src = np.concatenate([src, es[pick]])
+            dst = np.concatenate([dst, ed[pick]])
+            ins = np.concatenate([ins, np.zeros(n_del, dtype=bool)])
+        batch = EdgeBatch.from_arrays(src, dst, ins)
+        for run in runs:
+            step = run.engine.apply(batch)
+            run.graph_ms.append(step.graph_ms)
+            run.rank_ms.append(step.rank_ms)
+            run.iterations.append(step.rank.iterations)
+            run.affected.append(step.rank.affected_total)
+            run.converged.append(step.rank.converged)
+        last = b == num_batches - 1
+        if check and ((b + 1) % check_every == 0 or last):
+            ref = oracle_pagerank(ref_graph, alpha=config.alpha, dangling=config.dangling)
+            for run in runs:
+                _, p = run.engine.ranks()
+                run.checks.append((b + 1, error_report(p, ref)))
+        bar.update(b + 1, " ".join(f"{r.algorithm}:{r.rank_ms[-1]:.1f}ms" for r in runs))
+    bar.close()
+    if check and num_batches == 0:
+        ref = oracle_pagerank(ref_graph, alpha=config.alpha, dangling=config.dangling)
+        for run in runs:
+            run.checks.append((0, error_report(run.engine.ranks()[1], ref)))
+    g = runs[0].engine.graph
+    info = {
+        "path": stream.path,
+        "edges_in_file": total,
+        "bad_lines": stream.bad_lines,
+        "base_edges": n_base,
+        "batch_size": batch_size,
+        "deletions_per_batch": n_del,
+        "batches": num_batches,
+        "vertices": g.num_vertices,
+        "edges": g.num_edges,
+        "dangling": config.dangling,
+        "alpha": config.alpha,
+        "tol": config.tol,
+    }
+    return ReplayReport(info, runs)
+
+
+__all__ = ["ALGORITHMS", "BUNDLED_GRAPH", "EdgeStream", "ReplayReport", "RunStats", "read_stream", "replay"]

@@ -1,0 +1,116 @@
+"""Graph store: normalization rules, what apply() returns, CSR views, state round trip."""
+
+import numpy as np
+import pytest
+
+from streamrank.batch import EdgeBatch
+from streamrank.engine import Engine
+from streamrank.errors import BatchFormatError
+
+
+def _graph(device, src=(), dst=()):
+    eng = Engine(device, "dfp")
+    if len(src):
+        eng.graph.apply(EdgeBatch.from_arrays(np.array(src), np.array(dst), xp=eng.backend.xp))
+    return eng.graph, eng.backend
+
+
+def _edge_set(graph, backend):
+    s, d = graph.edges_external()
+    return set(zip(backend.to_host(s).tolist(), backend.to_host(d).tolist()))
+
+
+def _neighbours(backend, offset, degree, indices, v):
+    o, k = int(backend.to_host(offset)[v]), int(backend.to_host(degree)[v])
+    return sorted(backend.to_host(indices)[o:o + k].tolist())
+
+
+def test_normalization_counts_and_changes(device):
+    g, be = _graph(device, [1, 1, 2, 3, 3], [2, 3, 3, 1, 1])
+    assert (g.num_vertices, g.num_edges) == (3, 4)  # (3,1) twice collapses
+    batch = EdgeBatch.from_arrays(
+        np.array([1, 1, 9, 5, 5, 2, 7]), np.array([2, 2, 1, 6, 6, 3, 8]),
+        np.array([False, True, True, True, False, True, False]), xp=be.xp)
+    ch = g.apply(batch)
+    s = ch.summary()
+    # (1,2): delete then insert, present -> collapses to insert of a present edge (dropped)
+    # (5,6): insert then delete, absent -> collapses to delete of an absent edge (dropped)
+    # (2,3): present insertion; (7,8): deletion of an edge between unknown vertices
+    assert s["received"] == 7
+    assert s["dropped_duplicate"] == 2
+    assert s["dropped_present_insertion"] == 2
+    assert s["dropped_absent_deletion"] == 2
+    assert s["inserted"] == 1 and s["deleted"] == 0
+    assert s["new_vertices"] == 1  # 9 only: deletions and net-deleted inserts create no vertex
+    assert _edge_set(g, be) == {(1, 2), (1, 3), (2, 3), (3, 1), (9, 1)}
+    ext = be.to_host(g.ids.external)
+    assert int(be.to_host(ch.ins_src)[0]) == int(np.nonzero(ext == 9)[0][0])
+
+
+def test_deletion_makes_dangling_and_csr_views_agree(device):
+    g, be = _graph(device, [0, 0, 1], [1, 2, 2])
+    ch = g.apply(EdgeBatch.from_arrays(np.array([1]), np.array([2]), np.array([False]), xp=be.xp))
+    assert ch.num_deletions == 1
+    ids = be.to_host(g.ids.lookup(be.xp.asarray([0, 1, 2])))
+    assert be.to_host(g.out_degree)[ids].tolist() == [2, 0, 0]
+    assert be.to_host(g.in_degree)[ids].tolist() == [0, 1, 1]
+    assert _neighbours(be, g.out_offset, g.out_degree, g.out_indices, ids[0]) == sorted(ids[[1, 2]].tolist())
+    assert _neighbours(be, g.in_offset, g.in_degree, g.in_indices, ids[2]) == [ids[0]]
+
+
+def test_self_loops_are_ordinary_edges(device):
+    g, be = _graph(device, [4, 4], [4, 5])
+    assert g.num_edges == 2
+    i4 = int(be.to_host(g.ids.lookup(be.xp.asarray([4])))[0])
+    assert be.to_host(g.out_degree)[i4] == 2 and be.to_host(g.in_degree)[i4] == 1
+
+
+def test_random_batches_match_a_python_set(device):
+    rng = np.random.default_rng(7)
+    g, be = _graph(device)
+    truth = set()
+    for _ in range(30):
+        k = int(rng.integers(1, 40))
+        s = rng.integers(0, 30, k)
+        d = rng.integers(0, 30, k)
+        ins = rng.random(k) < 0.6
+        expect_dups = k - len(set(zip(s.tolist(), d.tolist())))
+        final = {}
+        for a, b, i in zip(s.tolist(), d.tolist(), ins.tolist()):
+            final[(a, b)] = i
+        present_ins = sum(1 for e, i in final.items() if i and e in truth)
+        absent_del = sum(1 for e, i in final.items() if not i and e not in truth)
+        for e, i in final.items():
+            (truth.add if i else truth.discard)(e)
+        ch = g.apply(EdgeBatch.from_arrays(s, d, ins, xp=be.xp))
+        assert ch.dropped == {"duplicate": expect_dups, "present_insertion": present_ins,
+                              "absent_deletion": absent_del}
+        assert _edge_set(g, be) == truth
+        assert g.num_edges == len(truth)
+        assert int(be.to_host(g.out_degree).sum()) == len(truth) == int(be.to_host(g.in_degree).sum())
+
+
+def test_state_round_trip(device):
+    rng = np.random.default_rng(3)
+    g, be = _graph(device, rng.integers(0, 50, 200), rng.integers(0, 50, 200))
+    g2 = type(g).from_state(g.state())
+    assert _edge_set(g2, be) == _edge_set(g, be)
+    assert be.to_host(g2.ids.external).tolist() == be.to_host(g.ids.external).tolist()
+
+
+@pytest.mark.parametrize("bad", [
+    dict(src=[-1], dst=[2]),
+    dict(src=[1.5], dst=[2]),
+    dict(src=np.array([2**64 - 1], dtype=np.uint64), dst=[2]),
+    dict(src=[1, 2], dst=[2]),
+    dict(src=["a"], dst=[2]),
+])
+def test_bad_batches_raise_package_error(bad):
+    with pytest.raises(BatchFormatError):
+        EdgeBatch.from_arrays(np.asarray(bad["src"]), np.asarray(bad["dst"]))
+
+
+def test_arrow_round_trip():
+    b = EdgeBatch.from_arrays([1, 2], [3, 4], [True, False])
+    b2 = EdgeBatch.from_arrow(b.to_arrow())
+    assert b2.src.tolist() == [1, 2] and b2.insert.tolist() == [True, False]

@@ -1,0 +1,201 @@
+"""Rank algorithms against hand-computed values, NetworkX and the SciPy oracle, on both backends."""
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamrank.batch import EdgeBatch
+from streamrank.config import ALGORITHMS, RankConfig
+from streamrank.engine import Engine
+from streamrank.errors import InvalidArgumentError
+from streamrank.metrics import l1_error, linf_error, topk_precision
+from streamrank.oracle import oracle_pagerank, scipy_pagerank
+
+ALPHA = 0.85
+DYNAMIC = [a for a in ALGORITHMS if a != "static"]
+
+
+def ranks_by_external(eng):
+    ids, p = eng.ranks()
+    return dict(zip(ids.tolist(), p.tolist()))
+
+
+def engine(device, algorithm, src, dst, **cfg):
+    eng = Engine(device, algorithm, config=RankConfig(**cfg))
+    eng.load_edges(np.asarray(src), np.asarray(dst))
+    return eng
+
+
+# ------------------------------------------------------------------ hand-checkable graphs
+def test_cycle_is_uniform(device):
+    for dangling in ("uniform", "self-loop"):
+        r = ranks_by_external(engine(device, "dfp", [0, 1, 2], [1, 2, 0], dangling=dangling))
+        assert r == pytest.approx({0: 1 / 3, 1: 1 / 3, 2: 1 / 3}, abs=1e-12)
+
+
+def test_dangling_vertex_by_hand_and_after_deletion(device):
+    # 0->1, 0->2, 1->2; vertex 2 dangles. Local form: x0 = 1, x1 = 1 + a/2, x2 = 1 + a(1/2 + x1)
+    x = np.array([1.0, 1 + ALPHA / 2, 1 + ALPHA * (0.5 + 1 + ALPHA / 2)])
+    for algorithm in ALGORITHMS:
+        eng = engine(device, algorithm, [0, 0, 1], [1, 2, 2])
+        r = ranks_by_external(eng)
+        assert [r[i] for i in range(3)] == pytest.approx(x / x.sum(), abs=1e-11)
+        # delete 1->2: vertex 1 becomes dangling; x2 = 1 + a/2
+        step = eng.apply(EdgeBatch.from_arrays([1], [2], [False]))
+        assert step.rank.converged
+        x2 = np.array([1.0, 1 + ALPHA / 2, 1 + ALPHA / 2])
+        r = ranks_by_external(eng)
+        assert [r[i] for i in range(3)] == pytest.approx(x2 / x2.sum(), abs=1e-11), algorithm
+
+
+def test_self_loop_mode_by_hand(device):
+    # 0->1 with implicit self-loops: d0 = 2, d1 = 1.
+    # x0 = 1/(1 - a/2); x1 = (1 + a x0/2)/(1 - a)
+    x0 = 1 / (1 - ALPHA / 2)
+    x1 = (1 + ALPHA * x0 / 2) / (1 - ALPHA)
+    r = ranks_by_external(engine(device, "static", [0], [1], dangling="self-loop"))
+    assert [r[0], r[1]] == pytest.approx([x0 / (x0 + x1), x1 / (x0 + x1)], abs=1e-11)
+
+
+def test_matches_networkx_on_a_graph_with_dangling_vertices(device):
+    rng = np.random.default_rng(11)
+    src, dst = rng.integers(0, 300, 1200), rng.integers(0, 300, 1200)
+    src = np.concatenate([src, np.arange(300, 332)])  # 32 extra vertices...
+    dst = np.concatenate([dst, np.arange(300, 332) + 100])  # ...pointing at dangling ones
+    eng = engine(device, "static", src, dst)
+    G = nx.DiGraph()
+    G.add_edges_from(zip(src.tolist(), dst.tolist()))
+    ref = nx.pagerank(G, alpha=ALPHA, tol=1e-15, max_iter=10_000)
+    r = ranks_by_external(eng)
+    assert sum(1 for v in G if G.out_degree(v) == 0) >= 32
+    assert sum(abs(r[v] - ref[v]) for v in G) < 1e-8
+
+
+def test_scipy_oracle_matches_networkx_self_loop_mode():
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 80, 300), rng.integers(0, 80, 300)
+    pairs = sorted(set(zip(src.tolist(), dst.tolist())))
+    s = np.array([a for a, _ in pairs])
+    d = np.array([b for _, b in pairs])
+    G = nx.MultiDiGraph()
+    G.add_nodes_from(range(80))
+    G.add_edges_from(pairs)
+    G.add_edges_from((v, v) for v in range(80))  # implicit self-loops (multi-edge beside an explicit one)
+    ref = nx.pagerank(G, alpha=ALPHA, tol=1e-15, max_iter=10_000)
+    p = scipy_pagerank(s, d, 80, dangling="self-loop")
+    assert np.abs(p - np.array([ref[v] for v in range(80)])).sum() < 1e-10
+
+
+# ------------------------------------------------------------------ property-based
+edge = st.tuples(st.integers(0, 25), st.integers(0, 25))
+
+
+@st.composite
+def stream(draw):
+    base = draw(st.lists(edge, min_size=0, max_size=60))
+    batches = draw(st.lists(
+        st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.booleans()), min_size=0, max_size=15),
+        min_size=1, max_size=6))
+    return base, batches
+
+
+def _run_property(device, dangling, data):
+    base, batches = data
+    cfg = RankConfig(dangling=dangling)
+    engines = {a: Engine(device, a, config=cfg) for a in ALGORITHMS}
+    for eng in engines.values():
+        if base:
+            eng.load_edges(np.array([e[0] for e in base]), np.array([e[1] for e in base]))
+    for batch in batches:
+        # delete some existing edges too (present deletions), plus whatever the strategy drew
+        first = engines["dfp"]
+        s = [b[0] for b in batch]
+        d = [b[1] for b in batch]
+        ins = [b[2] for b in batch]
+        if first.graph.num_edges:
+            es, ed = (first.backend.to_host(a) for a in first.graph.edges_external())
+            s += es[:2].tolist()
+            d += ed[:2].tolist()
+            ins += [False] * len(es[:2])
+        eb = EdgeBatch.from_arrays(np.array(s, dtype=np.int64), np.array(d, dtype=np.int64), np.array(ins, dtype=bool))
+        for algorithm, eng in engines.items():
+            step = eng.apply(eb)
+            assert step.rank.converged, algorithm
+        ref = oracle_pagerank(first.graph, dangling=dangling)
+        for algorithm, eng in engines.items():
+            _, p = eng.ranks()
+            if p.size == 0:
+                continue
+            # DF-P prunes vertices whose relative change is <= 1e-6: its error is bounded by that
+            bound = 1e-5 if algorithm == "dfp" else 1e-8
+            assert l1_error(p, ref) < bound, (algorithm, l1_error(p, ref))
+            assert abs(p.sum() - 1) < 1e-12
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=stream())
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_every_algorithm_matches_oracle_after_every_batch_cpu(dangling, data):
+    _run_property("cpu", dangling, data)
+
+
+@pytest.mark.gpu
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=stream())
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_every_algorithm_matches_oracle_after_every_batch_gpu(dangling, data):
+    _run_property("gpu", dangling, data)
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_larger_random_stream_with_new_vertices(device, dangling):
+    rng = np.random.default_rng(1)
+    n = 400
+    src, dst = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    cfg = dict(dangling=dangling)
+    engines = {a: engine(device, a, src, dst, **cfg) for a in DYNAMIC}
+    for b in range(8):
+        k = 60
+        s, d = rng.integers(0, n + 50, k), rng.integers(0, n + 50, k)  # new vertices appear
+        es, ed = engines["dfp"].graph.edges_external()
+        es, ed = engines["dfp"].backend.to_host(es), engines["dfp"].backend.to_host(ed)
+        pick = rng.integers(0, es.shape[0], 20)
+        batch = EdgeBatch.from_arrays(np.concatenate([s, es[pick], s[:5]]), np.concatenate([d, ed[pick], d[:5]]),
+                                      np.concatenate([np.ones(k, bool), np.zeros(20, bool), np.ones(5, bool)]))
+        for a, eng in engines.items():
+            step = eng.apply(batch)
+            assert step.rank.converged and step.seq == b + 1
+        ref = oracle_pagerank(engines["dfp"].graph, dangling=dangling)
+        for a, eng in engines.items():
+            _, p = eng.ranks()
+            assert l1_error(p, ref) < (1e-5 if a == "dfp" else 1e-8), a
+            assert linf_error(p, ref) < 1e-7
+            assert topk_precision(p, ref, 20) >= 0.95
+    # the frontier algorithms really work on fewer vertices than a full sweep
+    assert engines["dfp"].last.affected_total < engines["nd"].last.affected_total
+
+
+def test_state_round_trip_keeps_ranks(device):
+    rng = np.random.default_rng(2)
+    eng = engine(device, "dfp", rng.integers(0, 100, 500), rng.integers(0, 100, 500))
+    eng.apply(EdgeBatch.from_arrays(rng.integers(0, 120, 30), rng.integers(0, 120, 30)))
+    eng2 = Engine.from_state(eng.state(), device=device)
+    assert eng2.seq == 1
+    np.testing.assert_allclose(eng2.ranks()[1], eng.ranks()[1], rtol=0, atol=0)
+    batch = EdgeBatch.from_arrays(rng.integers(0, 130, 30), rng.integers(0, 130, 30))
+    eng.apply(batch)
+    eng2.apply(batch)
+    np.testing.assert_allclose(eng2.ranks()[1], eng.ranks()[1], atol=1e-15)
+
+
+def test_config_validation():
+    with pytest.raises(InvalidArgumentError):
+        RankConfig(alpha=1.0)
+    with pytest.raises(InvalidArgumentError):
+        RankConfig(dangling="nope")
+    with pytest.raises(InvalidArgumentError):
+        Engine("cpu", "pagerank")
+    with pytest.raises(InvalidArgumentError):
+        Engine("tpu")
