@@ -24,6 +24,8 @@ from .config import ALGORITHMS, RankConfig, check_algorithm
 from .errors import InvalidArgumentError
 from .result import RankResult
 
+_TINY = float(np.finfo(np.float64).tiny)
+
 
 # ---------------------------------------------------------------------------- helpers
 def _out_weights(graph, config: RankConfig):
@@ -166,20 +168,35 @@ def reachable_marking(graph, changes: AppliedChanges) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- frontier sweeps
+def _out_matrix(graph):
+    n = graph.num_vertices
+    data = np.ones(graph.out_indices.shape[0], dtype=np.float64)
+    return sp.csr_matrix((data, graph.out_indices, graph.out_indptr), shape=(n, n))
+
+
 def _iterate_subset(graph, x, mask, config, algorithm, *, grow: bool, prune: bool):
     inv, d = _out_weights(graph, config)
-    indptr, indices = graph.in_indptr, graph.in_indices
+    A = _in_matrix(graph)
+    O = _out_matrix(graph) if grow else None
+    in_deg = graph.in_degree
+    # A gather over the affected rows costs about 5x a full SpMV per edge (NumPy/SciPy
+    # row slicing against the C matvec), so a frontier holding over a fifth of the edges is
+    # swept with the full SpMV and its rows taken: same values, less time.
+    dense_edges = max(graph.num_edges // 5, 1)
     total = float(x.sum())
     affected = []
     initially = int(mask.sum())
     converged = False
     for it in range(1, config.max_iter + 1):
-        rows = np.nonzero(mask)[0]
+        rows = np.flatnonzero(mask)
         if rows.shape[0] == 0:
             converged = True
             break
-        owner, cols = _gather_rows(indptr, indices, rows)
-        s = np.bincount(owner, weights=x[cols] * inv[cols], minlength=rows.shape[0])
+        c = x * inv
+        if int(in_deg[rows].sum()) >= dense_edges:
+            s = (A @ c)[rows]
+        else:
+            s = A[rows] @ c
         new = _closed_form(s, rows, config, d)
         old = x[rows]
         delta = np.abs(new - old)
@@ -187,13 +204,13 @@ def _iterate_subset(graph, x, mask, config, algorithm, *, grow: bool, prune: boo
         total += float((new - old).sum())
         affected.append(int(rows.shape[0]))
         if grow or prune:
-            rel = delta / np.maximum(np.maximum(new, old), np.finfo(np.float64).tiny)
+            rel = delta / np.maximum(np.maximum(new, old), _TINY)
             if prune:
                 mask[rows[rel <= config.prune_tol]] = False
             if grow:
                 spread = rows[rel > config.frontier_tol]
                 if spread.shape[0]:
-                    mask[_out_neighbours(graph, spread)] = True
+                    mask[O[spread].indices] = True
         if float(delta.max()) / total < config.tol:
             converged = True
             break

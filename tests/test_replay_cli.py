@@ -1,0 +1,77 @@
+"""`streamrank replay` end to end on the bundled real graph (CPU), and the example script."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from streamrank.cli import main
+from streamrank.replay import BUNDLED_GRAPH
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_replay_all_algorithms_json_plot_ranks(tmp_path, capsys):
+    out, png, ranks = tmp_path / "out.json", tmp_path / "plot.png", tmp_path / "ranks.parquet"
+    rc = main(["replay", str(BUNDLED_GRAPH), "--algorithm", "all", "--batch-size", "50",
+               "--max-batches", "12", "--check", "--check-every", "4", "--json", str(out),
+               "--plot", str(png), "--ranks-out", str(ranks), "--no-progress"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "top 10 ranks" in text and "ms/batch med" in text
+    doc = json.loads(out.read_text())
+    assert doc["graph"]["batches"] == 12 and doc["graph"]["batch_size"] == 50
+    assert doc["graph"]["vertices"] > 1000
+    runs = {r["algorithm"]: r for r in doc["runs"]}
+    assert set(runs) == {"static", "nd", "dt", "df", "dfp"}
+    for name, r in runs.items():
+        for key in ("batches", "batch_ms_median", "batch_ms_p95", "iterations_median", "affected_median",
+                    "l1_error", "linf_error", "top20_precision", "top100_precision"):
+            assert key in r, (name, key)
+        assert r["batches"] == 12 and r["device"] == "cpu"
+        assert r["l1_error"] < (1e-5 if name == "dfp" else 1e-7)
+        assert r["top20_precision"] == 1.0
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    table = pq.read_table(ranks)
+    assert table.num_rows == doc["graph"]["vertices"]
+    assert abs(sum(table.column("rank").to_pylist()) - 1.0) < 1e-9
+
+
+def test_replay_with_deletions(tmp_path):
+    out = tmp_path / "o.json"
+    rc = main(["replay", str(BUNDLED_GRAPH), "--algorithm", "dfp", "--batch-size", "40",
+               "--delete-fraction", "0.2", "--max-batches", "10", "--check", "--json", str(out),
+               "--no-progress", "--dangling", "self-loop"])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    assert doc["graph"]["deletions_per_batch"] == 8 and doc["graph"]["dangling"] == "self-loop"
+    assert doc["runs"][0]["l1_error"] < 1e-5
+
+
+def test_replay_bad_lines_are_counted_and_skipped(tmp_path, capsys):
+    f = tmp_path / "edges.txt"
+    lines = [f"{i} {i + 1} {i}" for i in range(200)]
+    lines[50] = "1 x 3"
+    lines[120] = "-4 5 6"
+    f.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(f), "--batch-size", "5", "--check", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "2 bad line(s)" in err
+    assert main(["replay", str(f), "--strict", "--no-progress"]) == 1
+    assert "51" in capsys.readouterr().err  # the first bad line number is in the error
+
+
+def test_missing_file_is_a_clear_error(capsys):
+    assert main(["replay", "/nonexistent/edges.txt", "--no-progress"]) == 1
+    assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_example_script_runs():
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "replay_example.py"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert "top 10 vertices" in res.stdout and "L1 error" in res.stdout
