@@ -183,6 +183,7 @@ def _iterate_subset(graph, x, mask, config, algorithm, *, grow: bool, prune: boo
     # row slicing against the C matvec), so a frontier holding over a fifth of the edges is
     # swept with the full SpMV and its rows taken: same values, less time.
     dense_edges = max(graph.num_edges // 5, 1)
+    dense_marks = max(graph.num_vertices // 64, 16)
     total = float(x.sum())
     affected = []
     initially = int(mask.sum())
@@ -209,7 +210,13 @@ def _iterate_subset(graph, x, mask, config, algorithm, *, grow: bool, prune: boo
                 mask[rows[rel <= config.prune_tol]] = False
             if grow:
                 spread = rows[rel > config.frontier_tol]
-                if spread.shape[0]:
+                if spread.shape[0] > dense_marks:
+                    # many spreaders: one in-matrix SpMV finds every vertex with a flagged
+                    # in-neighbour, cheaper than slicing that many out-rows
+                    flag = np.zeros(x.shape[0])
+                    flag[spread] = 1.0
+                    mask |= (A @ flag) > 0
+                elif spread.shape[0]:
                     mask[O[spread].indices] = True
         if float(delta.max()) / total < config.tol:
             converged = True
