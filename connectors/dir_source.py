@@ -1,0 +1,249 @@
+"""Directory mode: edge files read in name order, and a dead-letter file.
+
+The source reads every edge file of a directory (formats of :mod:`connectors.files`: SNAP text,
+CSV, Parquet, JSON lines) in file-name order, rows in file order, and then watches the directory
+for new files whose names sort after the last one read. Put a new file in place atomically
+(write it under a name starting with ``.``, then rename it).
+
+Position (checkpoint key ``"dir"``): ``{"file": name, "rows": good rows consumed, "bad": bad
+lines dead-lettered, "done": whether the file was read to its end}``. On restart the file named
+there is reopened, its first ``rows`` good rows and ``bad`` bad lines skipped; files sorting
+before it are not read again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import time
+
+import numpy as np
+
+from streamrank.errors import SourceError
+
+from .records import BadRecord, EdgeChunk
+
+log = logging.getLogger(__name__)
+
+POS_KEY = "dir"
+
+
+def _bad_fields(entry, default_line: int):
+    """``(line number, text, reason)`` of a reader's :class:`connectors.files.BadLine`."""
+    line = getattr(entry, "line", None)
+    return (line if isinstance(line, int) else default_line), getattr(entry, "text", ""), getattr(entry, "reason", "")
+
+
+class FileDeadLetters:
+    """Appends rejected records to a JSON-lines file.
+
+    Each line: ``{"reason", "detail", "topic", "partition", "offset", "key", "value_b64",
+    "value"}`` (``value`` is the UTF-8 text when it decodes, else ``null``; ``value_b64`` always
+    holds the original bytes).
+    """
+
+    def __init__(self, path: str):
+        self.path = os.fspath(path)
+        d = os.path.dirname(self.path)
+        try:
+            if d:
+                os.makedirs(d, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise SourceError(f"cannot open dead-letter file {self.path}: {exc}") from exc
+
+    def send(self, bad: BadRecord) -> None:
+        value = bytes(bad.value or b"")
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        rec = {"reason": bad.reason, "detail": bad.detail, "topic": bad.topic, "partition": bad.partition,
+               "offset": bad.offset, "key": None if bad.key is None else base64.b64encode(bad.key).decode(),
+               "value_b64": base64.b64encode(value).decode(), "value": text}
+        try:
+            self._fh.write(json.dumps(rec) + "\n")
+        except OSError as exc:
+            raise SourceError(f"cannot write dead-letter file {self.path}: {exc}") from exc
+
+    def flush(self) -> None:
+        """Flush and fsync (called before every checkpoint)."""
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise SourceError(f"cannot flush dead-letter file {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        except OSError:
+            pass
+
+
+class DirectorySource:
+    """Reads the edge files of a directory in name order, then waits for new ones.
+
+    Parameters
+    ----------
+    directory : str
+    chunk_rows : int
+        Rows per chunk handed to the loop (the batch size).
+    format : str, optional
+        Force a file format (default: from each file's extension).
+    stop : callable, optional
+        Unused here (kept for the source interface).
+    """
+
+    def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None, stop=None):
+        self.directory = os.fspath(directory)
+        self.chunk_rows = int(chunk_rows)
+        self.format = format
+        self._reader = None
+        self._iter = None
+        self._file = None
+        self._rows = 0
+        self._bad = 0
+        self._done_files: str | None = None  # name of the last file read to its end
+        self._skip_rows = 0
+        self._skip_bad = 0
+        self.exhausted = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self, positions: dict) -> None:
+        if not os.path.isdir(self.directory):
+            raise SourceError(f"input directory {self.directory} does not exist")
+        pos = positions.get(POS_KEY)
+        if pos:
+            if pos.get("done"):
+                self._done_files = pos["file"]
+            else:
+                self._file = pos["file"]
+                self._skip_rows = int(pos.get("rows", 0))
+                self._skip_bad = int(pos.get("bad", 0))
+        log.info("directory source %s, resuming at %s", self.directory, pos or "the first file")
+
+    def close(self) -> None:
+        self._close_reader()
+
+    def commit(self, positions: dict) -> bool:
+        return True  # the checkpoint is the only record of directory positions
+
+    def _close_reader(self):
+        if self._reader is not None:
+            try:
+                self._reader.__exit__(None, None, None)
+            except Exception as exc:  # closing must not mask the caller's path
+                log.debug("closing %s: %s", self._file, exc)
+        self._reader = self._iter = None
+
+    def _files(self) -> list:
+        from .files import list_edge_files
+
+        try:
+            paths = list_edge_files(self.directory)
+        except OSError as exc:
+            raise SourceError(f"cannot list {self.directory}: {exc}") from exc
+        names = sorted(os.path.basename(str(p)) for p in paths)
+        return [n for n in names if not n.startswith(".")]
+
+    def _next_file(self):
+        files = self._files()
+        if self._file is not None:
+            if self._file in files:
+                return self._file
+            raise SourceError(f"{self._file} (named in the checkpoint) is gone from {self.directory}")
+        later = [n for n in files if self._done_files is None or n > self._done_files]
+        return later[0] if later else None
+
+    def _open_file(self, name: str) -> None:
+        from .files import open_edge_file
+
+        path = os.path.join(self.directory, name)
+        try:
+            self._reader = open_edge_file(path, format=self.format, chunk_rows=self.chunk_rows, keep_order=True,
+                                          strict=False, max_bad_kept=1 << 62)
+            self._reader.__enter__()
+            self._iter = iter(self._reader)
+        except SourceError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot open {path}: {exc}") from exc
+        self._file = name
+        self._rows = 0
+        self._bad = 0
+        log.info("reading %s", path)
+
+    # ------------------------------------------------------------------ reading
+    def _position(self, done: bool = False) -> dict:
+        return {"file": self._file, "rows": self._rows, "bad": self._bad, "done": done}
+
+    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
+        """The next chunk of the current file (with its bad lines), or ``[]`` after ``timeout_s``."""
+        if self._iter is None:
+            name = self._next_file()
+            if name is None:
+                self.exhausted = True
+                time.sleep(timeout_s)
+                return []
+            self.exhausted = False
+            self._open_file(name)
+        try:
+            table = next(self._iter)
+        except StopIteration:
+            table = None
+        except SourceError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"reading {self._file}: {exc}") from exc
+        items = self._bad_items()
+        if table is None:
+            items.append(EdgeChunk(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), POS_KEY,
+                                   self._position(done=True)))
+            self._close_reader()
+            self._done_files, self._file = self._file, None
+            self._skip_rows = self._skip_bad = 0
+            return items
+        src = table.column("src").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        dst = table.column("dst").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        ins = table.column("op").to_numpy(zero_copy_only=False) > 0
+        skip = min(self._skip_rows, src.shape[0])
+        self._skip_rows -= skip
+        self._rows += src.shape[0]
+        if skip == src.shape[0]:
+            return items
+        items.append(EdgeChunk(src[skip:], dst[skip:], ins[skip:], POS_KEY, self._position()))
+        return items
+
+    def _bad_items(self) -> list:
+        """Bad lines the reader reported since the last call, as dead letters.
+
+        The report's list is drained as it is read, so its cap never drops a line.
+        """
+        report = getattr(self._reader, "report", None)
+        lines = getattr(report, "bad_lines", None)
+        out = []
+        while lines:
+            entry = lines.pop(0)
+            self._bad += 1
+            if self._skip_bad > 0:
+                self._skip_bad -= 1
+                continue
+            line, text, reason = _bad_fields(entry, self._bad)
+            value = text.encode("utf-8") if isinstance(text, str) else (text or b"")
+            out.append(BadRecord(value=value, reason=_reason_code(reason), detail=str(reason or "bad line"),
+                                 topic=self._file, partition=-1, offset=int(line), key=None, pos_key=POS_KEY,
+                                 pos_value=self._position()))
+        return out
+
+
+def _reason_code(reason) -> str:
+    """Map a reader's reason text (:mod:`connectors.files`) onto :data:`connectors.records.REASONS`."""
+    text = str(reason or "").lower()
+    for key, code in (("unknown op", "unknown_op"), ("missing", "missing_field"), ("non-integer", "non_integer_id"),
+                      ("negative", "negative_id"), ("beyond", "id_out_of_range"), ("json", "bad_json")):
+        if key in text:
+            return code
+    return "bad_csv"

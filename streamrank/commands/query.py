@@ -1,0 +1,70 @@
+"""``streamrank query``: ranks from the latest checkpoint of a daemon."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+HELP = "read ranks from the latest checkpoint (--top K or --vertex ID)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--checkpoint-dir", required=True, metavar="DIR", help="the daemon's checkpoint directory")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--top", type=int, metavar="K", help="the K best vertices")
+    what.add_argument("--vertex", type=int, action="append", metavar="ID", help="rank of vertex ID (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def load_ranks(checkpoint_dir: str):
+    """``(ids, p, checkpoint)`` from the latest checkpoint.
+
+    Raises
+    ------
+    CheckpointError
+        When there is no readable checkpoint.
+    """
+    from ..checkpoint import load_latest
+    from ..errors import CheckpointError
+
+    ck = load_latest(checkpoint_dir)
+    if ck is None:
+        raise CheckpointError(f"no checkpoint in {checkpoint_dir}")
+    if ck.ranks is not None:
+        ids, p = ck.ranks
+    else:  # older checkpoints without saved ranks: from the engine state
+        ids = np.asarray(ck.engine_state["external"], dtype=np.int64)
+        x = np.asarray(ck.engine_state["x"], dtype=np.float64)
+        p = x / x.sum() if x.size else x
+    return ids, p, ck
+
+
+def run(args) -> int:
+    from ..errors import InvalidArgumentError
+
+    ids, p, ck = load_ranks(args.checkpoint_dir)
+    out = {"seq": ck.seq, "checkpoint": ck.path, "vertices": int(ids.shape[0])}
+    if args.top is not None:
+        if args.top < 1:
+            raise InvalidArgumentError("--top must be >= 1")
+        k = min(args.top, p.shape[0])
+        order = np.lexsort((ids, -p))[:k]
+        out["top"] = [{"rank_position": i + 1, "vertex": int(ids[j]), "rank": float(p[j])} for i, j in enumerate(order)]
+        rows = out["top"]
+    else:
+        index = {int(v): i for i, v in enumerate(ids.tolist())} if len(args.vertex) > 0 else {}
+        rows = []
+        for v in args.vertex:
+            j = index.get(int(v))
+            rows.append({"vertex": int(v), "rank": None if j is None else float(p[j])})
+        out["vertices_queried"] = rows
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"# checkpoint seq={ck.seq} ({out['vertices']} vertices): {ck.path}")
+        for r in rows:
+            rank = "unknown vertex" if r["rank"] is None else f"{r['rank']:.12g}"
+            pos = f"{r['rank_position']:>6}  " if "rank_position" in r else ""
+            print(f"{pos}{r['vertex']:>20}  {rank}")
+    return 0 if all(r["rank"] is not None for r in rows) else 1

@@ -1,0 +1,433 @@
+"""The daemon's event loop.
+
+``source -> batch (size/time window) -> engine.apply -> sinks -> checkpoint -> commit``
+
+One thread does it all, in that order, so the rules are easy to check:
+
+- a batch closes when it holds ``batch_size`` edges or ``batch_wait_ms`` after its first record
+  (a message is never split: a message that would overflow the batch opens the next one);
+- rejected records go to the dead letters before the batch they arrived in is applied;
+- source positions advance only with the batch that consumed them, are written in the next
+  checkpoint, and are committed to the consumer group only after that checkpoint is on disk;
+- before a checkpoint every message published so far is flushed (acknowledged by the broker),
+  so the checkpoint never claims work whose output could still be lost;
+- a shutdown request (signal) ends the batch in hand, publishes, checkpoints, commits, exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+
+import numpy as np
+
+from connectors.records import EdgeChunk
+
+from ..batch import EdgeBatch
+from ..checkpoint import load_latest, save_checkpoint
+from ..engine import Engine
+from ..errors import SourceError, StreamrankError
+from .config import DaemonConfig
+from .drift import DriftGuard
+from .metrics import DaemonMetrics
+from .signals import ShutdownFlag
+
+log = logging.getLogger("streamrank.daemon")
+
+#: Longest a shutdown waits for the broker to acknowledge published messages.
+SHUTDOWN_FLUSH_DEADLINE_S = 30.0
+
+
+class Daemon:
+    """``streamrank serve``.
+
+    Parameters
+    ----------
+    config : DaemonConfig
+    shutdown : ShutdownFlag, optional
+        Default: a new flag (the CLI installs its signal handlers).
+    metrics : DaemonMetrics, optional
+        Default: new metrics on a registry of their own.
+    """
+
+    def __init__(self, config: DaemonConfig, *, shutdown: ShutdownFlag | None = None,
+                 metrics: DaemonMetrics | None = None):
+        self.cfg = config.validate()
+        self.shutdown = shutdown or ShutdownFlag()
+        self.metrics = metrics or DaemonMetrics()
+        self.engine: Engine | None = None
+        self.positions: dict = {}
+        self.source = None
+        self.producer = None
+        self.publisher = None
+        self.dead_letters = None
+        self.snapshots = None
+        self.drift = DriftGuard(every=config.drift_every, bound=config.drift_bound,
+                                alpha=config.rank.alpha, dangling=config.rank.dangling)
+        self._held: list = []
+        self._dirty = False            # positions or state not yet checkpointed
+        self._since_ckpt = 0           # batches since the last checkpoint
+        self._last_ckpt = time.monotonic()
+        self._last_lag = 0.0
+        self._broker_ok = True
+        self._applied_log = None
+        self._ranks = None             # (ids, p) of the last batch, when computed
+        self.edges_applied = 0
+
+    # ================================================================== setup
+    def _restore(self) -> None:
+        cfg = self.cfg
+        ck = load_latest(cfg.checkpoint_dir)
+        if ck is not None:
+            self.engine = Engine.from_state(ck.engine_state, device=cfg.device, algorithm=cfg.algorithm,
+                                            config=cfg.rank)
+            if self.engine.seq != ck.seq:
+                raise StreamrankError(f"checkpoint {ck.path}: engine seq {self.engine.seq} != {ck.seq}")
+            self.positions = dict(ck.positions)
+            log.info("restored checkpoint %s: seq=%d, %d vertices, %d edges, positions=%s", ck.path, ck.seq,
+                     self.engine.graph.num_vertices, self.engine.graph.num_edges, self.positions)
+        else:
+            self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank)
+            if cfg.base_graph:
+                self._load_base(cfg.base_graph)
+            log.info("no checkpoint in %s: starting from %s", cfg.checkpoint_dir,
+                     f"base graph {cfg.base_graph}" if cfg.base_graph else "an empty graph")
+        log.info("engine: device=%s (%s), algorithm=%s", self.engine.backend.name, self.engine.backend.reason,
+                 cfg.algorithm)
+        self._log_event("restore", seq=self.engine.seq, positions=self.positions,
+                        checkpoint=ck.path if ck else None)
+
+    def _load_base(self, path: str) -> None:
+        from connectors.files import open_edge_file
+
+        srcs, dsts = [], []
+        with open_edge_file(path) as reader:
+            for t in reader:
+                ins = t.column("op").to_numpy(zero_copy_only=False) > 0
+                srcs.append(t.column("src").to_numpy(zero_copy_only=False)[ins])
+                dsts.append(t.column("dst").to_numpy(zero_copy_only=False)[ins])
+        src = np.concatenate(srcs) if srcs else np.zeros(0, np.int64)
+        dst = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
+        self.engine.load_edges(src, dst)
+        log.info("base graph %s: %d edges", path, src.shape[0])
+
+    def _open_io(self) -> None:
+        cfg = self.cfg
+        if cfg.input_dir is not None:
+            from connectors.dir_source import DirectorySource
+
+            self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size, stop=lambda: self.shutdown.requested)
+        else:
+            from connectors.kafka_source import KafkaEdgeSource
+
+            self.source = KafkaEdgeSource(bootstrap_servers=cfg.bootstrap_servers, topics=cfg.topic,
+                                          group_id=cfg.group_id, start_from=cfg.start_from,
+                                          max_message_bytes=cfg.max_message_bytes,
+                                          max_poll_records=cfg.poll_max_records,
+                                          stop=lambda: self.shutdown.requested)
+        if cfg.publish_topic or cfg.dead_letter_topic:
+            from connectors.kafka_sink import make_producer
+
+            self.producer = self._retry(lambda: make_producer(cfg.bootstrap_servers), "creating the producer")
+        if cfg.publish_topic:
+            from connectors.kafka_sink import RankPublisher
+
+            self.publisher = RankPublisher(self.producer, cfg.publish_topic, threshold=cfg.publish_threshold,
+                                           top_k=cfg.top_k, top_k_every=cfg.top_k_every)
+            if self.engine.graph.num_vertices:
+                self.publisher.prime(self.engine.ranks()[1])
+        if cfg.dead_letter_topic:
+            from connectors.kafka_sink import KafkaDeadLetters
+
+            self.dead_letters = KafkaDeadLetters(self.producer, cfg.dead_letter_topic)
+        else:
+            from connectors.dir_source import FileDeadLetters
+
+            path = cfg.dead_letter_file or os.path.join(cfg.checkpoint_dir, "dead-letters.jsonl")
+            self.dead_letters = FileDeadLetters(path)
+        if cfg.snapshot_every:
+            from connectors.parquet_sink import ParquetSnapshots
+
+            self.snapshots = ParquetSnapshots(cfg.snapshot_dir or os.path.join(cfg.checkpoint_dir, "snapshots"),
+                                              every=cfg.snapshot_every)
+        self.source.open(self.positions)
+
+    # ================================================================== helpers
+    def _log_event(self, event: str, **fields) -> None:
+        if self._applied_log is None:
+            return
+        self._applied_log.write(json.dumps({"event": event, **fields}) + "\n")
+        self._applied_log.flush()
+
+    def _retry(self, fn, what: str, *, deadline: float | None = None):
+        """Call ``fn`` until it succeeds, backing off and logging on StreamrankError.
+
+        Gives up (re-raises) once shutdown is requested and ``deadline`` (monotonic) has passed.
+        """
+        from connectors.kafka_source import Backoff
+
+        backoff = Backoff(initial=0.2, maximum=10.0)
+        while True:
+            try:
+                return fn()
+            except StreamrankError as exc:
+                self.metrics.source_errors.labels(where=what).inc()
+                if self.shutdown.requested and (deadline is None or time.monotonic() > deadline):
+                    raise
+                d = backoff.next()
+                log.warning("%s failed (%s); retrying in %.1fs", what, exc, d)
+                self.shutdown.wait(d) if not self.shutdown.requested else time.sleep(d)
+
+    # ================================================================== batching
+    def _poll(self, timeout_s: float) -> list:
+        t0 = time.perf_counter()
+        try:
+            items = self.source.poll(timeout_s)
+        except SourceError as exc:
+            self.metrics.source_errors.labels(where="poll").inc()
+            log.warning("source poll failed: %s", exc)
+            self.shutdown.wait(1.0)
+            return []
+        self.metrics.stage_seconds.labels(stage="poll").observe(time.perf_counter() - t0)
+        return items
+
+    def _collect(self):
+        """Gather one batch window. Returns ``(chunks, bad, positions)``; both lists may be empty."""
+        cfg = self.cfg
+        wait_s = cfg.batch_wait_ms / 1000.0
+        chunks, bad, pos = [], [], {}
+        n = 0
+        opened = None
+        idle_until = time.monotonic() + max(0.5, wait_s)
+        while True:
+            if not self._held:
+                now = time.monotonic()
+                if opened is None:
+                    if self.shutdown.requested or now >= idle_until:
+                        break
+                    timeout = min(0.2, max(0.0, idle_until - now))
+                else:
+                    remaining = opened + wait_s - now
+                    if remaining <= 0 or self.shutdown.requested:
+                        break
+                    timeout = min(0.2, remaining)
+                self._held = self._poll(timeout)
+                continue
+            item = self._held[0]
+            is_edges = isinstance(item, EdgeChunk)
+            size = len(item) if is_edges else 0
+            if n and n + size > cfg.batch_size:
+                break
+            self._held.pop(0)
+            if opened is None:
+                opened = time.monotonic()
+            if not is_edges:
+                bad.append(item)
+            elif size:
+                chunks.append(item)
+                n += size
+            pos[item.pos_key] = item.pos_value
+            if n >= cfg.batch_size:
+                break
+        return chunks, bad, pos
+
+    # ================================================================== one batch
+    def _dead_letter(self, bad: list) -> None:
+        for b in bad:
+            self._retry(lambda b=b: self.dead_letters.send(b), "dead-lettering")
+            self.metrics.dead_letters.labels(reason=b.reason).inc()
+            log.warning("dead letter: %s at %s[%s]@%s: %s", b.reason, b.topic, b.partition, b.offset, b.detail)
+
+    def _step(self, chunks: list, pos: dict) -> None:
+        eng = self.engine
+        if len(chunks) == 1:
+            c = chunks[0]
+            src, dst, ins = c.src, c.dst, c.insert
+        else:
+            src = np.concatenate([c.src for c in chunks])
+            dst = np.concatenate([c.dst for c in chunks])
+            ins = np.concatenate([c.insert for c in chunks])
+        batch = EdgeBatch(src, dst, ins)  # records were validated when parsed
+        if eng.backend.is_gpu:
+            batch = batch.to(eng.backend.xp)
+        step = eng.apply(batch)
+        self.metrics.observe_step(step)
+        self.positions.update(pos)
+        self._dirty = True
+        self._since_ckpt += 1
+        self.edges_applied += len(batch)
+        t0 = time.perf_counter()
+        sent = self._publish(step.seq)
+        t_pub = time.perf_counter() - t0
+        self.metrics.stage_seconds.labels(stage="publish").observe(t_pub)
+        ch = step.changes
+        self.metrics.vertices.set(eng.graph.num_vertices)
+        self.metrics.edges.set(eng.graph.num_edges)
+        log.info("batch seq=%d edges=%d inserted=%d deleted=%d dropped=%d new_vertices=%d iterations=%d "
+                 "affected=%d graph=%.2fms rank=%.2fms publish=%.2fms published=%d vertices=%d graph_edges=%d",
+                 step.seq, ch.received, ch.num_insertions, ch.num_deletions, sum(ch.dropped.values()),
+                 ch.num_new_vertices, step.rank.iterations, sum(step.rank.affected or [0]), step.graph_ms,
+                 step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices, eng.graph.num_edges)
+        self._log_event("apply", seq=step.seq, edges=len(batch), positions=pos, t=time.time())
+        if self.drift.due(step.seq):
+            self.drift.submit(step.seq, eng)
+
+    def _publish(self, seq: int) -> int:
+        need = self.publisher is not None or (self.snapshots is not None and self.snapshots.due(seq))
+        if not need:
+            self._ranks = None
+            return 0
+        ids, p = self.engine.ranks()
+        self._ranks = (ids, p)
+        sent = 0
+        if self.publisher is not None:
+            out = self._retry(lambda: self.publisher.publish(seq, ids, p), "publishing")
+            for kind, k in out.items():
+                if k:
+                    self.metrics.published.labels(kind=kind).inc(k)
+            sent = sum(out.values())
+        if self.snapshots is not None and self.snapshots.due(seq):
+            try:
+                self.snapshots.write(seq, ids, p)
+            except StreamrankError as exc:
+                log.error("snapshot failed: %s", exc)
+        return sent
+
+    def _drift_results(self) -> None:
+        for r in self.drift.results():
+            self.metrics.drift_l1.set(r.l1)
+            if r.l1 > self.drift.bound:
+                log.warning("drift check seq=%d: L1 error %.3e > bound %.1e over %d vertices; replacing ranks "
+                            "with a static recompute", r.seq, r.l1, self.drift.bound, r.num_vertices)
+                self.engine.recompute()
+                self.metrics.drift_corrections.inc()
+                self._dirty = True
+            else:
+                log.info("drift check seq=%d: L1 error %.3e (bound %.1e, %d vertices, %.2fs)", r.seq, r.l1,
+                         self.drift.bound, r.num_vertices, r.seconds)
+
+    # ================================================================== checkpoint + commit
+    def _checkpoint(self, *, final: bool = False) -> None:
+        eng = self.engine
+        t0 = time.perf_counter()
+        deadline = time.monotonic() + SHUTDOWN_FLUSH_DEADLINE_S
+        # 1. everything published so far must be acknowledged before the checkpoint claims it
+        if self.publisher is not None or self.cfg.dead_letter_topic:
+            from connectors.kafka_sink import flush
+
+            self._retry(lambda: flush(self.producer, timeout_s=10.0), "flushing published messages",
+                        deadline=deadline)
+        if hasattr(self.dead_letters, "flush"):
+            self._retry(lambda: self.dead_letters.flush(), "flushing dead letters", deadline=deadline)
+        # 2. the checkpoint itself
+        ranks = self._ranks if self._ranks is not None else eng.ranks()
+        meta = {"algorithm": self.cfg.algorithm, "device": eng.backend.name, "rank": self.cfg.rank.to_dict(),
+                "vertices": eng.graph.num_vertices, "edges": eng.graph.num_edges}
+        path = self._retry(lambda: save_checkpoint(self.cfg.checkpoint_dir, eng.state(), seq=eng.seq,
+                                                   positions=self.positions, meta=meta, ranks=ranks,
+                                                   keep=self.cfg.checkpoint_keep),
+                           "writing the checkpoint", deadline=deadline)
+        # 3. only now may the positions be committed to the group
+        self.source.commit(self.positions)
+        dt = time.perf_counter() - t0
+        self.metrics.stage_seconds.labels(stage="checkpoint").observe(dt)
+        self.metrics.checkpoints.inc()
+        self._dirty = False
+        self._since_ckpt = 0
+        self._last_ckpt = time.monotonic()
+        self._log_event("checkpoint", seq=eng.seq, positions=self.positions, final=final)
+        log.info("checkpoint seq=%d -> %s (%.1f ms)%s", eng.seq, path, dt * 1e3, " [final]" if final else "")
+
+    def _checkpoint_due(self) -> bool:
+        if not self._dirty:
+            return False
+        if self._since_ckpt >= self.cfg.checkpoint_every:
+            return True
+        return self.cfg.checkpoint_interval > 0 and time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_interval
+
+    def _update_lag(self) -> None:
+        if not hasattr(self.source, "lags") or self.cfg.lag_interval <= 0:
+            return
+        now = time.monotonic()
+        if now - self._last_lag < self.cfg.lag_interval:
+            return
+        self._last_lag = now
+        try:
+            lags = self.source.lags(self.positions)
+        except SourceError as exc:
+            if self._broker_ok:
+                log.warning("broker unreachable (%s); retrying with backoff", exc)
+            self._broker_ok = False
+            self.metrics.source_errors.labels(where="lag").inc()
+            return
+        if not self._broker_ok:
+            log.warning("broker reachable again; resuming at positions %s", self.positions)
+        self._broker_ok = True
+        for (topic, part), lag in lags.items():
+            self.metrics.lag.labels(topic=topic, partition=str(part)).set(lag)
+
+    # ================================================================== run
+    def run(self) -> int:
+        """Run until shutdown (or, with ``exit_when_done`` in directory mode, the input ends).
+
+        Returns
+        -------
+        int
+            0 after a clean shutdown with a final checkpoint; 1 when the final checkpoint could
+            not be completed (the previous one stands, nothing is lost).
+        """
+        cfg = self.cfg
+        os.makedirs(cfg.checkpoint_dir, exist_ok=True)
+        if cfg.applied_log:
+            self._applied_log = open(cfg.applied_log, "a", encoding="utf-8")
+        try:
+            self._restore()
+            if cfg.metrics_port:
+                self.metrics.serve(cfg.metrics_port)
+            self._open_io()
+            log.info("serving: %s -> %s", cfg.input_dir or f"{cfg.bootstrap_servers} {cfg.topic}",
+                     cfg.publish_topic or "(no publish topic)")
+            while True:
+                chunks, bad, pos = self._collect()
+                if bad:
+                    self._dead_letter(bad)
+                if chunks:
+                    self._step(chunks, pos)
+                elif pos:
+                    self.positions.update(pos)  # only rejected records or file ends: no batch
+                    self._dirty = True
+                self._drift_results()
+                if self.shutdown.requested:
+                    break
+                if self._checkpoint_due():
+                    self._checkpoint()
+                self._update_lag()
+                if cfg.exit_when_done and getattr(self.source, "exhausted", False) and not self._held:
+                    log.info("input exhausted: stopping")
+                    break
+            self.drift.join(5.0)
+            self._drift_results()
+            log.info("shutting down%s: final checkpoint",
+                     f" on signal {self.shutdown.signum}" if self.shutdown.signum else "")
+            try:
+                if self._dirty or not os.path.exists(os.path.join(cfg.checkpoint_dir, "MANIFEST.json")):
+                    self._checkpoint(final=True)
+            except StreamrankError as exc:
+                log.error("final checkpoint failed: %s (the previous checkpoint stands)", exc)
+                return 1
+            return 0
+        finally:
+            self.drift.join(1.0)
+            if self.source is not None:
+                self.source.close()
+            if self.producer is not None:
+                try:
+                    self.producer.close(timeout=5)
+                except Exception as exc:  # closing must not mask the exit path
+                    log.debug("producer close: %s", exc)
+            if self.dead_letters is not None and hasattr(self.dead_letters, "close"):
+                self.dead_letters.close()
+            if self._applied_log is not None:
+                self._applied_log.close()
