@@ -1,0 +1,139 @@
+"""``streamrank bench-ppr``: latency and top-k precision of the PPR methods over random seeds."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+HELP = "benchmark personalized PageRank methods: latency and top-k precision over random seeds"
+
+
+def add_arguments(p):
+    p.add_argument("--graph", required=True, help="rmat:SCALE[:EF], an edge file, or a checkpoint dir")
+    p.add_argument("--seeds", type=int, default=100, help="random seeds (vertices with out-edges)")
+    p.add_argument("--methods", default="power,push,pull,hybrid,montecarlo")
+    p.add_argument("--atomics", default="native,exchange", help="push atomics schemes to compare")
+    p.add_argument("--walks", default="65536,524288,2097152", help="Monte Carlo walk counts to compare")
+    p.add_argument("--eps", type=float, default=1e-7)
+    p.add_argument("--k", type=int, default=20)
+    p.add_argument("--dangling", default="personalization", choices=["personalization", "uniform"])
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    p.add_argument("--rng-seed", type=int, default=0)
+    p.add_argument("--json", metavar="OUT")
+    p.add_argument("--plot", metavar="OUT.png")
+
+
+def _variants(args):
+    out = []
+    for m in args.methods.split(","):
+        m = m.strip()
+        if m == "power":
+            out.append(("power", {}))
+        elif m in ("push", "hybrid"):
+            out += [(f"{m}/{a}", {"atomics": a, "eps": args.eps}) for a in args.atomics.split(",")]
+        elif m == "pull":
+            out.append(("pull", {"eps": args.eps}))
+        elif m == "montecarlo":
+            out += [(f"montecarlo/{int(w)}", {"walks": int(w)}) for w in args.walks.split(",")]
+        else:
+            raise InvalidArgumentError(f"unknown method {m!r}")
+    return out
+
+
+def run(args) -> int:
+    from ..ppr import personalized_pagerank, topk_precision
+    from ..ppr.io import load_graph
+
+    t = time.perf_counter()
+    graph, desc = load_graph(args.graph, device=args.device)
+    load_s = time.perf_counter() - t
+    deg = graph.out_degree
+    deg = deg.get() if hasattr(deg, "get") else np.asarray(deg)
+    cand = np.nonzero(deg > 0)[0]
+    if cand.size == 0:
+        raise InvalidArgumentError("the graph has no vertex with out-edges")
+    rng = np.random.default_rng(args.rng_seed)
+    internal = rng.choice(cand, size=min(args.seeds, cand.size), replace=False)
+    ext = graph.ids.external[internal]
+    seeds = [int(x) for x in (ext.get() if hasattr(ext, "get") else ext)]
+    common = dict(k=args.k, dangling=args.dangling)
+    # warm-up: compile kernels, measure unit costs, fill caches
+    for name, kw in _variants(args):
+        personalized_pagerank(graph, seeds[0], method=name.split("/")[0], **common, **kw)
+    exact = {}
+    rows, per_query = [], {}
+    for name, kw in _variants(args):
+        method = name.split("/")[0]
+        lat, prec, iters, choices = [], [], [], []
+        for s in seeds:
+            r = personalized_pagerank(graph, s, method=method, return_vector=(method == "power"), **common, **kw)
+            lat.append(r.elapsed_ms)
+            iters.append(r.iterations)
+            if method == "power":
+                exact[s] = r.vector
+            if method == "hybrid":
+                choices.append("".join("P" if c == "push" else "L" for c in r.extra["choices"]))
+            if s in exact:
+                ids = graph.ids.lookup(np.array([v for v, _ in r.top_k]))
+                ids = ids.get() if hasattr(ids, "get") else ids
+                prec.append(topk_precision(ids, exact[s], args.k))
+        lat = np.array(lat)
+        row = {"method": name, "median_ms": float(np.median(lat)), "p95_ms": float(np.percentile(lat, 95)),
+               "mean_prec": float(np.mean(prec)) if prec else None,
+               "min_prec": float(np.min(prec)) if prec else None,
+               "p5_prec": float(np.percentile(prec, 5)) if prec else None,
+               "share_ge_80": float(np.mean(np.array(prec) >= 0.8)) if prec else None,
+               "mean_iters": float(np.mean(iters))}
+        if choices:
+            allc = "".join(choices)
+            row["push_share"] = allc.count("P") / max(len(allc), 1)
+        rows.append(row)
+        per_query[name] = {"latency_ms": lat.tolist(), "precision": prec, "iterations": iters,
+                           **({"choices": choices} if choices else {})}
+    _print_table(rows, args, desc, graph, load_s)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({**desc, "vertices": int(graph.num_vertices), "edges": int(graph.num_edges),
+                       "seeds": seeds, "k": args.k, "eps": args.eps, "rows": rows, "per_query": per_query}, fh)
+    if args.plot:
+        _plot(rows, per_query, args.plot, title=f"{args.graph} ({desc['backend']}, {len(seeds)} seeds)")
+    return 0
+
+
+def _print_table(rows, args, desc, graph, load_s):
+    print(f"graph {args.graph}: {graph.num_vertices} vertices, {graph.num_edges} edges, "
+          f"backend {desc['backend']} (loaded in {load_s:.1f} s); k={args.k}, dangling={args.dangling}")
+    hdr = f"{'method':<22}{'median ms':>10}{'p95 ms':>9}{'mean P@k':>9}{'p5 P@k':>8}{'min P@k':>8}{'iters':>7}{'push%':>7}"
+    print(hdr)
+    for r in rows:
+        f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        ps = "-" if "push_share" not in r else f"{100 * r['push_share']:.0f}"
+        print(f"{r['method']:<22}{r['median_ms']:>10.3f}{r['p95_ms']:>9.3f}{f(r['mean_prec']):>9}"
+              f"{f(r['p5_prec']):>8}{f(r['min_prec']):>8}{r['mean_iters']:>7.1f}{ps:>7}")
+
+
+def _plot(rows, per_query, path, *, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    names = [r["method"] for r in rows]
+    a1.boxplot([per_query[n]["latency_ms"] for n in names], showfliers=False)
+    a1.set_xticks(range(1, len(names) + 1), names, rotation=40, ha="right", fontsize=8)
+    a1.set_yscale("log")
+    a1.set_ylabel("latency per query (ms)")
+    prec_names = [n for n in names if per_query[n]["precision"]]
+    a2.boxplot([per_query[n]["precision"] for n in prec_names], showfliers=True)
+    a2.set_xticks(range(1, len(prec_names) + 1), prec_names, rotation=40, ha="right", fontsize=8)
+    a2.axhline(0.8, color="grey", ls="--", lw=0.8)
+    a2.set_ylabel("top-k precision vs power")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,215 @@
+"""Personalized PageRank semantics shared by every method and backend (docs/PPR.md).
+
+With damping ``alpha``, personalization ``v`` (one seed vertex, or a weighted seed set,
+normalized to sum 1), ``X`` the column-stochastic transition of the non-dangling vertices and
+``d`` the indicator of dangling vertices (no out-edges), the PPR vector ``p`` solves
+
+* ``dangling="personalization"`` (NetworkX's and cuGraph's default): a dangling vertex's rank
+  returns to the personalization, ``p = alpha X p + alpha (d . p) v + (1 - alpha) v``;
+* ``dangling="uniform"``: it spreads over all vertices,
+  ``p = alpha X p + alpha/|V| (d . p) 1 + (1 - alpha) v``.
+
+``p`` sums to 1 in both modes. In uniform mode the solution splits as ``p = q + c u``, where
+``q`` is the *leaky* PPR of ``v`` (dangling mass dropped), ``u`` the leaky PPR of the uniform
+vector and ``c = (1 - sum q) / sum u``; the local methods (push, pull, hybrid) estimate ``q`` by
+touching only the vertices the residual reaches and add ``c u`` from a cached ``u``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+DANGLING_MODES = ("personalization", "uniform")
+METHODS = ("power", "push", "pull", "hybrid", "montecarlo")
+ATOMICS = ("native", "exchange")
+
+
+@dataclass
+class PprResult:
+    """One personalized PageRank query's answer.
+
+    Attributes
+    ----------
+    top_k : list of (int, float)
+        The ``k`` best (external vertex id, score), score descending, ties by internal id.
+    vector : ndarray or None
+        The full score vector over internal ids (host NumPy), when asked for.
+    seeds : list of int
+        The external seed ids.
+    method, device, dangling : str
+        What computed it.
+    iterations : int
+        Iterations run (power, push, pull, hybrid); 0 for Monte Carlo.
+    converged : bool
+        Power: the L-infinity change fell below ``tol``; push/pull/hybrid: the frontier emptied;
+        Monte Carlo: always True (the step budget was spent).
+    error_bound : float or None
+        Push/pull/hybrid: an upper bound of the L1 error (the residual mass left, doubled in
+        uniform mode). Power: the last L-infinity change. Monte Carlo: None.
+    stats : list of dict
+        Per-iteration statistics (frontier size, and for hybrid the choice and the cost-model
+        terms).
+    walks, steps : int
+        Monte Carlo: walks completed and visits counted.
+    elapsed_ms : float
+        Wall time of the query (host clock after the device finished).
+    """
+
+    top_k: list
+    vector: np.ndarray | None
+    seeds: list
+    method: str
+    device: str
+    dangling: str
+    iterations: int = 0
+    converged: bool = True
+    error_bound: float | None = None
+    stats: list = field(default_factory=list)
+    walks: int = 0
+    steps: int = 0
+    elapsed_ms: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self, *, with_vector: bool = False) -> dict:
+        """JSON-ready dict (the vector only on request)."""
+        out = {
+            "top_k": [[int(v), float(s)] for v, s in self.top_k],
+            "seeds": [int(s) for s in self.seeds],
+            "method": self.method,
+            "device": self.device,
+            "dangling": self.dangling,
+            "iterations": int(self.iterations),
+            "converged": bool(self.converged),
+            "error_bound": None if self.error_bound is None else float(self.error_bound),
+            "walks": int(self.walks),
+            "steps": int(self.steps),
+            "elapsed_ms": float(self.elapsed_ms),
+            "stats": self.stats,
+            **self.extra,
+        }
+        if with_vector and self.vector is not None:
+            out["vector"] = [float(x) for x in self.vector]
+        return out
+
+
+@dataclass(frozen=True)
+class Personalization:
+    """Seeds as internal ids with weights summing to 1 (host arrays)."""
+
+    internal: np.ndarray  # int64, unique
+    weights: np.ndarray  # float64, sum 1
+    external: np.ndarray  # int64
+
+
+def check_choice(name: str, value, choices) -> str:
+    """Validate an enumerated argument."""
+    if value not in choices:
+        raise InvalidArgumentError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_alpha(alpha) -> float:
+    alpha = float(alpha)
+    if not (0.0 < alpha < 1.0):
+        raise InvalidArgumentError(f"alpha must be in (0, 1), got {alpha}")
+    return alpha
+
+
+def resolve_seeds(graph, seeds, weights=None) -> Personalization:
+    """Map external seed ids (an int, a sequence, or a dict id -> weight) to internal ids.
+
+    Raises
+    ------
+    InvalidArgumentError
+        For an empty seed set, an unknown id, or weights that are negative or sum to 0.
+    """
+    if isinstance(seeds, dict):
+        if weights is not None:
+            raise InvalidArgumentError("give weights either in a seed dict or as weights=, not both")
+        weights = list(seeds.values())
+        seeds = list(seeds.keys())
+    ext = np.atleast_1d(np.asarray(seeds))
+    if ext.size == 0:
+        raise InvalidArgumentError("at least one seed vertex is needed")
+    if ext.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"seed ids must be integers, got dtype {ext.dtype}")
+    ext = ext.astype(np.int64).ravel()
+    w = np.ones(ext.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    if w.shape != ext.shape:
+        raise InvalidArgumentError(f"{ext.shape[0]} seeds but {w.shape[0]} weights")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise InvalidArgumentError("seed weights must be finite, >= 0 and not all 0")
+    lookup = graph.ids.lookup(ext)
+    internal = np.asarray(lookup.get() if hasattr(lookup, "get") else lookup, dtype=np.int64)
+    if np.any(internal < 0):
+        bad = ext[internal < 0][:5].tolist()
+        raise InvalidArgumentError(f"seed vertex id(s) not in the graph: {bad}")
+    uniq, inv = np.unique(internal, return_inverse=True)
+    wsum = np.bincount(inv, weights=w, minlength=uniq.shape[0])
+    keep = wsum > 0
+    uniq, wsum = uniq[keep], wsum[keep]
+    ext_u = np.asarray(graph.ids.external[uniq].get() if hasattr(graph.ids.external, "get")
+                       else graph.ids.external[uniq], dtype=np.int64)
+    return Personalization(uniq, wsum / wsum.sum(), ext_u)
+
+
+def threshold_exponent_topk(xp, p, k: int):
+    """Indices of the ``k`` largest entries of ``p`` (score descending, ties by index).
+
+    One pass builds a histogram of the binary exponents of ``p``; only the entries in the
+    exponent bins that hold the top ``k`` are sorted, so the cost is one pass over ``p`` plus a
+    small sort (on the GPU: one synchronizing copy of the 2 KiB histogram).
+    """
+    n = int(p.shape[0])
+    k = min(int(k), n)
+    if k <= 0:
+        return xp.zeros(0, dtype=xp.int64)
+    pos = p > 0
+    _, e = xp.frexp(p)
+    e = xp.where(pos, xp.clip(e, -1100, 1100) + 1100, 0).astype(xp.int64)
+    hist = xp.bincount(e.ravel(), minlength=2201)
+    hist_h = hist.get() if hasattr(hist, "get") else hist  # GPU: sync, 2201 ints to host
+    hist_h = hist_h.copy()
+    hist_h[0] = 0  # zeros are handled below
+    above = np.cumsum(hist_h[::-1])[::-1]  # above[b] = #entries with exponent bin >= b
+    ok = np.nonzero(above >= k)[0]
+    if ok.size:
+        b = int(ok[-1])
+        cand = xp.nonzero(pos & (e >= b))[0]  # GPU: sync for the output size
+    else:  # fewer than k positive entries: take them all plus the smallest ids of zeros
+        cand = xp.nonzero(pos)[0]
+        zeros = xp.nonzero(~pos)[0][: k - int(cand.shape[0])]
+        cand = xp.concatenate([cand, zeros])
+    vals = p[cand]
+    order = xp.lexsort(xp.stack([cand, -vals]))[:k]
+    return cand[order]
+
+
+def top_k_pairs(graph, p_host_idx, p_host_vals) -> list:
+    """[(external id, score)] from host internal ids and scores."""
+    ext = graph.ids.external
+    idx = np.asarray(p_host_idx, dtype=np.int64)
+    e = ext[idx]
+    e = e.get() if hasattr(e, "get") else np.asarray(e)
+    return [(int(a), float(b)) for a, b in zip(e, p_host_vals)]
+
+
+def topk_precision(approx_ids, exact_vector, k: int, *, rel_tol: float = 1e-9) -> float:
+    """Tie-aware top-k precision of ``approx_ids`` against the exact vector.
+
+    An approximate top-k entry counts as correct when its exact score is at least the exact
+    k-th score (minus ``rel_tol`` relative), so ties at the k-th place in the exact vector do not
+    count as misses. Equals ``|top-k ∩ top-k_ref| / k`` when the exact k-th score is unique.
+    """
+    ex = np.asarray(exact_vector, dtype=np.float64)
+    k = min(int(k), ex.shape[0])
+    if k == 0:
+        return 1.0
+    kth = np.partition(ex, ex.shape[0] - k)[ex.shape[0] - k]
+    ids = np.asarray(approx_ids, dtype=np.int64)[:k]
+    hits = int(np.count_nonzero(ex[ids] >= kth * (1 - rel_tol) - 1e-300))
+    return hits / k

@@ -1,0 +1,205 @@
+"""Personalized PageRank (issue 5): every method on both backends against NetworkX."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from streamrank.backend import gpu_available
+from streamrank.errors import InvalidArgumentError
+from streamrank.graph import CpuGraph
+from streamrank.ppr import DeviceGraphView, personalized_pagerank, personalized_pagerank_batch, topk_precision
+
+BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
+    not gpu_available(), reason="no CUDA GPU with CuPy")])]
+LOCAL = ["push", "pull", "hybrid"]
+
+
+def _on(graph, backend):
+    if backend == "cpu":
+        return graph
+    try:
+        from streamrank.graph_gpu import GpuGraph
+
+        s, d = graph.edges_external()
+        return GpuGraph.from_edges(s, d)
+    except ImportError:
+        return DeviceGraphView(graph)
+
+
+def _random_graph(seed, n=120, m=420, isolated_parts=True):
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, n, m)
+    d = rng.integers(0, n, m)
+    keep = s % 7 != 3  # vertices 3, 10, 17, ... lose their out-edges: dangling
+    s, d = s[keep], d[keep]
+    if isolated_parts:  # a separate component, with a dangling vertex in it
+        s = np.concatenate([s, [1000, 1001, 1002]])
+        d = np.concatenate([d, [1001, 1002, 1003]])
+    return s * 10 + 5, d * 10 + 5  # external ids that differ from internal ones
+
+
+def _reference(s, d, graph, pers: dict, dangling: str):
+    G = nx.DiGraph()
+    G.add_nodes_from(np.unique(np.concatenate([s, d])).tolist())
+    G.add_edges_from(zip(s.tolist(), d.tolist()))
+    dang = None if dangling == "personalization" else {v: 1.0 for v in G}
+    ref = nx.pagerank(G, alpha=0.85, personalization=pers, dangling=dang, tol=1e-15, max_iter=100000)
+    out = np.array([ref[int(e)] for e in graph.ids.external])
+    out[out < 1e-13] = 0.0  # NetworkX leaves ~1e-16 round-off on unreachable vertices
+    return out
+
+
+def _seed_cases(s, d):
+    out_deg = {}
+    for a in s.tolist():
+        out_deg[a] = out_deg.get(a, 0) + 1
+    verts = np.unique(np.concatenate([s, d])).tolist()
+    dangling = [v for v in verts if v not in out_deg]
+    # a seed with exactly one out-neighbour, which is dangling
+    adj = {}
+    for a, b in zip(s.tolist(), d.tolist()):
+        adj.setdefault(a, set()).add(b)
+    one_dangling = [a for a, nb in adj.items() if len(nb) >= 1 and any(x in dangling for x in nb)]
+    return {"plain": {int(s[0]): 1.0}, "dangling": {int(dangling[0]): 1.0},
+            "dangling_neighbour": {int(one_dangling[0]): 1.0},
+            "other_component": {1000 * 10 + 5: 1.0},
+            "weighted": {int(s[1]): 2.0, int(d[2]): 1.0, int(dangling[0]): 1.0}}
+
+
+@pytest.fixture(scope="module")
+def graph_case():
+    s, d = _random_graph(3)
+    return s, d, CpuGraph.from_edges(s, d)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+@pytest.mark.parametrize("case", ["plain", "dangling", "dangling_neighbour", "other_component", "weighted"])
+def test_power_matches_networkx(graph_case, backend, dangling, case):
+    s, d, g = graph_case
+    pers = _seed_cases(s, d)[case]
+    ref = _reference(s, d, g, pers, dangling)
+    res = personalized_pagerank(_on(g, backend), pers, method="power", dangling=dangling,
+                                return_vector=True, tol=1e-13)
+    assert res.converged and res.device == backend
+    assert np.abs(res.vector - ref).max() < 1e-11
+    assert abs(res.vector.sum() - 1) < 1e-9
+    top = [v for v, _ in res.top_k]
+    assert topk_precision(g.ids.lookup(np.array(top)), ref, 20) == 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+@pytest.mark.parametrize("method", LOCAL)
+@pytest.mark.parametrize("case", ["plain", "dangling", "dangling_neighbour", "other_component", "weighted"])
+def test_local_methods_within_stated_error(graph_case, backend, dangling, method, case):
+    s, d, g = graph_case
+    pers = _seed_cases(s, d)[case]
+    ref = _reference(s, d, g, pers, dangling)
+    res = personalized_pagerank(_on(g, backend), pers, method=method, dangling=dangling,
+                                return_vector=True, eps=1e-8)
+    assert res.converged
+    err = np.abs(res.vector - ref).sum()
+    assert err <= res.error_bound * (1 + 1e-6) + 1e-12
+    assert res.error_bound < 1e-4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+def test_hybrid_equals_push_and_pull(graph_case, backend, dangling):
+    s, d, g = graph_case
+    gg = _on(g, backend)
+    seed = int(s[0])
+    vecs = {m: personalized_pagerank(gg, seed, method=m, dangling=dangling, return_vector=True, eps=1e-9).vector
+            for m in LOCAL}
+    assert np.abs(vecs["push"] - vecs["pull"]).max() < 1e-12
+    assert np.abs(vecs["hybrid"] - vecs["push"]).max() < 1e-12
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hybrid_records_choices(graph_case, backend):
+    s, d, g = graph_case
+    res = personalized_pagerank(_on(g, backend), int(s[0]), method="hybrid", eps=1e-9)
+    assert res.extra["choices"] and set(res.extra["choices"]) <= {"push", "pull"}
+    c = res.extra["unit_costs"]
+    assert c["lambda3"] == 1.0 and c["lambda1"] > 0 and c["lambda2"] > 0
+    assert all("phi_rdw" in row for row in res.stats)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+def test_atomics_modes_agree(graph_case, dangling):
+    s, d, g = graph_case
+    gg = _on(g, "gpu")
+    a = personalized_pagerank(gg, int(s[0]), method="push", atomics="native", dangling=dangling,
+                              return_vector=True, eps=1e-9)
+    b = personalized_pagerank(gg, int(s[0]), method="push", atomics="exchange", dangling=dangling,
+                              return_vector=True, eps=1e-9)
+    assert abs(a.vector.sum() - b.vector.sum()) < 1e-9
+    assert np.abs(a.vector - b.vector).sum() <= a.error_bound + b.error_bound + 1e-12
+    cpu = personalized_pagerank(g, int(s[0]), method="push", dangling=dangling, return_vector=True, eps=1e-9)
+    assert np.abs(a.vector - cpu.vector).sum() <= a.error_bound + cpu.error_bound + 1e-12
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+@pytest.mark.parametrize("case", ["plain", "dangling_neighbour", "weighted"])
+def test_montecarlo_within_statistical_error(graph_case, backend, dangling, case):
+    s, d, g = graph_case
+    pers = _seed_cases(s, d)[case]
+    ref = _reference(s, d, g, pers, dangling)
+    walks = 400_000
+    res = personalized_pagerank(_on(g, backend), pers, method="montecarlo", dangling=dangling,
+                                return_vector=True, walks=walks, rng_seed=7)
+    assert res.walks >= walks * 0.9 and res.steps > res.walks
+    assert abs(res.vector.sum() - 1) < 1e-9
+    # per-entry error within 6 standard errors of the complete-path estimator
+    se = np.sqrt(np.maximum(ref, 1e-6) / (0.15 * res.walks)) * 2.5
+    assert np.all(np.abs(res.vector - ref) <= 6 * se + 1e-4)
+    top = np.array([v for v, _ in res.top_k])
+    assert topk_precision(g.ids.lookup(top), ref, 5) >= 0.8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dangling_seed_keeps_everything_in_personalization_mode(backend):
+    g = CpuGraph.from_edges([1, 2], [2, 3])
+    for m in ("power", "push", "pull", "hybrid", "montecarlo"):
+        res = personalized_pagerank(_on(g, backend), 3, method=m, k=3, walks=10000)
+        assert res.top_k[0][0] == 3 and abs(res.top_k[0][1] - 1.0) <= (res.error_bound or 0) + 1e-9
+
+
+def test_invalid_arguments(graph_case):
+    s, d, g = graph_case
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, 999999)
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, int(s[0]), method="nope")
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, int(s[0]), atomics="locks")
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, int(s[0]), alpha=1.0)
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, int(s[0]), k=0)
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, [], method="power")
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, {int(s[0]): -1.0})
+    with pytest.raises(InvalidArgumentError):
+        personalized_pagerank(g, int(s[0]), dangling="self-loop")
+
+
+def test_batch_and_query_after_update():
+    from streamrank.batch import EdgeBatch
+
+    g = CpuGraph.from_edges([1, 2, 3], [2, 3, 1])
+    res = personalized_pagerank_batch(g, [1, [2, 3], {1: 1.0, 3: 3.0}], method="push", k=3)
+    assert len(res) == 3 and res[1].seeds == [2, 3]
+    before = personalized_pagerank(g, 1, method="power", return_vector=True, dangling="uniform").vector
+    g.apply(EdgeBatch.from_arrays(np.array([1, 4]), np.array([4, 1])))
+    after = personalized_pagerank(g, 1, method="push", return_vector=True, dangling="uniform", eps=1e-10)
+    assert after.vector.shape[0] == 4 and before.shape[0] == 3
+    exact = personalized_pagerank(g, 1, method="power", return_vector=True, dangling="uniform").vector
+    assert np.abs(after.vector - exact).sum() < 1e-8
