@@ -41,7 +41,7 @@ _FLAGS = {
     "--snapshot-dir": ("snapshot_dir", dict(metavar="DIR", help="Parquet rank snapshots (default CHECKPOINT_DIR/snapshots)")),
     "--snapshot-every": ("snapshot_every", dict(type=int, metavar="N", help="write a Parquet snapshot every N batches (0: never)")),
     "--drift-every": ("drift_every", dict(type=int, metavar="N", help="compare with a static recompute every N batches (0: never)")),
-    "--drift-bound": ("drift_bound", dict(type=float, metavar="L1", help="replace the ranks when the L1 error exceeds this (default 1e-6)")),
+    "--drift-bound": ("drift_bound", dict(type=float, metavar="L1", help="replace the ranks when the L1 error exceeds this (default 1e-5)")),
     "--metrics-port": ("metrics_port", dict(type=int, metavar="PORT", help="serve Prometheus metrics on PORT")),
     "--max-message-bytes": ("max_message_bytes", dict(type=int, metavar="BYTES", help="larger messages are dead-lettered (default 8 MiB)")),
     "--applied-log": ("applied_log", dict(metavar="PATH", help="append a JSON line per restore/batch/checkpoint (audit, tests)")),

@@ -48,7 +48,7 @@ class DaemonConfig:
     snapshot_dir: str | None = None
     snapshot_every: int = 0
     drift_every: int = 0
-    drift_bound: float = 1e-6
+    drift_bound: float = 1e-5
     metrics_port: int | None = None
     max_message_bytes: int = 8 * 1024 * 1024
     poll_max_records: int = 5000
