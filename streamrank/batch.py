@@ -141,6 +141,11 @@ class EdgeBatch:
         names = set(table.column_names)
         if not {"src", "dst"} <= names:
             raise BatchFormatError(f"an edge table needs columns src and dst, has {sorted(names)}")
+        if xp is not np:
+            from .cudf_support import arrow_to_device, cudf_enabled
+
+            if cudf_enabled():
+                return cls.from_arrays(*arrow_to_device(table), xp=xp)
         src = table.column("src").to_numpy(zero_copy_only=False)
         dst = table.column("dst").to_numpy(zero_copy_only=False)
         op = table.column("op").to_numpy(zero_copy_only=False) if "op" in names else None
