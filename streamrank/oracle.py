@@ -71,16 +71,15 @@ def oracle_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform",
     alpha : float
     dangling : {"uniform", "self-loop"}
     use : {"auto", "scipy", "cugraph"}
-        ``"auto"``: SciPy (float64, independent of the engine). ``"cugraph"``: cuGraph's
-        PageRank (GPU; raises BackendUnavailableError where it is not installed).
+        ``"auto"``: cuGraph (float64) for a GPU graph where pylibcugraph is installed, else
+        SciPy (float64, independent of the engine). ``"cugraph"``: cuGraph's PageRank (raises
+        BackendUnavailableError where it is not installed). ``"scipy"``: always SciPy.
 
     Returns
     -------
     ndarray of float64, in internal-id order.
     """
-    if use not in ("auto", "scipy", "cugraph"):
-        raise InvalidArgumentError(f"use must be auto, scipy or cugraph, got {use!r}")
-    if use == "cugraph":
+    if oracle_name(graph, use) == "cugraph":
         from .oracle_cugraph import cugraph_pagerank
 
         return cugraph_pagerank(graph, alpha=alpha, dangling=dangling)
@@ -88,3 +87,17 @@ def oracle_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform",
     if hasattr(s, "get"):
         s, d = s.get(), d.get()  # device-to-host copy of the edge list (oracle only)
     return scipy_pagerank(s, d, graph.num_vertices, alpha=alpha, dangling=dangling)
+
+
+def oracle_name(graph, use: str = "auto") -> str:
+    """Which oracle :func:`oracle_pagerank` uses for ``graph``: ``"scipy"`` or ``"cugraph"``."""
+    if use not in ("auto", "scipy", "cugraph"):
+        raise InvalidArgumentError(f"use must be auto, scipy or cugraph, got {use!r}")
+    if use != "auto":
+        return use
+    if getattr(graph, "backend_name", "cpu") == "gpu":
+        from .oracle_cugraph import cugraph_available
+
+        if cugraph_available():
+            return "cugraph"
+    return "scipy"

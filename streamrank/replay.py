@@ -21,7 +21,7 @@ from .config import ALGORITHMS, RankConfig, check_algorithm
 from .engine import Engine
 from .errors import InvalidArgumentError, SourceError
 from .metrics import error_report
-from .oracle import oracle_pagerank
+from .oracle import oracle_name, oracle_pagerank
 from .progress import Progress
 
 #: The bundled real graph (SNAP CollegeMsg), replayed when no path is given.
@@ -234,6 +234,7 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         "dangling": config.dangling,
         "alpha": config.alpha,
         "tol": config.tol,
+        "oracle": oracle_name(g) if check else None,
     }
     return ReplayReport(info, runs)
 
