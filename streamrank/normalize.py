@@ -8,8 +8,6 @@ store) then drops insertions of present edges and deletions of absent ones.
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def collapse_last_op(xp, src, dst, insert):
     """Keep the last op of every (src, dst) pair.
@@ -32,11 +30,6 @@ def collapse_last_op(xp, src, dst, insert):
     n = int(src.shape[0])
     if n == 0:
         return src, dst, insert, 0
-    if xp is not np:
-        from .cudf_support import cudf_enabled, collapse_last_op_cudf
-
-        if cudf_enabled():
-            return collapse_last_op_cudf(src, dst, insert)
     arrival = xp.arange(n, dtype=xp.int64)
     order = xp.lexsort(xp.stack([arrival, dst, src]))  # by src, then dst, then arrival
     s, d, ins = src[order], dst[order], insert[order]

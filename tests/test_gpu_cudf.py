@@ -18,22 +18,6 @@ def cudf_on(monkeypatch):
     return cudf_support
 
 
-def test_collapse_matches_cupy(cudf_on, monkeypatch):
-    import cupy as cp
-
-    from streamrank.normalize import collapse_last_op
-
-    rng = np.random.default_rng(4)
-    s, d = cp.asarray(rng.integers(0, 20, 5000)), cp.asarray(rng.integers(0, 20, 5000))
-    ins = cp.asarray(rng.random(5000) < 0.5)
-    got = collapse_last_op(cp, s, d, ins)
-    monkeypatch.setenv("STREAMRANK_CUDF", "0")
-    want = collapse_last_op(cp, s, d, ins)
-    assert got[3] == want[3]
-    for a, b in zip(got[:3], want[:3]):
-        assert cp.asnumpy(a).tolist() == cp.asnumpy(b).tolist()
-
-
 def test_arrow_batch_through_cudf(cudf_on):
     import cupy as cp
 

@@ -18,7 +18,7 @@ def test_replay_all_algorithms_json_plot_ranks(tmp_path, capsys):
     out, png, ranks = tmp_path / "out.json", tmp_path / "plot.png", tmp_path / "ranks.parquet"
     rc = main(["replay", str(BUNDLED_GRAPH), "--algorithm", "all", "--batch-size", "50",
                "--max-batches", "12", "--check", "--check-every", "4", "--json", str(out),
-               "--plot", str(png), "--ranks-out", str(ranks), "--no-progress"])
+               "--plot", str(png), "--ranks-out", str(ranks), "--no-progress", "--device", "cpu"])
     assert rc == 0
     text = capsys.readouterr().out
     assert "top 10 ranks" in text and "ms/batch med" in text

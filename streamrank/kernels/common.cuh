@@ -1,0 +1,82 @@
+// Shared device helpers for streamrank's kernels.
+//
+// Conventions: vertex ids and degrees are of the index type I (int), edge offsets are
+// long long (a gapped CSR can exceed 2**31 slots), counters are int. Every kernel uses a
+// grid-stride loop whose trip count is uniform across a warp, so that warp-wide intrinsics
+// (__ballot_sync with a full mask) are legal inside it.
+#pragma once
+
+#define SR_FULL_MASK 0xffffffffu
+
+namespace sr {
+
+// Append `value` to `list` when `pred` holds, with one atomic per warp (warp-aggregated).
+// Every lane of the warp must call this (convergent point); lanes with pred == false add
+// nothing.
+template <typename I>
+__device__ __forceinline__ void warp_append(bool pred, I value, I* list, int* counter) {
+  const unsigned ballot = __ballot_sync(SR_FULL_MASK, pred);
+  if (ballot == 0u) return;
+  const int lane = threadIdx.x & 31;
+  const int leader = __ffs(ballot) - 1;
+  int base = 0;
+  if (lane == leader) base = atomicAdd(counter, __popc(ballot));
+  base = __shfl_sync(SR_FULL_MASK, base, leader);
+  if (pred) list[base + __popc(ballot & ((1u << lane) - 1u))] = value;
+}
+
+// Append to the small or the large list depending on `degree >= switch_degree`.
+template <typename I>
+__device__ __forceinline__ void warp_append_split(bool pred, I value, I degree, I switch_degree,
+                                                  I* small_list, I* large_list, int* counters) {
+  const bool large = degree >= switch_degree;
+  warp_append<I>(pred && !large, value, small_list, counters);
+  warp_append<I>(pred && large, value, large_list, counters + 1);
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(SR_FULL_MASK, v, o);
+  return v;
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_max(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    T w = __shfl_down_sync(SR_FULL_MASK, v, o);
+    v = w > v ? w : v;
+  }
+  return v;
+}
+
+// Block-wide sum; the result is valid in thread 0. `scratch` holds blockDim.x / 32 values.
+template <typename T>
+__device__ __forceinline__ T block_sum(T v, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const int nw = (blockDim.x + 31) >> 5;
+  v = (threadIdx.x < nw) ? scratch[threadIdx.x] : T(0);
+  if (warp == 0) v = warp_sum(v);
+  return v;
+}
+
+// Block-wide max of non-negative values; result valid in thread 0.
+template <typename T>
+__device__ __forceinline__ T block_max(T v, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const int nw = (blockDim.x + 31) >> 5;
+  v = (threadIdx.x < nw) ? scratch[threadIdx.x] : T(0);
+  if (warp == 0) v = warp_max(v);
+  return v;
+}
+
+}  // namespace sr

@@ -1,0 +1,234 @@
+// Batch updates of the gapped CSR (streamrank.graph_gpu.GpuGraph), one direction at a time.
+//
+// A direction is (off, deg, cap, idx): vertex u's neighbours are idx[off[u] .. off[u]+deg[u]),
+// and the slots up to off[u]+cap[u] are free. Changes arrive as sorted 64-bit keys
+// (u << 32 | t), grouped by u; group g spans [i, gend[i]). One warp serves one group, so no two
+// warps ever touch the same vertex's list and no atomics are needed on the lists. Work is
+// O(batch + degrees of the touched vertices): nothing here looks at all vertices or edges,
+// except relocate_all (compaction) and gather_edges (export), which are meant to.
+#include "common.cuh"
+
+#define SR_NO_KEY 0x7fffffffffffffffLL
+
+namespace {
+
+__device__ __forceinline__ long long warp_id_global() {
+  return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+}
+
+__device__ __forceinline__ long long warps_in_grid() {
+  return (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+}
+
+// First index in keys[lo, hi) holding `key`, or -1.
+__device__ __forceinline__ bool sorted_contains(const long long* keys, long long lo, long long hi,
+                                                long long key) {
+  while (lo < hi) {
+    const long long mid = (lo + hi) >> 1;
+    const long long k = keys[mid];
+    if (k == key) return true;
+    if (k < key) lo = mid + 1; else hi = mid;
+  }
+  return false;
+}
+
+__device__ __forceinline__ bool is_group_leader(const long long* keys, long long i) {
+  const long long k = keys[i];
+  if (k == SR_NO_KEY) return false;
+  return i == 0 || (keys[i - 1] >> 32) != (k >> 32);
+}
+
+}  // namespace
+
+// found[q] = 1 when edge qs[q] -> qd[q] exists (qs or qd negative: 0). One warp per query scans
+// the shorter of out(qs) and in(qd).
+template <typename I>
+__global__ void edge_find(const I* __restrict__ qs, const I* __restrict__ qd, long long nq,
+                          const long long* __restrict__ out_off, const I* __restrict__ out_deg,
+                          const I* __restrict__ out_idx, const long long* __restrict__ in_off,
+                          const I* __restrict__ in_deg, const I* __restrict__ in_idx,
+                          unsigned char* __restrict__ found) {
+  const int lane = threadIdx.x & 31;
+  for (long long q = warp_id_global(); q < nq; q += warps_in_grid()) {
+    const I u = qs[q], v = qd[q];
+    bool hit = false;
+    if (u >= 0 && v >= 0) {
+      const I du = out_deg[u], dv = in_deg[v];
+      const bool use_out = du <= dv;
+      const long long base = use_out ? out_off[u] : in_off[v];
+      const I d = use_out ? du : dv;
+      const I* list = use_out ? out_idx : in_idx;
+      const I want = use_out ? v : u;
+      for (I p0 = 0; p0 < d && !hit; p0 += 32) {
+        const I p = p0 + lane;
+        const bool eq = (p < d) && list[base + p] == want;
+        hit = __ballot_sync(SR_FULL_MASK, eq) != 0u;
+      }
+    }
+    if (lane == 0) found[q] = hit ? 1 : 0;
+  }
+}
+
+// Remove, for every group (u, targets), the targets from u's list: one warp per group compacts
+// the list in place (order is not kept) and lowers deg[u].
+// Lists of degree >= big are left to delete_grouped_block.
+template <typename I>
+__global__ void delete_grouped(const long long* __restrict__ keys, const long long* __restrict__ gend,
+                               long long m, const long long* __restrict__ off, I* __restrict__ deg,
+                               I* __restrict__ idx, I big) {
+  const int lane = threadIdx.x & 31;
+  for (long long i = warp_id_global(); i < m; i += warps_in_grid()) {
+    if (!is_group_leader(keys, i)) continue;
+    const long long hi = gend[i];
+    const I u = static_cast<I>(keys[i] >> 32);
+    const long long base = off[u];
+    const I d = deg[u];
+    if (d >= big) continue;
+    const long long high = static_cast<long long>(u) << 32;
+    I w = 0;
+    for (I p0 = 0; p0 < d; p0 += 32) {
+      const I p = p0 + lane;
+      const bool valid = p < d;
+      const I t = valid ? idx[base + p] : I(0);
+      const bool drop = valid && sorted_contains(keys, i, hi, high | static_cast<long long>(t));
+      const bool keep = valid && !drop;
+      const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
+      if (keep) idx[base + w + __popc(b & ((1u << lane) - 1u))] = t;
+      w += __popc(b);
+    }
+    if (lane == 0) deg[u] = w;
+  }
+}
+
+// The same for lists of degree >= big, one block per group (block-wide compaction in chunks of
+// blockDim: each thread reads its entry, then the block agrees on where the kept ones go), so a
+// hub's long list is scanned by a whole block rather than one warp.
+template <typename I>
+__global__ void delete_grouped_block(const long long* __restrict__ keys, const long long* __restrict__ gend,
+                                     long long m, const long long* __restrict__ off, I* __restrict__ deg,
+                                     I* __restrict__ idx, I big) {
+  __shared__ int warp_kept[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  for (long long i = blockIdx.x; i < m; i += gridDim.x) {
+    if (!is_group_leader(keys, i)) continue;  // uniform over the block
+    const I u = static_cast<I>(keys[i] >> 32);
+    const I d = deg[u];
+    if (d < big) continue;
+    const long long hi = gend[i];
+    const long long base = off[u];
+    const long long high = static_cast<long long>(u) << 32;
+    I w = 0;
+    for (I p0 = 0; p0 < d; p0 += blockDim.x) {
+      const I p = p0 + threadIdx.x;
+      const bool valid = p < d;
+      const I t = valid ? idx[base + p] : I(0);
+      const bool keep = valid && !sorted_contains(keys, i, hi, high | static_cast<long long>(t));
+      const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
+      __syncthreads();  // every entry of this chunk is read, and warp_kept is free again
+      if (lane == 0) warp_kept[warp] = __popc(b);
+      __syncthreads();
+      int before = 0, total = 0;
+      for (int j = 0; j < nwarps; ++j) {
+        const int c = warp_kept[j];
+        before += j < warp ? c : 0;
+        total += c;
+      }
+      if (keep) idx[base + w + before + __popc(b & ((1u << lane) - 1u))] = t;
+      w += total;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) deg[u] = w;
+  }
+}
+
+// Append, for every group (u, targets), the targets to u's list. Where new_off[i] >= 0 the list
+// first moves to [new_off[i], new_off[i] + new_cap[i]) (slots reserved by the host beyond the
+// used end of idx); the old slots become garbage until the next compaction.
+template <typename I>
+__global__ void insert_grouped(const long long* __restrict__ keys, const long long* __restrict__ gend,
+                               long long m, const long long* __restrict__ new_off,
+                               const I* __restrict__ new_cap, long long* __restrict__ off,
+                               I* __restrict__ deg, I* __restrict__ cap, I* __restrict__ idx) {
+  const int lane = threadIdx.x & 31;
+  for (long long i = warp_id_global(); i < m; i += warps_in_grid()) {
+    if (!is_group_leader(keys, i)) continue;
+    const long long hi = gend[i];
+    const I u = static_cast<I>(keys[i] >> 32);
+    long long base = off[u];
+    const I d = deg[u];
+    const long long moved = new_off[i];
+    if (moved >= 0) {
+      for (I p = lane; p < d; p += 32) idx[moved + p] = idx[base + p];
+      base = moved;
+      if (lane == 0) {
+        off[u] = moved;
+        cap[u] = new_cap[i];
+      }
+    }
+    const long long k = hi - i;
+    for (long long j = lane; j < k; j += 32) {
+      idx[base + d + j] = static_cast<I>(keys[i + j] & 0xffffffffLL);
+    }
+    if (lane == 0) deg[u] = d + static_cast<I>(k);
+  }
+}
+
+// Compaction: copy every vertex's list to new_off[u] (one warp per vertex).
+template <typename I>
+__global__ void relocate_all(long long n, const long long* __restrict__ old_off,
+                             const I* __restrict__ deg, const long long* __restrict__ new_off,
+                             const I* __restrict__ old_idx, I* __restrict__ new_idx) {
+  const int lane = threadIdx.x & 31;
+  for (long long u = warp_id_global(); u < n; u += warps_in_grid()) {
+    const long long a = old_off[u], b = new_off[u];
+    const I d = deg[u];
+    for (I p = lane; p < d; p += 32) new_idx[b + p] = old_idx[a + p];
+  }
+}
+
+// Export: the edges of every vertex u as (u, t) pairs at out positions start[u] .. + deg[u].
+template <typename I>
+__global__ void gather_edges(long long n, const long long* __restrict__ off, const I* __restrict__ deg,
+                             const long long* __restrict__ start, const I* __restrict__ idx,
+                             long long* __restrict__ out_src, long long* __restrict__ out_dst) {
+  const int lane = threadIdx.x & 31;
+  for (long long u = warp_id_global(); u < n; u += warps_in_grid()) {
+    const long long a = off[u], s = start[u];
+    const I d = deg[u];
+    for (I p = lane; p < d; p += 32) {
+      out_src[s + p] = u;
+      out_dst[s + p] = idx[a + p];
+    }
+  }
+}
+
+// Grouping plan of sorted keys (u << 32 | t; SR_NO_KEY entries last): gend[i] = end of i's group;
+// for group leaders whose list would overflow, need[i] = slots of the relocated list
+// (max(4, 2 * (deg + k))), else 0. One thread per key; O(log m) each.
+template <typename I>
+__global__ void plan_groups(const long long* __restrict__ keys, long long m, const I* __restrict__ deg,
+                            const I* __restrict__ cap, long long* __restrict__ gend,
+                            long long* __restrict__ need) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < m; i += stride) {
+    const long long k0 = keys[i];
+    if (k0 == SR_NO_KEY) {
+      gend[i] = i + 1;
+      need[i] = 0;
+      continue;
+    }
+    const long long hi = k0 >> 32;
+    long long lo = i + 1, up = m;  // first index whose key >> 32 exceeds hi
+    while (lo < up) {
+      const long long mid = (lo + up) >> 1;
+      if ((keys[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
+    }
+    gend[i] = lo;
+    long long want = 0;
+    if (i == 0 || (keys[i - 1] >> 32) != hi) {
+      const long long d = deg[hi], k = lo - i;
+      if (d + k > static_cast<long long>(cap[hi])) want = 2 * (d + k) > 4 ? 2 * (d + k) : 4;
+    }
+    need[i] = want;
+  }
+}

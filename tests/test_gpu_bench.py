@@ -1,0 +1,63 @@
+"""`streamrank bench` and the R-MAT generator: CPU smoke runs everywhere, the GPU run where there is one."""
+
+import json
+
+import numpy as np
+import pytest
+
+from streamrank.backend import gpu_available
+from streamrank.bench import parse_graph_spec
+from streamrank.cli import main
+from streamrank.errors import InvalidArgumentError
+from streamrank.rmat import rmat_edges
+
+
+def test_rmat_on_the_host_is_simple_and_skewed():
+    s, d = rmat_edges(10, 8, seed=1)
+    assert s.dtype == np.int64 and not (s == d).any()
+    assert np.unique(s * 1024 + d).shape[0] == s.shape[0]
+    assert np.bincount(s).max() > 10 * np.bincount(s).mean()
+    s2, d2 = rmat_edges(10, 8, seed=1)
+    assert np.array_equal(s, s2) and np.array_equal(d, d2)
+    with pytest.raises(InvalidArgumentError):
+        rmat_edges(0)
+
+
+def test_graph_spec():
+    assert parse_graph_spec("rmat:12") == {"kind": "rmat", "scale": 12, "edge_factor": 16, "name": "rmat:12"}
+    assert parse_graph_spec("rmat:12:4")["edge_factor"] == 4
+    assert parse_graph_spec("edges.txt")["kind"] == "file"
+    for bad in ("rmat:", "rmat:x", "rmat:40", "rmat:3:0", ""):
+        with pytest.raises(InvalidArgumentError):
+            parse_graph_spec(bad)
+
+
+def _run(tmp_path, device, capsys):
+    out, png = tmp_path / "b.json", tmp_path / "b.png"
+    rc = main(["bench", "--graph", "rmat:9", "--device", device, "--batches", "2",
+               "--batch-fractions", "1e-3,1e-2", "--algorithms", "nd,dt,df,dfp",
+               "--json", str(out), "--plot", str(png)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "x static" in text and "dfp" in text
+    doc = json.loads(out.read_text())
+    algos = {r["algorithm"] for r in doc["rows"]}
+    assert {"static", "nd", "dt", "df", "dfp"} <= algos
+    for r in doc["rows"]:
+        assert r["total_ms_median"] > 0 and r["l1_error"] < 1e-4, r
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    return doc
+
+
+def test_bench_cpu(tmp_path, capsys):
+    doc = _run(tmp_path, "cpu", capsys)
+    assert doc["backend"] == "cpu"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_bench_gpu(tmp_path, capsys):
+    doc = _run(tmp_path, "gpu", capsys)
+    assert doc["backend"] == "gpu" and doc["cugraph"] in ("installed", "not installed")
+    assert any(r["algorithm"] == "cusparse" for r in doc["rows"])
+    assert "profile" in doc
