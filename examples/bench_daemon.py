@@ -73,7 +73,7 @@ def main(argv=None) -> int:
         if broker is not None:
             broker.create_topic(topic, partitions=args.partitions)
             broker.create_topic(publish, partitions=args.partitions)
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         prod = subprocess.Popen([sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers",
                                  bootstrap, "--topic", topic, "--file", args.file, "--format", args.format,
                                  "--edges-per-message", str(args.edges_per_message), "--loop", "--duration",

@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     daemon = subprocess.Popen([sys.executable, "-m", "streamrank", "serve", "--bootstrap-servers", bootstrap,
                                "--topic", topic, "--publish-topic", ranks_topic, "--checkpoint-dir", str(work / "ckpt"),
                                "--top-k", str(args.top_k), "--top-k-every", "1", "--batch-wait-ms", "500"],
-                              cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              cwd=str(ROOT), env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
                               stdout=open(work / "daemon.log", "w"), stderr=subprocess.STDOUT)
     feeder.start()
     consumer = KafkaConsumer(ranks_topic, bootstrap_servers=bootstrap.split(","), auto_offset_reset="earliest",
