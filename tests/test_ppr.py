@@ -203,3 +203,35 @@ def test_batch_and_query_after_update():
     assert after.vector.shape[0] == 4 and before.shape[0] == 3
     exact = personalized_pagerank(g, 1, method="power", return_vector=True, dangling="uniform").vector
     assert np.abs(after.vector - exact).sum() < 1e-8
+
+
+def test_ppr_cli_on_a_checkpoint_directory(tmp_path, capsys):
+    """`streamrank ppr CHECKPOINT_DIR` answers on the graph the daemon last checkpointed."""
+    import json as _json
+
+    import networkx as nx
+
+    from streamrank.checkpoint import save_checkpoint
+    from streamrank.cli import main
+    from streamrank.engine import Engine
+
+    rng = np.random.default_rng(12)
+    src, dst = rng.integers(0, 60, 400), rng.integers(0, 60, 400)
+    eng = Engine("cpu", "dfp")
+    eng.load_edges(src, dst)
+    save_checkpoint(tmp_path / "ck", eng.state(), seq=0, positions={})
+    seed = int(src[0])
+    out = tmp_path / "ppr.json"
+    assert main(["ppr", str(tmp_path / "ck"), "--seed", str(seed), "--k", "5", "--device", "cpu",
+                 "--json", str(out)]) == 0
+    doc = _json.loads(out.read_text())
+    assert doc["checkpoint"].endswith(".npz") and doc["seq"] == 0
+    top = doc["results"][0]["top_k"]
+    G = nx.DiGraph()
+    G.add_edges_from(zip(src.tolist(), dst.tolist()))
+    ref = nx.pagerank(G, alpha=0.85, personalization={seed: 1.0}, tol=1e-13, max_iter=1000)
+    want = sorted(ref, key=ref.get, reverse=True)[:5]
+    assert [v for v, _ in top] == want
+    for v, score in top:
+        assert abs(score - ref[v]) < 1e-9
+    capsys.readouterr()
