@@ -1,6 +1,5 @@
 """cuDF paths on the GPU backend give exactly what the CuPy paths give."""
 
-import numpy as np
 import pytest
 
 from streamrank.backend import gpu_available
