@@ -28,6 +28,7 @@ from .records import BadRecord, EdgeChunk
 log = logging.getLogger(__name__)
 
 POS_KEY = "dir"
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def _bad_fields(entry, default_line: int):
@@ -103,6 +104,7 @@ class DirectorySource:
         self.format = format
         self._reader = None
         self._iter = None
+        self._pending = None  # the table read ahead of the one last returned
         self._file = None
         self._rows = 0
         self._bad = 0
@@ -137,7 +139,7 @@ class DirectorySource:
                 self._reader.__exit__(None, None, None)
             except Exception as exc:  # closing must not mask the caller's path
                 log.debug("closing %s: %s", self._file, exc)
-        self._reader = self._iter = None
+        self._reader = self._iter = self._pending = None
 
     def _files(self) -> list:
         from .files import list_edge_files
@@ -190,21 +192,14 @@ class DirectorySource:
                 return []
             self.exhausted = False
             self._open_file(name)
-        try:
-            table = next(self._iter)
-        except StopIteration:
-            table = None
-        except SourceError:
-            raise
-        except (OSError, ValueError) as exc:
-            raise SourceError(f"reading {self._file}: {exc}") from exc
+        if self._pending is not None:
+            table, self._pending = self._pending, None
+        else:
+            table = self._read_next()
         items = self._bad_items()
-        if table is None:
-            items.append(EdgeChunk(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), POS_KEY,
-                                   self._position(done=True)))
-            self._close_reader()
-            self._done_files, self._file = self._file, None
-            self._skip_rows = self._skip_bad = 0
+        if table is None:  # a file with no rows
+            items.append(self._chunk(_EMPTY, _EMPTY, _EMPTY.astype(bool), done=True))
+            self._finish_file()
             return items
         src = table.column("src").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         dst = table.column("dst").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
@@ -212,10 +207,36 @@ class DirectorySource:
         skip = min(self._skip_rows, src.shape[0])
         self._skip_rows -= skip
         self._rows += src.shape[0]
-        if skip == src.shape[0]:
-            return items
-        items.append(EdgeChunk(src[skip:], dst[skip:], ins[skip:], POS_KEY, self._position()))
+        # Read one chunk ahead, so that the chunk that ends the file carries done=True: a
+        # shutdown right after it then records the file as finished.
+        self._pending = self._read_next()
+        at_end = self._pending is None
+        if at_end:
+            items.extend(self._bad_items())  # bad lines after the last good row
+        if skip < src.shape[0] or at_end:
+            items.append(self._chunk(src[skip:], dst[skip:], ins[skip:], done=at_end))
+        if at_end:
+            self._finish_file()
         return items
+
+    def _read_next(self):
+        """The reader's next table, or ``None`` at the end of the file."""
+        try:
+            return next(self._iter)
+        except StopIteration:
+            return None
+        except SourceError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"reading {self._file}: {exc}") from exc
+
+    def _chunk(self, src, dst, ins, *, done: bool) -> EdgeChunk:
+        return EdgeChunk(src, dst, ins, POS_KEY, self._position(done=done))
+
+    def _finish_file(self) -> None:
+        self._close_reader()
+        self._done_files, self._file = self._file, None
+        self._skip_rows = self._skip_bad = 0
 
     def _bad_items(self) -> list:
         """Bad lines the reader reported since the last call, as dead letters.
