@@ -167,22 +167,6 @@ class EdgeBatch:
     def __len__(self) -> int:
         return int(self.src.shape[0])
 
-    @property
-    def num_insertions(self) -> int:
-        return int(self.insert.sum())  # syncs on the GPU
-
-    def concat(self, other: "EdgeBatch") -> "EdgeBatch":
-        """This batch followed by ``other`` (arrival order kept)."""
-        xp = _xp_of(self.src)
-        return EdgeBatch(
-            xp.concatenate([self.src, other.src]),
-            xp.concatenate([self.dst, other.dst]),
-            xp.concatenate([self.insert, other.insert]),
-        )
-
-    def slice(self, start: int, stop: int) -> "EdgeBatch":
-        return EdgeBatch(self.src[start:stop], self.dst[start:stop], self.insert[start:stop])
-
     def to(self, xp) -> "EdgeBatch":
         """This batch on another backend (host<->device copy when it moves)."""
         if _xp_of(self.src) is xp:

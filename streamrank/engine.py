@@ -75,18 +75,17 @@ class Engine:
         graph_cls, self._rank = _modules(self.backend)
         self.graph = graph_cls()
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
-        self.total = 0.0
         self.seq = 0
         self.last: RankResult | None = None
 
     # ------------------------------------------------------------------ building
-    def load_edges(self, src, dst) -> RankResult:
-        """Add base edges (external ids, insertions) and recompute the ranks statically.
+    def load_edges(self, src, dst, insert=None) -> RankResult:
+        """Apply base edges (external ids) and recompute the ranks statically.
 
-        Does not advance :attr:`seq`.
+        ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
+        :meth:`EdgeBatch.from_arrays`. Does not advance :attr:`seq`.
         """
-        self._sync()
-        self.graph.apply(EdgeBatch.from_arrays(src, dst, xp=self.backend.xp))
+        self.graph.apply(EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp))
         return self.recompute()
 
     def recompute(self) -> RankResult:
@@ -122,7 +121,6 @@ class Engine:
 
     def _take(self, res: RankResult):
         self.x = res.x
-        self.total = float(res.total)
         self.last = res
 
     def _sync(self):
@@ -153,16 +151,6 @@ class Engine:
         idx = _top(p, int(k))
         return ext[idx], p[idx]
 
-    def rank_of(self, vertex_ids):
-        """Ranks of external ids (NaN for unknown ids)."""
-        xp = self.backend.xp
-        internal = self.backend.to_host(self.graph.ids.lookup(xp.asarray(vertex_ids, dtype=xp.int64)))
-        _, p = self.ranks()
-        out = np.full(internal.shape, np.nan)
-        ok = internal >= 0
-        out[ok] = p[internal[ok]]
-        return out
-
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
         """Host arrays and scalars that rebuild this engine exactly."""
@@ -185,6 +173,5 @@ class Engine:
         if x.shape[0] != eng.graph.num_vertices:
             raise StreamrankError("engine state: ranks and graph disagree in size")
         eng.x = eng.backend.asarray(x)
-        eng.total = float(x.sum())
         eng.seq = seq
         return eng

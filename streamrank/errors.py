@@ -34,7 +34,3 @@ class CheckpointError(StreamrankError, IOError):
 
 class KernelError(StreamrankError, RuntimeError):
     """A CUDA kernel failed to compile, load, or launch."""
-
-
-class ConvergenceError(StreamrankError, RuntimeError):
-    """Raised only where a caller asked for convergence to be enforced (``strict=True``)."""

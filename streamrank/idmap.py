@@ -63,16 +63,18 @@ class IdMap:
         start = len(self)
         fresh_vals = xp.arange(start, start + fresh.shape[0], dtype=xp.int64)
         self.external = xp.concatenate([self.external, fresh])
-        keys = xp.concatenate([self._sorted_keys, fresh])
-        vals = xp.concatenate([self._sorted_vals, fresh_vals])
-        perm = xp.argsort(keys, kind="stable") if xp is np else xp.argsort(keys)
-        self._sorted_keys, self._sorted_vals = keys[perm], vals[perm]
+        if xp is np:
+            # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
+            at = np.searchsorted(self._sorted_keys, uniq)
+            self._sorted_keys = np.insert(self._sorted_keys, at, uniq)
+            self._sorted_vals = np.insert(self._sorted_vals, at, start + np.argsort(order))
+        else:
+            keys = xp.concatenate([self._sorted_keys, fresh])
+            vals = xp.concatenate([self._sorted_vals, fresh_vals])
+            perm = xp.argsort(keys)
+            self._sorted_keys, self._sorted_vals = keys[perm], vals[perm]
         internal[missing] = self.lookup(new_ids)
         return internal, int(fresh.shape[0])
-
-    def to_external(self, internal):
-        """External ids of internal ids."""
-        return self.external[internal]
 
     def state(self) -> dict:
         """Host arrays for a checkpoint."""

@@ -176,15 +176,11 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
     if check_every is None:
         check_every = max(1, num_batches // 10)
 
-    base = slice(0, n_base)
-    base_ins = stream.insert[base]
     runs = []
     for alg in algorithms:
         eng = Engine(device, alg, config=config)
         # The base graph is the net effect of the first edges (deletions in it applied in order).
-        eng.graph.apply(EdgeBatch.from_arrays(stream.src[base], stream.dst[base], base_ins,
-                                              xp=eng.backend.xp))
-        eng.recompute()
+        eng.load_edges(stream.src[:n_base], stream.dst[:n_base], stream.insert[:n_base])
         runs.append(RunStats(alg, eng.backend.name, engine=eng))
     ref_graph = runs[0].engine.graph
     rng = np.random.default_rng(seed)
