@@ -18,6 +18,12 @@ def add_arguments(p):
     p.add_argument("--methods", default="power,push,pull,hybrid,montecarlo")
     p.add_argument("--atomics", default="native,exchange", help="push atomics schemes to compare")
     p.add_argument("--walks", default="65536,524288,2097152", help="Monte Carlo walk counts to compare")
+    p.add_argument("--power-iters", default="4,5,6",
+                   help="truncated power iteration rows (max_iter values; '' for none)")
+    p.add_argument("--power-dtypes", default="float64,float32",
+                   help="iterate types of the truncated power rows")
+    p.add_argument("--no-static", action="store_true",
+                   help="skip the static PageRank baselines measured on the same graph")
     p.add_argument("--eps", type=float, default=1e-7)
     p.add_argument("--k", type=int, default=20)
     p.add_argument("--dangling", default="personalization", choices=["personalization", "uniform"])
@@ -33,6 +39,10 @@ def _variants(args):
         m = m.strip()
         if m == "power":
             out.append(("power", {}))
+            for dt in str(args.power_dtypes).split(","):
+                tag = "" if dt.strip() == "float64" else "/f32"
+                out += [(f"power/it={int(t)}{tag}", {"max_iter": int(t), "tol": 0.0, "dtype": dt.strip()})
+                        for t in str(args.power_iters).split(",") if t.strip()]
         elif m in ("push", "hybrid"):
             out += [(f"{m}/{a}", {"atomics": a, "eps": args.eps}) for a in args.atomics.split(",")]
         elif m == "pull":
@@ -61,6 +71,7 @@ def run(args) -> int:
     ext = graph.ids.external[internal]
     seeds = [int(x) for x in (ext.get() if hasattr(ext, "get") else ext)]
     common = dict(k=args.k, dangling=args.dangling)
+    static = {} if args.no_static else static_baselines(graph)
     # warm-up: compile kernels, measure unit costs, fill caches
     for name, kw in _variants(args):
         personalized_pagerank(graph, seeds[0], method=name.split("/")[0], **common, **kw)
@@ -70,10 +81,11 @@ def run(args) -> int:
         method = name.split("/")[0]
         lat, prec, iters, choices = [], [], [], []
         for s in seeds:
-            r = personalized_pagerank(graph, s, method=method, return_vector=(method == "power"), **common, **kw)
+            exact_run = name == "power"
+            r = personalized_pagerank(graph, s, method=method, return_vector=exact_run, **common, **kw)
             lat.append(r.elapsed_ms)
             iters.append(r.iterations)
-            if method == "power":
+            if exact_run:
                 exact[s] = r.vector
             if method == "hybrid":
                 choices.append("".join("P" if c == "push" else "L" for c in r.extra["choices"]))
@@ -88,32 +100,81 @@ def run(args) -> int:
                "p5_prec": float(np.percentile(prec, 5)) if prec else None,
                "share_ge_80": float(np.mean(np.array(prec) >= 0.8)) if prec else None,
                "mean_iters": float(np.mean(iters))}
+        if static:
+            row["x_static"] = static["static"]["ms"] / row["median_ms"]
         if choices:
             allc = "".join(choices)
             row["push_share"] = allc.count("P") / max(len(allc), 1)
         rows.append(row)
         per_query[name] = {"latency_ms": lat.tolist(), "precision": prec, "iterations": iters,
                            **({"choices": choices} if choices else {})}
-    _print_table(rows, args, desc, graph, load_s)
+    _print_table(rows, args, desc, graph, load_s, static)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({**desc, "vertices": int(graph.num_vertices), "edges": int(graph.num_edges),
+                       "static_baselines": static,
                        "seeds": seeds, "k": args.k, "eps": args.eps, "rows": rows, "per_query": per_query}, fh)
     if args.plot:
         _plot(rows, per_query, args.plot, title=f"{args.graph} ({desc['backend']}, {len(seeds)} seeds)")
     return 0
 
 
-def _print_table(rows, args, desc, graph, load_s):
+def static_baselines(graph) -> dict:
+    """Static (global) PageRank on the same graph, for scale: the engine's ``static_pagerank``
+    (float64, L-infinity tolerance 1e-10, the default RankConfig) and, on the GPU, a cuSPARSE
+    power iteration at the same criterion. Median of 3 warm runs each, device synchronized."""
+    from ..config import RankConfig
+
+    cfg = RankConfig()
+    xp = getattr(graph, "xp", np)
+    gpu = xp is not np
+    if gpu:
+        from .. import pagerank_gpu as rank
+        from ..bench import CusparsePower
+    else:
+        from .. import pagerank_cpu as rank
+
+    def sync():
+        if gpu:
+            xp.cuda.Device().synchronize()  # sync: timing
+
+    def timed(fn):
+        fn()
+        sync()
+        out, ms = None, []
+        for _ in range(3):
+            t = time.perf_counter()
+            out = fn()
+            sync()
+            ms.append((time.perf_counter() - t) * 1e3)
+        return out, float(np.median(ms))
+
+    res, ms = timed(lambda: rank.static_pagerank(graph, config=cfg))
+    out = {"static": {"ms": ms, "iterations": int(res.iterations), "tol": cfg.tol, "dangling": cfg.dangling}}
+    if gpu:
+        power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype="float64")
+        (_, its), ms = timed(lambda: power.run(tol=cfg.tol, criterion="linf", max_iter=cfg.max_iter))
+        out["cusparse_static"] = {"ms": ms, "iterations": int(its), "tol": cfg.tol}
+        del power
+    return out
+
+
+def _print_table(rows, args, desc, graph, load_s, static):
     print(f"graph {args.graph}: {graph.num_vertices} vertices, {graph.num_edges} edges, "
           f"backend {desc['backend']} (loaded in {load_s:.1f} s); k={args.k}, dangling={args.dangling}")
-    hdr = f"{'method':<22}{'median ms':>10}{'p95 ms':>9}{'mean P@k':>9}{'p5 P@k':>8}{'min P@k':>8}{'iters':>7}{'push%':>7}"
+    for key, label in (("static", "static PageRank (engine)"), ("cusparse_static", "static PageRank (cuSPARSE)")):
+        if key in static:
+            print(f"{label}: {static[key]['ms']:.3f} ms, {static[key]['iterations']} iterations "
+                  f"(L-infinity < {static[key]['tol']:g})")
+    hdr = (f"{'method':<22}{'median ms':>10}{'p95 ms':>9}{'mean P@k':>9}{'p5 P@k':>8}{'min P@k':>8}{'iters':>7}"
+           f"{'push%':>7}{'x static':>9}")
     print(hdr)
     for r in rows:
         f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
         ps = "-" if "push_share" not in r else f"{100 * r['push_share']:.0f}"
+        xs = "-" if "x_static" not in r else f"{r['x_static']:.2f}"
         print(f"{r['method']:<22}{r['median_ms']:>10.3f}{r['p95_ms']:>9.3f}{f(r['mean_prec']):>9}"
-              f"{f(r['p5_prec']):>8}{f(r['min_prec']):>8}{r['mean_iters']:>7.1f}{ps:>7}")
+              f"{f(r['p5_prec']):>8}{f(r['min_prec']):>8}{r['mean_iters']:>7.1f}{ps:>7}{xs:>9}")
 
 
 def _plot(rows, per_query, path, *, title):

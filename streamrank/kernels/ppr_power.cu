@@ -1,84 +1,218 @@
-// Personalized PageRank by power iteration (pull, synchronous): the exact reference.
+// Personalized PageRank by power iteration (synchronous): the exact reference.
+//
+// One iteration is  p' = alpha X p + alpha (d . p) w + (1 - alpha) v  with w = v
+// ("personalization"), w = 1/|V| ("uniform") or no dangling term ("leaky").
+//
+// Dense phase: one launch of ppr_power_sweep per iteration pulls over the in-CSR with the
+// vertices grouped by in-degree (a "plan", built once per graph version): bucket b < 6 gives
+// each vertex a group of 2^b lanes, bucket 6 a whole block. The same launch writes the next
+// contributions c' = p' / outdeg, the dangling sum d . p' and the max |p' - p|, so an iteration
+// is one pass over the edges and no separate pass over the vertices.
+//
+// Sparse phase (first iterations from a few seeds, while the support of p is small): the
+// support pushes c along its out-edges with atomics (ppr_sparse_scatter), the touched vertices
+// are listed, and ppr_sparse_finish writes their new values.
 #include "ppr_common.cuh"
 
-// c[u] = p[u] / outdeg(u) (0 for dangling u); the dangling rank d . p is accumulated into
-// *dsum (block reduction, one atomicAdd per block).
-template <typename Deg>
-__global__ void ppr_power_contrib(const double* __restrict__ p, const Deg* __restrict__ out_degree,
-                                  int n, double* c, double* dsum) {
-    __shared__ double part[32];
-    const int v = blockIdx.x * blockDim.x + threadIdx.x;
-    double dm = 0.0;
-    if (v < n) {
-        const Deg d = out_degree[v];
-        const double x = p[v];
-        if (d > 0) c[v] = x / (double)d; else { c[v] = 0.0; dm = x; }
-    }
-    dm = warp_sum(dm);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = dm;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        double s = (threadIdx.x < (blockDim.x >> 5)) ? part[threadIdx.x] : 0.0;
-        s = warp_sum(s);
-        if (threadIdx.x == 0 && s != 0.0) atomicAdd(dsum, s);
-    }
-}
+#define PPR_BUCKETS 7
+#define PPR_MODE_PERSONALIZATION 0
+#define PPR_MODE_UNIFORM 1
+#define PPR_MODE_LEAKY 2
 
 __device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
     // non-negative doubles order like their bit patterns as unsigned integers
     atomicMax(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)__double_as_longlong(v));
 }
 
-__device__ __forceinline__ double ppr_power_new(double s, int v, const double* pers, const double* dsum,
+__device__ __forceinline__ double ppr_power_new(double s, int v, const double* pers, double dsum,
                                                 int mode, double inv_n, double alpha) {
-    const double w = (mode == 0) ? pers[v] : inv_n;
-    return alpha * s + alpha * (*dsum) * w + (1.0 - alpha) * pers[v];
+    const double pv = pers[v];
+    const double w = (mode == PPR_MODE_PERSONALIZATION) ? pv : ((mode == PPR_MODE_UNIFORM) ? inv_n : 0.0);
+    return alpha * s + alpha * dsum * w + (1.0 - alpha) * pv;
 }
 
-// Thread per vertex for in-degree < switch_degree; writes p_new and the max |change| (*dmax).
-template <typename Off, typename Deg>
-__global__ void ppr_power_thread(int n, const Off* __restrict__ in_offset, const Deg* __restrict__ in_degree,
-                                 const int* __restrict__ in_indices, const double* __restrict__ c,
-                                 const double* __restrict__ p, const double* __restrict__ pers,
-                                 const double* __restrict__ dsum, int mode, double inv_n, double alpha,
-                                 int switch_degree, double* p_new, double* dmax) {
-    const int v = blockIdx.x * blockDim.x + threadIdx.x;
-    double diff = 0.0;
-    if (v < n) {
-        const Deg deg = in_degree[v];
-        if (deg < (Deg)switch_degree) {
-            const Off off = in_offset[v];
-            double s = 0.0;
-            for (Off j = 0; j < (Off)deg; ++j) s += c[in_indices[off + j]];
-            const double x = ppr_power_new(s, v, pers, dsum, mode, inv_n, alpha);
-            diff = fabs(x - p[v]);
-            p_new[v] = x;
+// Block-wide reduction of (sum, max) into *sum_out (atomicAdd) and *max_out (atomicMax).
+// Every thread of the block must call it.
+__device__ __forceinline__ void block_sum_max(double s, double m, double* sum_out, double* max_out) {
+    __shared__ double ss[32];
+    __shared__ double sm[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        s += __shfl_down_sync(PPR_FULL_MASK, s, o);
+        m = fmax(m, __shfl_down_sync(PPR_FULL_MASK, m, o));
+    }
+    const int w = threadIdx.x >> 5;
+    __syncthreads();  // the shared slots may still be read by an earlier call
+    if ((threadIdx.x & 31) == 0) { ss[w] = s; sm[w] = m; }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        const int nw = blockDim.x >> 5;
+        s = (threadIdx.x < nw) ? ss[threadIdx.x] : 0.0;
+        m = (threadIdx.x < nw) ? sm[threadIdx.x] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) {
+            s += __shfl_down_sync(PPR_FULL_MASK, s, o);
+            m = fmax(m, __shfl_down_sync(PPR_FULL_MASK, m, o));
+        }
+        if (threadIdx.x == 0) {
+            if (sum_out != nullptr && s != 0.0) atomicAdd(sum_out, s);
+            if (max_out != nullptr && m > 0.0) atomic_max_nonneg(max_out, m);
         }
     }
-    for (int o = 16; o > 0; o >>= 1) diff = fmax(diff, __shfl_down_sync(PPR_FULL_MASK, diff, o));
-    if ((threadIdx.x & 31) == 0 && diff > 0.0) atomic_max_nonneg(dmax, diff);
 }
 
-// Warp per vertex for the listed high in-degree vertices.
+// c[u] = p[u] / outdeg(u) (0 for dangling u); *dsum += the dangling rank d . p.
+template <typename Deg, typename T>
+__global__ void ppr_power_contrib(const T* __restrict__ p, const Deg* __restrict__ out_degree,
+                                  int n, T* c, double* dsum) {
+    const int v = blockIdx.x * blockDim.x + threadIdx.x;
+    double dm = 0.0;
+    if (v < n) {
+        const Deg d = out_degree[v];
+        const double x = (double)p[v];
+        if (d > 0) c[v] = (T)(x / (double)d); else { c[v] = (T)0; dm = x; }
+    }
+    block_sum_max(dm, 0.0, dsum, nullptr);
+}
+
+// Sum of c over the in-list [off, off + deg), this lane taking positions lane, lane + g, ...
+// Four positions per step: their index loads, then their gathers, are independent and in
+// flight together (the sweep is bound by load latency, not bandwidth).
+template <typename Off, typename Deg, typename T>
+__device__ __forceinline__ double pull_sum(const int* __restrict__ in_indices, const T* __restrict__ c,
+                                           Off off, Deg deg, int lane, int g) {
+    double s0 = 0.0, s1 = 0.0;
+    Off j = lane;
+    const Off end = (Off)deg;
+    for (; j + 3 * g < end; j += 4 * g) {
+        const int a0 = in_indices[off + j];
+        const int a1 = in_indices[off + j + g];
+        const int a2 = in_indices[off + j + 2 * g];
+        const int a3 = in_indices[off + j + 3 * g];
+        s0 += (double)c[a0] + (double)c[a1];
+        s1 += (double)c[a2] + (double)c[a3];
+    }
+    for (; j < end; j += g) s0 += (double)c[in_indices[off + j]];
+    return s0 + s1;
+}
+
+// One dense iteration. order[] lists the vertices bucket by bucket; bucket b holds
+// order[bstart[b] .. bstart[b+1]) and owns blocks [blk[b], blk[b+1]). dsum_in is d . p of the
+// previous iterate; the launch accumulates d . p' into *dsum_out and max |p' - p| into *dmax.
+// T is the type of p and c (double; float for the fast approximate mode).
+template <typename Off, typename Deg, typename T>
+__global__ void ppr_power_sweep(const int* __restrict__ order, const int* __restrict__ bstart,
+                                const int* __restrict__ blk, const Off* __restrict__ in_offset,
+                                const Deg* __restrict__ in_degree, const int* __restrict__ in_indices,
+                                const Deg* __restrict__ out_degree, const T* __restrict__ c,
+                                const T* __restrict__ p, const double* __restrict__ pers,
+                                const double* __restrict__ dsum_in, int mode, double inv_n, double alpha,
+                                T* __restrict__ p_new, T* __restrict__ c_new,
+                                double* dsum_out, double* dmax) {
+    __shared__ double part[32];
+    int b = 0;
+    while (b + 1 < PPR_BUCKETS && (int)blockIdx.x >= blk[b + 1]) ++b;
+    const int local_block = (int)blockIdx.x - blk[b];
+    const int count = bstart[b + 1] - bstart[b];
+    const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
+    int v = -1;
+    double s = 0.0;
+    bool leader;
+    if (b < PPR_BUCKETS - 1) {
+        const int g = 1 << b;  // lanes per vertex
+        const int item = local_block * (int)(blockDim.x >> b) + (int)(threadIdx.x >> b);
+        const int lane = threadIdx.x & (g - 1);
+        if (item < count) {
+            v = order[bstart[b] + item];
+            const Off off = in_offset[v];
+            const Deg deg = in_degree[v];
+            s = pull_sum(in_indices, c, off, deg, lane, g);
+        }
+        for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(PPR_FULL_MASK, s, o);
+        leader = (lane == 0) && (v >= 0);
+    } else {  // a block per vertex
+        v = order[bstart[b] + local_block];
+        const Off off = in_offset[v];
+        const Deg deg = in_degree[v];
+        s = pull_sum(in_indices, c, off, deg, (int)threadIdx.x, (int)blockDim.x);
+        s = warp_sum(s);
+        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            s = (threadIdx.x < (blockDim.x >> 5)) ? part[threadIdx.x] : 0.0;
+            s = warp_sum(s);
+        }
+        leader = (threadIdx.x == 0);
+    }
+    double diff = 0.0, dm = 0.0;
+    if (leader) {
+        const double x = ppr_power_new(s, v, pers, dsum, mode, inv_n, alpha);
+        diff = fabs(x - (double)p[v]);
+        p_new[v] = (T)x;
+        const Deg od = out_degree[v];
+        if (od > 0) c_new[v] = (T)(x / (double)od); else { c_new[v] = (T)0; dm = x; }
+    }
+    block_sum_max(dm, diff, dsum_out, dmax);
+}
+
+// Sparse phase, step 1: a warp per support vertex u pushes c[u] to its out-neighbours
+// (acc[w] += c[u]) and marks them; the dangling part of the support goes to *dsum.
 template <typename Off, typename Deg>
-__global__ void ppr_power_warp(const int* __restrict__ list, int m, const Off* __restrict__ in_offset,
-                               const Deg* __restrict__ in_degree, const int* __restrict__ in_indices,
-                               const double* __restrict__ c, const double* __restrict__ p,
-                               const double* __restrict__ pers, const double* __restrict__ dsum, int mode,
-                               double inv_n, double alpha, double* p_new, double* dmax) {
+__global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const Off* __restrict__ out_offset,
+                                   const Deg* __restrict__ out_degree, const int* __restrict__ out_indices,
+                                   const double* __restrict__ p, double* __restrict__ acc,
+                                   unsigned char* __restrict__ mark, double* dsum) {
     const int warp = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
     const int lane = threadIdx.x & 31;
-    if (warp >= m) return;
-    const int v = list[warp];
-    const Off off = in_offset[v];
-    const Deg deg = in_degree[v];
-    double s = 0.0;
-    for (Off j = lane; j < (Off)deg; j += 32) s += c[in_indices[off + j]];
-    s = warp_sum(s);
-    if (lane == 0) {
-        const double x = ppr_power_new(s, v, pers, dsum, mode, inv_n, alpha);
-        const double diff = fabs(x - p[v]);
-        p_new[v] = x;
-        if (diff > 0.0) atomic_max_nonneg(dmax, diff);
+    double dm = 0.0;
+    if (warp < m) {
+        const int u = support[warp];
+        const Deg deg = out_degree[u];
+        const double x = p[u];
+        if (deg == 0) {
+            if (lane == 0) dm = x;
+        } else if (x != 0.0) {
+            const double cu = x / (double)deg;
+            const Off off = out_offset[u];
+            for (Off j = lane; j < (Off)deg; j += 32) {
+                const int w = out_indices[off + j];
+                atomicAdd(&acc[w], cu);
+                mark[w] = 1;
+            }
+        }
     }
+    block_sum_max(dm, 0.0, dsum, nullptr);
+}
+
+// Sparse phase, step 2 (a thread per listed vertex w; the list holds every marked vertex and
+// every seed): p_new[w] from acc[w], then acc and mark are cleared for the next step.
+__global__ void ppr_sparse_finish(const int* __restrict__ touched, int m, const double* __restrict__ pers,
+                                  const double* __restrict__ dsum_in, int mode, double inv_n, double alpha,
+                                  double* __restrict__ acc, unsigned char* __restrict__ mark,
+                                  double* __restrict__ p_new) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    const int w = touched[i];
+    const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
+    p_new[w] = ppr_power_new(acc[w], w, pers, dsum, mode, inv_n, alpha);
+    acc[w] = 0.0;
+    mark[w] = 0;
+}
+
+// Sparse phase, step 3: max |p_new - p| over a list (called on the old and the new support;
+// p_new is zero outside the new support, p outside the old one).
+__global__ void ppr_sparse_diff(const int* __restrict__ list, int m, const double* __restrict__ p,
+                                const double* __restrict__ p_new, double* dmax) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double diff = 0.0;
+    if (i < m) {
+        const int w = list[i];
+        diff = fabs(p_new[w] - p[w]);
+    }
+    block_sum_max(0.0, diff, nullptr, dmax);
+}
+
+// Sparse phase: zero p at the listed vertices (the support two iterations back, before its
+// buffer is reused).
+__global__ void ppr_sparse_clear(const int* __restrict__ list, int m, double* __restrict__ p) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < m) p[list[i]] = 0.0;
 }

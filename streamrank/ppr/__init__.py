@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ._graph import DeviceGraphView, cached, graph_arrays
 from .semantics import (ATOMICS, DANGLING_MODES, METHODS, PprResult, check_alpha, check_choice,
-                        resolve_seeds, threshold_exponent_topk, top_k_pairs, topk_precision)
+                        resolve_seeds, top_k, top_k_pairs, topk_precision)
 
 __all__ = ["personalized_pagerank", "personalized_pagerank_batch", "PprResult", "METHODS", "ATOMICS",
            "DANGLING_MODES", "DeviceGraphView", "topk_precision"]
@@ -35,6 +35,13 @@ def _check_number(name, value, *, lo=None, integer=False):
     return v
 
 
+def _snapshot(graph, ga):
+    """The GPU power iteration's snapshot of the graph (cached per graph version)."""
+    from .gpu_power import snapshot_of
+
+    return cached(graph, ("ppr-snapshot",), lambda: snapshot_of(ga))
+
+
 def _leaky_uniform(graph, ga, alpha, *, is_gpu):
     """The leaky PPR of the uniform vector (cached per graph version), for the uniform split."""
 
@@ -45,7 +52,7 @@ def _leaky_uniform(graph, ga, alpha, *, is_gpu):
         if is_gpu:
             from .gpu_power import power_gpu
 
-            u, _, _, change = power_gpu(ga, u0, **kw)
+            u, _, _, change = power_gpu(ga, u0, snap=_snapshot(graph, ga), **kw)
         else:
             from .power import power_cpu
 
@@ -60,7 +67,7 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
                           dangling: str = "personalization", weights=None, return_vector: bool = False,
                           tol: float = 1e-10, max_iter: int = 1000, eps: float = 1e-7,
                           atomics: str = "native", walks: int = 1 << 20, walkers: int | None = None,
-                          rng_seed: int = 0) -> PprResult:
+                          rng_seed: int = 0, dtype: str = "float64") -> PprResult:
     """Personalized PageRank of ``seeds`` on ``graph`` as of its last applied batch.
 
     Parameters
@@ -83,6 +90,11 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
         Also return the full vector (host NumPy, over internal ids).
     tol, max_iter : float, int
         Power iteration tolerance and iteration cap (the cap also bounds push/pull rounds).
+        Power stopped by the cap (``converged=False``) is the truncated power iteration, an
+        approximate method: ``||p - p_t||_1 <= 2 alpha^t`` (``extra["l1_bound"]``).
+    dtype : {"float64", "float32"}
+        Power: the type the iterate is stored in between iterations. ``"float32"`` is for the
+        truncated (approximate) use; it cannot reach a ``tol`` much below 1e-7.
     eps : float
         Residual threshold of push/pull/hybrid.
     atomics : {"native", "exchange"}
@@ -98,6 +110,7 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
     check_choice("method", method, METHODS)
     check_choice("dangling", dangling, DANGLING_MODES)
     check_choice("atomics", atomics, ATOMICS)
+    check_choice("dtype", dtype, ("float64", "float32"))
     alpha = check_alpha(alpha)
     k = _check_number("k", k, lo=1, integer=True)
     tol = _check_number("tol", tol, lo=0.0)
@@ -111,7 +124,7 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
     if not hasattr(graph, "out_offset") or not hasattr(graph, "ids"):
         raise InvalidArgumentError(f"graph must be a graph store, got {type(graph).__name__}")
     pers = resolve_seeds(graph, seeds, weights)
-    ga = graph_arrays(graph)
+    ga = cached(graph, ("graph-arrays",), lambda: graph_arrays(graph))
     xp, is_gpu = ga.xp, ga.is_gpu
     device = "gpu" if is_gpu else "cpu"
     t0 = time.perf_counter()
@@ -122,11 +135,19 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
         pd = xp.zeros(ga.n, dtype=xp.float64)
         pd[xp.asarray(pers.internal)] = xp.asarray(pers.weights)
         if is_gpu:
-            from .gpu_power import power_gpu as solve
+            from .gpu_power import power_gpu
+
+            p, it, conv, change = power_gpu(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter,
+                                            snap=_snapshot(graph, ga),
+                                            seeds=xp.asarray(pers.internal.astype(np.int32)), dtype=dtype)
         else:
-            from .power import power_cpu as solve
-        p, it, conv, change = solve(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter)
+            from .power import power_cpu
+
+            p, it, conv, change = power_cpu(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter,
+                                            dtype=dtype)
         res.update(iterations=it, converged=conv, error_bound=change)
+        if not conv:  # stopped by max_iter: ||p - p_it||_1 <= 2 alpha^it (docs/PPR.md)
+            extra["l1_bound"] = 2.0 * alpha ** it
     elif method in ("push", "pull", "hybrid"):
         from .hybrid import HybridChooser, run_local
 
@@ -168,10 +189,7 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
             p, nw, ns = montecarlo_cpu(ga, pers, alpha=alpha, dangling=dangling, walks=walks, rng_seed=rng_seed)
         res.update(walks=nw, steps=ns)
 
-    idx = threshold_exponent_topk(xp, p, k)
-    vals = p[idx]
-    if is_gpu:
-        idx, vals = idx.get(), vals.get()  # sync: the top-k to the host
+    idx, vals = top_k(xp, p, k)  # host arrays (GPU: synchronizes)
     elapsed = (time.perf_counter() - t0) * 1e3
     vector = None
     if return_vector:

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..kernels.loader import get_kernel
 
-_CTYPE = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
+_CTYPE = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long", np.dtype(np.float32): "float",
+          np.dtype(np.float64): "double"}
 _PAIRS = [(a, b) for a in ("int", "long long") for b in ("int", "long long")]
 
 
@@ -20,17 +21,20 @@ def _exprs(filename: str) -> tuple:
                 "ppr_micro_seq_write", "ppr_pull_add_seeds", "ppr_pull_dedup"]
         return tuple(out)
     if filename == "ppr_power.cu":
-        out = [f"ppr_power_contrib<{d}>" for d in ("int", "long long")]
+        out = [f"ppr_power_contrib<{d}, {t}>" for d in ("int", "long long") for t in ("double", "float")]
         for o, d in _PAIRS:
-            out += [f"ppr_power_thread<{o}, {d}>", f"ppr_power_warp<{o}, {d}>"]
-        return tuple(out)
+            out += [f"ppr_power_sweep<{o}, {d}, {t}>" for t in ("double", "float")]
+            out.append(f"ppr_sparse_scatter<{o}, {d}>")
+        return tuple(out + ["ppr_sparse_finish", "ppr_sparse_diff", "ppr_sparse_clear"])
+    if filename == "ppr_topk.cu":
+        return ("ppr_select_ge",)
     if filename == "ppr_montecarlo.cu":
         return tuple(f"ppr_mc_walk<{o}, {d}>" for o, d in _PAIRS)
     raise KeyError(filename)
 
 
 def ctype(array) -> str:
-    """The C++ name of an index array's element type."""
+    """The C++ name of an array's element type (int32/int64 indices, float32/float64 values)."""
     return _CTYPE[np.dtype(array.dtype)]
 
 

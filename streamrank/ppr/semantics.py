@@ -148,45 +148,64 @@ def resolve_seeds(graph, seeds, weights=None) -> Personalization:
     if np.any(internal < 0):
         bad = ext[internal < 0][:5].tolist()
         raise InvalidArgumentError(f"seed vertex id(s) not in the graph: {bad}")
-    uniq, inv = np.unique(internal, return_inverse=True)
+    uniq, first, inv = np.unique(internal, return_index=True, return_inverse=True)
     wsum = np.bincount(inv, weights=w, minlength=uniq.shape[0])
     keep = wsum > 0
-    uniq, wsum = uniq[keep], wsum[keep]
-    ext_u = np.asarray(graph.ids.external[uniq].get() if hasattr(graph.ids.external, "get")
-                       else graph.ids.external[uniq], dtype=np.int64)
-    return Personalization(uniq, wsum / wsum.sum(), ext_u)
+    # the id map is a bijection: the external id of uniq[i] is the one that was looked up
+    return Personalization(uniq[keep], wsum[keep] / wsum[keep].sum(), ext[first][keep])
 
 
-def threshold_exponent_topk(xp, p, k: int):
-    """Indices of the ``k`` largest entries of ``p`` (score descending, ties by index).
+#: Entries per chunk whose maximum bounds the top-k threshold from below.
+_TOPK_CHUNK = 2048
+#: Candidate slots of the GPU selection kernel (more candidates: the general path).
+_TOPK_CAP = 1 << 14
 
-    One pass builds a histogram of the binary exponents of ``p``; only the entries in the
-    exponent bins that hold the top ``k`` are sorted, so the cost is one pass over ``p`` plus a
-    small sort (on the GPU: one synchronizing copy of the 2 KiB histogram).
+
+def top_k(xp, p, k: int):
+    """The ``k`` largest entries of the non-negative vector ``p``: host arrays ``(indices,
+    values)``, score descending, ties by index.
+
+    The maxima of fixed chunks of ``p`` are distinct entries, so the k-th largest of them is a
+    lower bound ``t`` of the k-th largest entry; only the entries ``>= t`` are sorted (on the
+    host: there are about ``k`` of them). On the GPU: one kernel lists the candidates (no
+    histogram: atomics on a few crowded bins were the cost of an earlier version); three
+    synchronizing reads (the chunk maxima, the candidate count, the candidates).
     """
     n = int(p.shape[0])
     k = min(int(k), n)
     if k <= 0:
-        return xp.zeros(0, dtype=xp.int64)
-    pos = p > 0
-    _, e = xp.frexp(p)
-    e = xp.where(pos, xp.clip(e, -1100, 1100) + 1100, 0).astype(xp.int64)
-    hist = xp.bincount(e.ravel(), minlength=2201)
-    hist_h = hist.get() if hasattr(hist, "get") else hist  # GPU: sync, 2201 ints to host
-    hist_h = hist_h.copy()
-    hist_h[0] = 0  # zeros are handled below
-    above = np.cumsum(hist_h[::-1])[::-1]  # above[b] = #entries with exponent bin >= b
-    ok = np.nonzero(above >= k)[0]
-    if ok.size:
-        b = int(ok[-1])
-        cand = xp.nonzero(pos & (e >= b))[0]  # GPU: sync for the output size
-    else:  # fewer than k positive entries: take them all plus the smallest ids of zeros
-        cand = xp.nonzero(pos)[0]
-        zeros = xp.nonzero(~pos)[0][: k - int(cand.shape[0])]
-        cand = xp.concatenate([cand, zeros])
-    vals = p[cand]
-    order = xp.lexsort(xp.stack([cand, -vals]))[:k]
-    return cand[order]
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    q = xp.asarray(p, dtype=xp.float64)
+    full = n // _TOPK_CHUNK * _TOPK_CHUNK
+    maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
+    if full < n:
+        maxima = xp.concatenate([maxima, q[full:].max(keepdims=True)])
+    maxima = maxima.get() if xp is not np else maxima  # GPU: sync, |V| / 2048 values
+    t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
+    cand = None
+    if t > 0 and xp is not np:
+        from .gpu_kernels import kernel
+
+        out = xp.empty(_TOPK_CAP, dtype=xp.int32)
+        count = xp.zeros(1, dtype=xp.int32)
+        kernel("ppr_topk.cu", "ppr_select_ge")(((n + 255) // 256,), (256,),
+                                              (q, np.int32(n), np.float64(t), out, np.int32(_TOPK_CAP), count))
+        c = int(count.get()[0])  # sync: the candidate count
+        if c <= _TOPK_CAP:
+            cand = out[:c]
+    if cand is None:
+        cand = xp.nonzero(q >= t)[0] if t > 0 else xp.nonzero(q > 0)[0]
+    vals = q[cand]
+    if xp is not np:
+        cand, vals = cand.get(), vals.get()  # sync: the candidates to the host
+    cand = cand.astype(np.int64)
+    if cand.shape[0] < k:  # fewer than k positive entries: the smallest ids of the zeros follow
+        zeros = xp.nonzero(q <= 0)[0][: k - cand.shape[0]]
+        zeros = zeros.get() if xp is not np else zeros
+        cand = np.concatenate([cand, zeros.astype(np.int64)])
+        vals = np.concatenate([vals, np.zeros(zeros.shape[0])])
+    order = np.lexsort((cand, -vals))[:k]
+    return cand[order], vals[order]
 
 
 def top_k_pairs(graph, p_host_idx, p_host_vals) -> list:
