@@ -153,13 +153,27 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
     block_sum_max(dm, diff, dsum_out, dmax);
 }
 
-// Sparse phase, step 1: a warp per support vertex u pushes c[u] to its out-neighbours
-// (acc[w] += c[u]) and marks them; the dangling part of the support goes to *dsum.
+// Sparse phase, step 0: the seeds open the next support list (they always get their
+// (1 - alpha) v share): list[0..s) = seeds, marked, *count = s.
+__global__ void ppr_sparse_seed(const int* __restrict__ seeds, int s, unsigned int* __restrict__ mark,
+                                int* __restrict__ list, int* __restrict__ count) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s) {
+        mark[seeds[i]] = 1u;
+        list[i] = seeds[i];
+    }
+    if (i == 0) *count = s;
+}
+
+// Sparse phase, step 1: a warp per support vertex u pushes c = p[u] / outdeg(u) to its
+// out-neighbours (acc[w] += c); a neighbour marked here first is appended to the next support
+// list. The dangling part of the support goes to *dsum.
 template <typename Off, typename Deg>
 __global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const Off* __restrict__ out_offset,
                                    const Deg* __restrict__ out_degree, const int* __restrict__ out_indices,
                                    const double* __restrict__ p, double* __restrict__ acc,
-                                   unsigned char* __restrict__ mark, double* dsum) {
+                                   unsigned int* __restrict__ mark, int* __restrict__ list,
+                                   int* __restrict__ count, double* dsum) {
     const int warp = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
     const int lane = threadIdx.x & 31;
     double dm = 0.0;
@@ -175,30 +189,40 @@ __global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const
             for (Off j = lane; j < (Off)deg; j += 32) {
                 const int w = out_indices[off + j];
                 atomicAdd(&acc[w], cu);
-                mark[w] = 1;
+                if (mark[w] == 0u && atomicExch(&mark[w], 1u) == 0u) list[atomicAdd(count, 1)] = w;
             }
         }
     }
     block_sum_max(dm, 0.0, dsum, nullptr);
 }
 
-// Sparse phase, step 2 (a thread per listed vertex w; the list holds every marked vertex and
-// every seed): p_new[w] from acc[w], then acc and mark are cleared for the next step.
-__global__ void ppr_sparse_finish(const int* __restrict__ touched, int m, const double* __restrict__ pers,
+// Sparse phase, step 2 (a thread per entry of the new support list, *count of them; the grid
+// covers an upper bound): p_new[w] from acc[w], then acc and mark are cleared. Accumulates
+// max |p_new - p| over the list into *dmax and the list's out-degree sum into *volume.
+template <typename Deg>
+__global__ void ppr_sparse_finish(const int* __restrict__ list, const int* __restrict__ count,
+                                  const Deg* __restrict__ out_degree, const double* __restrict__ pers,
                                   const double* __restrict__ dsum_in, int mode, double inv_n, double alpha,
-                                  double* __restrict__ acc, unsigned char* __restrict__ mark,
-                                  double* __restrict__ p_new) {
+                                  double* __restrict__ acc, unsigned int* __restrict__ mark,
+                                  const double* __restrict__ p, double* __restrict__ p_new, double* dmax,
+                                  double* volume) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= m) return;
-    const int w = touched[i];
-    const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
-    p_new[w] = ppr_power_new(acc[w], w, pers, dsum, mode, inv_n, alpha);
-    acc[w] = 0.0;
-    mark[w] = 0;
+    double diff = 0.0, vol = 0.0;
+    if (i < *count) {
+        const int w = list[i];
+        const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
+        const double x = ppr_power_new(acc[w], w, pers, dsum, mode, inv_n, alpha);
+        p_new[w] = x;
+        diff = fabs(x - p[w]);
+        vol = (double)out_degree[w];
+        acc[w] = 0.0;
+        mark[w] = 0u;
+    }
+    block_sum_max(vol, diff, volume, dmax);
 }
 
-// Sparse phase, step 3: max |p_new - p| over a list (called on the old and the new support;
-// p_new is zero outside the new support, p outside the old one).
+// Sparse phase, step 3: max |p_new - p| over the old support (its vertices that left the
+// support now have p_new = 0).
 __global__ void ppr_sparse_diff(const int* __restrict__ list, int m, const double* __restrict__ p,
                                 const double* __restrict__ p_new, double* dmax) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -25,7 +25,8 @@ def _exprs(filename: str) -> tuple:
         for o, d in _PAIRS:
             out += [f"ppr_power_sweep<{o}, {d}, {t}>" for t in ("double", "float")]
             out.append(f"ppr_sparse_scatter<{o}, {d}>")
-        return tuple(out + ["ppr_sparse_finish", "ppr_sparse_diff", "ppr_sparse_clear"])
+        out += [f"ppr_sparse_finish<{d}>" for d in ("int", "long long")]
+        return tuple(out + ["ppr_sparse_seed", "ppr_sparse_diff", "ppr_sparse_clear"])
     if filename == "ppr_topk.cu":
         return ("ppr_select_ge",)
     if filename == "ppr_montecarlo.cu":

@@ -99,48 +99,55 @@ def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, ma
     """Push iterations from the support of ``p`` while they are cheaper than a sweep.
 
     ``p`` holds the iterate (zero outside the seeds). Returns the iterate (float64, store ids),
-    the iterations done and the last change. Two synchronizations per iteration: the size of
-    the new support, then its out-degree sum with the change.
+    the iterations done and the last change. The kernels build the next support list
+    themselves, and the host sizes their grids from an upper bound (the seeds plus the
+    support's out-degree sum), so an iteration synchronizes once: to read the new support's
+    size, its out-degree sum and the change together.
     """
     import cupy as cp
 
     n = ga.n
     o, d = ctype(ga.out_offset), ctype(ga.out_degree)
+    k_seed = kernel("ppr_power.cu", "ppr_sparse_seed")
     k_scatter = kernel("ppr_power.cu", f"ppr_sparse_scatter<{o}, {d}>")
-    k_finish = kernel("ppr_power.cu", "ppr_sparse_finish")
+    k_finish = kernel("ppr_power.cu", f"ppr_sparse_finish<{d}>")
     k_diff = kernel("ppr_power.cu", "ppr_sparse_diff")
     k_clear = kernel("ppr_power.cu", "ppr_sparse_clear")
     p_new = cp.zeros_like(p)
     acc = cp.zeros(n, dtype=cp.float64)
-    mark = cp.zeros(n, dtype=cp.uint8)
-    support = seeds.astype(cp.int32)
-    previous = cp.zeros(0, dtype=cp.int32)
+    mark = cp.zeros(n, dtype=cp.uint32)
+    lists = [cp.empty(n, dtype=cp.int32) for _ in range(3)]  # previous, support, next
+    count = cp.zeros(1, dtype=cp.int32)
+    volume = cp.zeros(max_iter + 2, dtype=cp.float64)
+    s = int(seeds.shape[0])
+    lists[1][:s] = seeds
+    sizes = [0, s]  # previous, support
     budget = SPARSE_EDGE_SHARE * max(ga.num_edges, 1)
-    volume = float(ga.out_degree[support].sum())  # sync: the push-or-sweep decision
+    vol = float(ga.out_degree[seeds].sum())  # sync: the first push-or-sweep decision
+    grid = lambda items: (max((items + BLOCK - 1) // BLOCK, 1),)  # noqa: E731
     it, change = 0, float("inf")
-    while it < max_iter and volume <= budget:
+    while it < max_iter and vol <= budget:
         it += 1
-        m = int(support.shape[0])
-        mark[seeds] = 1  # the seeds always get their (1 - alpha) v share
+        prev, sup, nxt = lists
+        m = sizes[1]
+        bound = min(n, s + int(vol))  # the new support's size is at most this
+        k_seed(grid(s), (BLOCK,), (seeds, np.int32(s), mark, nxt, count))
         if m:
-            k_scatter(((m * 32 + BLOCK - 1) // BLOCK,), (BLOCK,),
-                      (support, np.int32(m), ga.out_offset, ga.out_degree, ga.out_indices, p, acc, mark,
+            k_scatter(grid(m * 32), (BLOCK,),
+                      (sup, np.int32(m), ga.out_offset, ga.out_degree, ga.out_indices, p, acc, mark, nxt, count,
                        scal[0, it - 1:]))
-        touched = cp.nonzero(mark)[0].astype(cp.int32)  # sync: the size of the new support
-        t = int(touched.shape[0])
-        if previous.shape[0]:
-            k_clear(((previous.shape[0] + BLOCK - 1) // BLOCK,), (BLOCK,), (previous, np.int32(previous.shape[0]), p_new))
-        k_finish(((t + BLOCK - 1) // BLOCK,), (BLOCK,),
-                 (touched, np.int32(t), pers_dense, scal[0, it - 1:], np.int32(mode), np.float64(inv_n),
-                  np.float64(alpha), acc, mark, p_new))
-        for lst in (support, touched):
-            if lst.shape[0]:
-                k_diff(((lst.shape[0] + BLOCK - 1) // BLOCK,), (BLOCK,),
-                       (lst, np.int32(lst.shape[0]), p, p_new, scal[1, it:]))
+        if sizes[0]:
+            k_clear(grid(sizes[0]), (BLOCK,), (prev, np.int32(sizes[0]), p_new))
+        k_finish(grid(bound), (BLOCK,),
+                 (nxt, count, ga.out_degree, pers_dense, scal[0, it - 1:], np.int32(mode), np.float64(inv_n),
+                  np.float64(alpha), acc, mark, p, p_new, scal[1, it:], volume[it:]))
+        if m:
+            k_diff(grid(m), (BLOCK,), (sup, np.int32(m), p, p_new, scal[1, it:]))
         p, p_new = p_new, p
-        previous, support = support, touched
-        both = cp.stack([ga.out_degree[support].sum().astype(cp.float64), scal[1, it]])
-        volume, change = (float(x) for x in both.get())  # sync: next decision and convergence test
+        both = cp.stack([count[0].astype(cp.float64), volume[it], scal[1, it]])
+        size, vol, change = (float(x) for x in both.get())  # sync: new support size, its volume, change
+        lists = [sup, nxt, prev]
+        sizes = [m, int(size)]
         if change < tol:
             break
     return p, it, change
