@@ -234,6 +234,12 @@ def test_ppr_cli_on_a_checkpoint_directory(tmp_path, capsys):
     assert [v for v, _ in top] == want
     for v, score in top:
         assert abs(score - ref[v]) < 1e-9
+    # truncated power from the CLI: not converged, with its L1 bound
+    assert main(["ppr", str(tmp_path / "ck"), "--seed", str(seed), "--max-iter", "3", "--tol", "0",
+                 "--device", "cpu", "--json", str(out)]) == 0
+    res = _json.loads(out.read_text())["results"][0]
+    assert res["iterations"] == 3 and not res["converged"]
+    assert res["l1_bound"] == pytest.approx(2 * 0.85**3)
     capsys.readouterr()
 
 

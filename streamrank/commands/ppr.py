@@ -19,6 +19,10 @@ def add_arguments(p):
     p.add_argument("--walks", type=int, default=1 << 20)
     p.add_argument("--walkers", type=int, default=None)
     p.add_argument("--eps", type=float, default=1e-7, help="push/pull/hybrid residual threshold")
+    p.add_argument("--tol", type=float, default=1e-10, help="power: L-infinity tolerance")
+    p.add_argument("--max-iter", type=int, default=1000,
+                   help="iteration cap; power stopped by it is the truncated (approximate) power iteration")
+    p.add_argument("--dtype", default="float64", choices=["float64", "float32"], help="power: iterate type")
     p.add_argument("--alpha", type=float, default=0.85)
     p.add_argument("--dangling", default="personalization", choices=["personalization", "uniform"])
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
@@ -41,7 +45,8 @@ def run(args) -> int:
     seeds = [_parse_seed(s) for s in args.seed]
     results = personalized_pagerank_batch(graph, seeds, method=args.method, k=args.k, alpha=args.alpha,
                                           dangling=args.dangling, atomics=args.atomics, walks=args.walks,
-                                          walkers=args.walkers, eps=args.eps)
+                                          walkers=args.walkers, eps=args.eps, tol=args.tol,
+                                          max_iter=args.max_iter, dtype=args.dtype)
     for r in results:
         print(f"seed {r.seeds}  method {r.method} ({r.device})  {r.elapsed_ms:.2f} ms  "
               f"iterations {r.iterations}  converged {r.converged}")
