@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from streamrank.backend import gpu_available
+from streamrank.backend import gpu_available, to_host
 from streamrank.errors import InvalidArgumentError
 from streamrank.graph import CpuGraph
 from streamrank.ppr import DeviceGraphView, personalized_pagerank, personalized_pagerank_batch, topk_precision
@@ -290,11 +290,11 @@ def test_gpu_power_phases_match_cpu_iterates_on_rmat(dangling):
             b = personalized_pagerank(gpu, seed, method="power", max_iter=t, tol=0.0, dangling=dangling,
                                       return_vector=True)
             order = gpu.ids.lookup(cpu.ids.external)
-            assert np.abs(a.vector - b.vector[order.get() if hasattr(order, "get") else order]).max() < 1e-13
+            assert np.abs(a.vector - b.vector[to_host(order)]).max() < 1e-13
         a = personalized_pagerank(cpu, seed, method="power", dangling=dangling, return_vector=True, tol=1e-12)
         b = personalized_pagerank(gpu, seed, method="power", dangling=dangling, return_vector=True, tol=1e-12)
         order = gpu.ids.lookup(cpu.ids.external)
-        order = order.get() if hasattr(order, "get") else order
+        order = to_host(order)
         assert a.converged and b.converged
         assert np.abs(a.vector - b.vector[order]).max() < 1e-11
         f64 = personalized_pagerank(gpu, seed, method="power", dangling=dangling, max_iter=9, tol=0.0,
@@ -324,3 +324,26 @@ def test_top_k_selection_matches_a_full_sort(backend):
         idx, vals = top_k(xp, xp.asarray(p), k)
         ref = np.lexsort((np.arange(n), -p))[:k]
         assert np.array_equal(idx, ref) and np.array_equal(vals, p[ref]), kind
+
+
+def test_bench_ppr_cli_reports_every_variant(tmp_path, capsys):
+    import json as _json
+
+    from streamrank.cli import main
+
+    out, png = tmp_path / "b.json", tmp_path / "b.png"
+    assert main(["bench-ppr", "--graph", "rmat:8", "--seeds", "3", "--device", "cpu", "--walks", "4096",
+                 "--power-iters", "2,40", "--power-dtypes", "float64,float32", "--json", str(out),
+                 "--plot", str(png)]) == 0
+    doc = _json.loads(out.read_text())
+    rows = {r["method"]: r for r in doc["rows"]}
+    assert list(rows) == ["power", "power/it=2", "power/it=40", "power/it=2/f32", "power/it=40/f32",
+                          "push/native", "push/exchange", "pull", "hybrid/native", "hybrid/exchange",
+                          "montecarlo/4096"]
+    assert rows["power"]["mean_prec"] == 1.0
+    assert rows["power/it=40"]["mean_prec"] == 1.0  # 2 * 0.85**40 < 3e-3: the top-20 is settled
+    assert rows["power/it=2"]["mean_iters"] == 2 and rows["power/it=2"]["mean_prec"] < 1.0
+    assert 0.0 <= rows["hybrid/native"]["push_share"] <= 1.0
+    assert doc["static_baselines"]["static"]["ms"] > 0 and all(r["x_static"] > 0 for r in doc["rows"])
+    assert png.stat().st_size > 0
+    assert "x static" in capsys.readouterr().out

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from ..backend import resolve_backend, to_host
 from ..errors import InvalidArgumentError
 
 HELP = "benchmark personalized PageRank methods: latency and top-k precision over random seeds"
@@ -62,14 +63,14 @@ def run(args) -> int:
     graph, desc = load_graph(args.graph, device=args.device)
     load_s = time.perf_counter() - t
     deg = graph.out_degree
-    deg = deg.get() if hasattr(deg, "get") else np.asarray(deg)
+    deg = to_host(deg)
     cand = np.nonzero(deg > 0)[0]
     if cand.size == 0:
         raise InvalidArgumentError("the graph has no vertex with out-edges")
     rng = np.random.default_rng(args.rng_seed)
     internal = rng.choice(cand, size=min(args.seeds, cand.size), replace=False)
     ext = graph.ids.external[internal]
-    seeds = [int(x) for x in (ext.get() if hasattr(ext, "get") else ext)]
+    seeds = [int(x) for x in to_host(ext)]
     common = dict(k=args.k, dangling=args.dangling)
     static = {} if args.no_static else static_baselines(graph)
     # warm-up: compile kernels, measure unit costs, fill caches
@@ -91,7 +92,7 @@ def run(args) -> int:
                 choices.append("".join("P" if c == "push" else "L" for c in r.extra["choices"]))
             if s in exact:
                 ids = graph.ids.lookup(np.array([v for v, _ in r.top_k]))
-                ids = ids.get() if hasattr(ids, "get") else ids
+                ids = to_host(ids)
                 prec.append(topk_precision(ids, exact[s], args.k))
         lat = np.array(lat)
         row = {"method": name, "median_ms": float(np.median(lat)), "p95_ms": float(np.percentile(lat, 95)),
@@ -126,26 +127,22 @@ def static_baselines(graph) -> dict:
     from ..config import RankConfig
 
     cfg = RankConfig()
-    xp = getattr(graph, "xp", np)
-    gpu = xp is not np
+    gpu = getattr(graph, "xp", np) is not np
+    backend = resolve_backend("gpu" if gpu else "cpu")
     if gpu:
         from .. import pagerank_gpu as rank
         from ..bench import CusparsePower
     else:
         from .. import pagerank_cpu as rank
 
-    def sync():
-        if gpu:
-            xp.cuda.Device().synchronize()  # sync: timing
-
     def timed(fn):
         fn()
-        sync()
+        backend.synchronize()
         out, ms = None, []
         for _ in range(3):
             t = time.perf_counter()
             out = fn()
-            sync()
+            backend.synchronize()  # sync: the timing includes the device work
             ms.append((time.perf_counter() - t) * 1e3)
         return out, float(np.median(ms))
 
@@ -159,22 +156,25 @@ def static_baselines(graph) -> dict:
     return out
 
 
+TABLE_COLUMNS = [
+    ("method", "method"), ("median_ms", "median ms"), ("p95_ms", "p95 ms"), ("mean_prec", "mean P@k"),
+    ("p5_prec", "p5 P@k"), ("min_prec", "min P@k"), ("mean_iters", "iters"), ("push_pct", "push%"),
+    ("x_static", "x static"),
+]
+
+
 def _print_table(rows, args, desc, graph, load_s, static):
+    from ..table import format_table
+
     print(f"graph {args.graph}: {graph.num_vertices} vertices, {graph.num_edges} edges, "
           f"backend {desc['backend']} (loaded in {load_s:.1f} s); k={args.k}, dangling={args.dangling}")
     for key, label in (("static", "static PageRank (engine)"), ("cusparse_static", "static PageRank (cuSPARSE)")):
         if key in static:
             print(f"{label}: {static[key]['ms']:.3f} ms, {static[key]['iterations']} iterations "
                   f"(L-infinity < {static[key]['tol']:g})")
-    hdr = (f"{'method':<22}{'median ms':>10}{'p95 ms':>9}{'mean P@k':>9}{'p5 P@k':>8}{'min P@k':>8}{'iters':>7}"
-           f"{'push%':>7}{'x static':>9}")
-    print(hdr)
-    for r in rows:
-        f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-        ps = "-" if "push_share" not in r else f"{100 * r['push_share']:.0f}"
-        xs = "-" if "x_static" not in r else f"{r['x_static']:.2f}"
-        print(f"{r['method']:<22}{r['median_ms']:>10.3f}{r['p95_ms']:>9.3f}{f(r['mean_prec']):>9}"
-              f"{f(r['p5_prec']):>8}{f(r['min_prec']):>8}{r['mean_iters']:>7.1f}{ps:>7}{xs:>9}")
+    shown = [{**{k: v for k, v in r.items() if v is not None},
+              **({"push_pct": 100.0 * r["push_share"]} if "push_share" in r else {})} for r in rows]
+    print(format_table(shown, TABLE_COLUMNS))
 
 
 def _plot(rows, per_query, path, *, title):

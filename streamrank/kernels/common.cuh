@@ -51,32 +51,39 @@ __device__ __forceinline__ T warp_max(T v) {
   return v;
 }
 
-// Block-wide sum; the result is valid in thread 0. `scratch` holds blockDim.x / 32 values.
-template <typename T>
-__device__ __forceinline__ T block_sum(T v, T* scratch) {
+struct SumOp {
+  template <typename T>
+  __device__ __forceinline__ static T warp(T v) { return warp_sum(v); }
+};
+struct MaxOp {
+  template <typename T>
+  __device__ __forceinline__ static T warp(T v) { return warp_max(v); }
+};
+
+// Block-wide reduction (Op = SumOp or MaxOp; max of non-negative values: idle lanes give 0);
+// the result is valid in thread 0. `scratch` holds blockDim.x / 32 values.
+template <typename Op, typename T>
+__device__ __forceinline__ T block_reduce(T v, T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warp_sum(v);
+  v = Op::warp(v);
   __syncthreads();  // scratch may still be read by a previous call
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   const int nw = (blockDim.x + 31) >> 5;
   v = (threadIdx.x < nw) ? scratch[threadIdx.x] : T(0);
-  if (warp == 0) v = warp_sum(v);
+  if (warp == 0) v = Op::warp(v);
   return v;
 }
 
-// Block-wide max of non-negative values; result valid in thread 0.
 template <typename T>
-__device__ __forceinline__ T block_max(T v, T* scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  const int nw = (blockDim.x + 31) >> 5;
-  v = (threadIdx.x < nw) ? scratch[threadIdx.x] : T(0);
-  if (warp == 0) v = warp_max(v);
-  return v;
+__device__ __forceinline__ T block_sum(T v, T* scratch) { return block_reduce<SumOp>(v, scratch); }
+
+template <typename T>
+__device__ __forceinline__ T block_max(T v, T* scratch) { return block_reduce<MaxOp>(v, scratch); }
+
+// atomicMax for non-negative doubles (they order like their bit patterns as unsigned integers).
+__device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
+  atomicMax(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(__double_as_longlong(v)));
 }
 
 }  // namespace sr

@@ -252,11 +252,57 @@ __device__ __forceinline__ bool last_block_done(int* ticket, int* flag) {
   return last;
 }
 
-// Marking of w's out-neighbour `u`: the caller passes pred = whether u is a real neighbour;
-// newly affected vertices go to the next lists (split by in-degree). All lanes must call it.
-template <typename I, typename V>
-__device__ __forceinline__ bool try_mark(const RankArgs<I, V>& a, I u, bool valid) {
-  return valid && a.aff[u] == 0 && atomicCAS(a.aff + u, 0, 1) == 0;
+// Marking of out-neighbours (DF/DF-P inside an iteration, DT's traversal outside): a
+// neighbour u not yet affected becomes affected (aff[u] 0 -> 1) and is appended to the next
+// lists, split by split_deg[u] vs switch_degree.
+template <typename I>
+__device__ __forceinline__ bool try_mark(int* aff, I u, bool valid) {
+  return valid && aff[u] == 0 && atomicCAS(aff + u, 0, 1) == 0;
+}
+
+// Thread per vertex (out-list out_idx[o .. o + od), od = 0 for an idle lane). Every lane of
+// the warp must call it: the loop runs to the warp's largest degree so that the
+// warp-aggregated append stays convergent. Two out-edges per step: loads and CAS in flight
+// together.
+template <typename I>
+__device__ __forceinline__ void mark_out_thread(const I* __restrict__ out_idx, long long o, I od, int* aff,
+                                                const I* __restrict__ split_deg, I switch_degree, I* next_small,
+                                                I* next_large, int* next_count) {
+  const int widest = static_cast<int>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(od)));
+  for (int k = 0; k < widest; k += 2) {
+    const I u0 = k < od ? out_idx[o + k] : I(0);
+    const I u1 = k + 1 < od ? out_idx[o + k + 1] : I(0);
+    const bool p0 = try_mark<I>(aff, u0, k < od);
+    const bool p1 = try_mark<I>(aff, u1, k + 1 < od);
+    sr::warp_append_split<I>(p0, u0, p0 ? split_deg[u0] : I(0), switch_degree, next_small, next_large, next_count);
+    sr::warp_append_split<I>(p1, u1, p1 ? split_deg[u1] : I(0), switch_degree, next_small, next_large, next_count);
+  }
+}
+
+// Block per vertex. Every thread of the block must call it (the round count is uniform over
+// the block). Four out-edges per thread per round: loads and CAS in flight together.
+template <typename I>
+__device__ __forceinline__ void mark_out_block(const I* __restrict__ out_idx, long long o, I od, int* aff,
+                                               const I* __restrict__ split_deg, I switch_degree, I* next_small,
+                                               I* next_large, int* next_count) {
+  constexpr int kUnroll = 4;
+  for (I b0 = 0; b0 < od; b0 += kUnroll * blockDim.x) {
+    I u[kUnroll];
+    bool p[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const I k = b0 + j * blockDim.x + threadIdx.x;
+      p[j] = k < od;
+      u[j] = p[j] ? out_idx[o + k] : I(0);
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) p[j] = try_mark<I>(aff, u[j], p[j]);
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      sr::warp_append_split<I>(p[j], u[j], p[j] ? split_deg[u[j]] : I(0), switch_degree, next_small, next_large,
+                               next_count);
+    }
+  }
 }
 
 }  // namespace
@@ -379,15 +425,7 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS) post_small(const RankArgs<I,
       const I v = valid ? a.lists[4][i] : I(0);
       const I od = valid ? a.out_deg[v] : I(0);
       const long long o = valid ? a.out_off[v] : 0;
-      const int widest = static_cast<int>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(od)));
-      for (int k = 0; k < widest; k += 2) {  // two out-edges per step: loads and CAS in flight together
-        const I u0 = k < od ? a.out_idx[o + k] : I(0);
-        const I u1 = k + 1 < od ? a.out_idx[o + k + 1] : I(0);
-        const bool p0 = try_mark<I, V>(a, u0, k < od);
-        const bool p1 = try_mark<I, V>(a, u1, k + 1 < od);
-        sr::warp_append_split<I>(p0, u0, p0 ? a.in_deg[u0] : I(0), sw, w.next_small, w.next_large, w.next_count);
-        sr::warp_append_split<I>(p1, u1, p1 ? a.in_deg[u1] : I(0), sw, w.next_small, w.next_large, w.next_count);
-      }
+      mark_out_thread<I>(a.out_idx, o, od, a.aff, a.in_deg, sw, w.next_small, w.next_large, w.next_count);
     }
   }
   if (MODE == 0 && last_block_done(a.cnt + 6, &last)) finish_iteration<I, V, MODE>(a, w, scratch);
@@ -401,7 +439,6 @@ __global__ void __launch_bounds__(256) mark_large(const RankArgs<I, V>* __restri
   if (a.status[0]) return;
   const View<I, V> w = view_of<I, V, MODE>(a, parity);
   const I sw = static_cast<I>(a.switch_degree);
-  constexpr int kUnroll = 4;  // out-edges per thread per round: loads and CAS in flight together
   const long long fc = a.cnt[5];
   I v_next = 0, od_next = 0;  // software pipelining, as in rank_large
   long long o_next = 0;
@@ -415,23 +452,7 @@ __global__ void __launch_bounds__(256) mark_large(const RankArgs<I, V>* __restri
     const I od = od_next;
     const long long nx = i + gridDim.x;
     if (nx < fc) v_next = a.lists[5][nx];
-    for (I b0 = 0; b0 < od; b0 += kUnroll * blockDim.x) {  // uniform trip count over the block
-      I u[kUnroll];
-      bool p[kUnroll];
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const I k = b0 + j * blockDim.x + threadIdx.x;
-        p[j] = k < od;
-        u[j] = p[j] ? a.out_idx[o + k] : I(0);
-      }
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) p[j] = try_mark<I, V>(a, u[j], p[j]);
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        sr::warp_append_split<I>(p[j], u[j], p[j] ? a.in_deg[u[j]] : I(0), sw, w.next_small, w.next_large,
-                                 w.next_count);
-      }
-    }
+    mark_out_block<I>(a.out_idx, o, od, a.aff, a.in_deg, sw, w.next_small, w.next_large, w.next_count);
     if (nx < fc) {
       o_next = a.out_off[v_next];
       od_next = a.out_deg[v_next];
@@ -474,17 +495,7 @@ __global__ void post_thread(const I* __restrict__ cur_small, const I* __restrict
     const I v = valid ? flag_small[i] : I(0);
     const I od = valid ? out_deg[v] : I(0);
     const long long o = valid ? out_off[v] : 0;
-    const int widest = static_cast<int>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(od)));
-    for (int k = 0; k < widest; ++k) {
-      bool pred = false;
-      I w = 0, d = 0;
-      if (k < od) {
-        w = out_idx[o + k];
-        pred = aff[w] == 0 && atomicCAS(aff + w, 0, 1) == 0;
-        if (pred) d = split_degree[w];
-      }
-      sr::warp_append_split<I>(pred, w, d, switch_degree, next_small, next_large, next_count);
-    }
+    mark_out_thread<I>(out_idx, o, od, aff, split_degree, switch_degree, next_small, next_large, next_count);
   }
 }
 
@@ -497,28 +508,10 @@ __global__ void mark_block(const I* __restrict__ flag_large, const int* __restri
                            int* __restrict__ next_count, I switch_degree, const int* __restrict__ status) {
   if (status[0]) return;
   const long long fc = flag_count[1];
-  constexpr int kUnroll = 4;  // out-edges per thread per round: loads and CAS in flight together
   for (long long i = blockIdx.x; i < fc; i += gridDim.x) {
     const I v = flag_large[i];
-    const long long o = out_off[v];
-    const I od = out_deg[v];
-    for (I base = 0; base < od; base += kUnroll * blockDim.x) {  // uniform trip count over the block
-      I w[kUnroll];
-      bool pred[kUnroll];
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const I k = base + j * blockDim.x + threadIdx.x;
-        pred[j] = k < od;
-        w[j] = pred[j] ? out_idx[o + k] : I(0);
-      }
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) pred[j] = pred[j] && aff[w[j]] == 0 && atomicCAS(aff + w[j], 0, 1) == 0;
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const I d = pred[j] ? split_degree[w[j]] : I(0);
-        sr::warp_append_split<I>(pred[j], w[j], d, switch_degree, next_small, next_large, next_count);
-      }
-    }
+    mark_out_block<I>(out_idx, out_off[v], out_deg[v], aff, split_degree, switch_degree, next_small, next_large,
+                      next_count);
   }
 }
 

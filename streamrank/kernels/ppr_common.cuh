@@ -1,7 +1,7 @@
 // Shared helpers for the personalized PageRank kernels (ppr_*.cu).
 #pragma once
 
-#define PPR_FULL_MASK 0xffffffffu
+#include "common.cuh"  // sr::warp_sum, sr::block_sum / block_max, sr::warp_append, SR_FULL_MASK
 
 // Residual accumulation with one of the two write-conflict resolutions.
 //   EXCH == 0: hardware atomicAdd on double.
@@ -37,9 +37,4 @@ __device__ __forceinline__ double ppr_accumulate(double* addr, double add) {
 __device__ __forceinline__ double ppr_take(double* addr) {
     return __longlong_as_double(
         (long long)atomicExch(reinterpret_cast<unsigned long long*>(addr), 0ULL));
-}
-
-__device__ __forceinline__ double warp_sum(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(PPR_FULL_MASK, v, o);
-    return v;
 }

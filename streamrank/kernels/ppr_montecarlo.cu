@@ -68,11 +68,9 @@ __global__ void ppr_mc_walk(int walkers, long long steps_per_walker, unsigned lo
         }
     }
     // warp-reduce the per-walker tallies: one atomic per warp
-    for (int o = 16; o > 0; o >>= 1) {
-        local_start += __shfl_down_sync(PPR_FULL_MASK, local_start, o);
-        walks += __shfl_down_sync(PPR_FULL_MASK, walks, o);
-        used += __shfl_down_sync(PPR_FULL_MASK, used, o);
-    }
+    local_start = sr::warp_sum(local_start);
+    walks = sr::warp_sum(walks);
+    used = sr::warp_sum(used);
     if ((threadIdx.x & 31) == 0) {
         if (local_start) atomicAdd(&counts[seeds[0]], (unsigned int)local_start);
         atomicAdd(&totals[0], walks);

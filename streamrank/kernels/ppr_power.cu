@@ -19,11 +19,6 @@
 #define PPR_MODE_UNIFORM 1
 #define PPR_MODE_LEAKY 2
 
-__device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
-    // non-negative doubles order like their bit patterns as unsigned integers
-    atomicMax(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)__double_as_longlong(v));
-}
-
 __device__ __forceinline__ double ppr_power_new(double s, int v, const double* pers, double dsum,
                                                 int mode, double inv_n, double alpha) {
     const double pv = pers[v];
@@ -31,31 +26,17 @@ __device__ __forceinline__ double ppr_power_new(double s, int v, const double* p
     return alpha * s + alpha * dsum * w + (1.0 - alpha) * pv;
 }
 
-// Block-wide reduction of (sum, max) into *sum_out (atomicAdd) and *max_out (atomicMax).
-// Every thread of the block must call it.
+// The block's sum of s into *sum_out (atomicAdd) and max of m into *max_out (either may be
+// null). Every thread of the block must call it.
 __device__ __forceinline__ void block_sum_max(double s, double m, double* sum_out, double* max_out) {
-    __shared__ double ss[32];
-    __shared__ double sm[32];
-    for (int o = 16; o > 0; o >>= 1) {
-        s += __shfl_down_sync(PPR_FULL_MASK, s, o);
-        m = fmax(m, __shfl_down_sync(PPR_FULL_MASK, m, o));
+    __shared__ double scratch[32];
+    if (sum_out != nullptr) {  // a kernel argument: uniform over the block
+        s = sr::block_sum(s, scratch);
+        if (threadIdx.x == 0 && s != 0.0) atomicAdd(sum_out, s);
     }
-    const int w = threadIdx.x >> 5;
-    __syncthreads();  // the shared slots may still be read by an earlier call
-    if ((threadIdx.x & 31) == 0) { ss[w] = s; sm[w] = m; }
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        const int nw = blockDim.x >> 5;
-        s = (threadIdx.x < nw) ? ss[threadIdx.x] : 0.0;
-        m = (threadIdx.x < nw) ? sm[threadIdx.x] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) {
-            s += __shfl_down_sync(PPR_FULL_MASK, s, o);
-            m = fmax(m, __shfl_down_sync(PPR_FULL_MASK, m, o));
-        }
-        if (threadIdx.x == 0) {
-            if (sum_out != nullptr && s != 0.0) atomicAdd(sum_out, s);
-            if (max_out != nullptr && m > 0.0) atomic_max_nonneg(max_out, m);
-        }
+    if (max_out != nullptr) {
+        m = sr::block_max(m, scratch);
+        if (threadIdx.x == 0 && m > 0.0) sr::atomic_max_nonneg(max_out, m);
     }
 }
 
@@ -107,7 +88,7 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
                                 const double* __restrict__ dsum_in, int mode, double inv_n, double alpha,
                                 T* __restrict__ p_new, T* __restrict__ c_new,
                                 double* dsum_out, double* dmax) {
-    __shared__ double part[32];
+    __shared__ double part[32];  // block-per-vertex reduction
     int b = 0;
     while (b + 1 < PPR_BUCKETS && (int)blockIdx.x >= blk[b + 1]) ++b;
     const int local_block = (int)blockIdx.x - blk[b];
@@ -126,20 +107,13 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
             const Deg deg = in_degree[v];
             s = pull_sum(in_indices, c, off, deg, lane, g);
         }
-        for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(PPR_FULL_MASK, s, o);
+        for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(SR_FULL_MASK, s, o);
         leader = (lane == 0) && (v >= 0);
     } else {  // a block per vertex
         v = order[bstart[b] + local_block];
         const Off off = in_offset[v];
         const Deg deg = in_degree[v];
-        s = pull_sum(in_indices, c, off, deg, (int)threadIdx.x, (int)blockDim.x);
-        s = warp_sum(s);
-        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
-        __syncthreads();
-        if (threadIdx.x < 32) {
-            s = (threadIdx.x < (blockDim.x >> 5)) ? part[threadIdx.x] : 0.0;
-            s = warp_sum(s);
-        }
+        s = sr::block_sum(pull_sum(in_indices, c, off, deg, (int)threadIdx.x, (int)blockDim.x), part);
         leader = (threadIdx.x == 0);
     }
     double diff = 0.0, dm = 0.0;
@@ -167,7 +141,7 @@ __global__ void ppr_sparse_seed(const int* __restrict__ seeds, int s, unsigned i
 
 // Sparse phase, step 1: a warp per support vertex u pushes c = p[u] / outdeg(u) to its
 // out-neighbours (acc[w] += c); a neighbour marked here first is appended to the next support
-// list. The dangling part of the support goes to *dsum.
+// list (sr::warp_append). The dangling part of the support goes to *dsum.
 template <typename Off, typename Deg>
 __global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const Off* __restrict__ out_offset,
                                    const Deg* __restrict__ out_degree, const int* __restrict__ out_indices,
@@ -186,10 +160,16 @@ __global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const
         } else if (x != 0.0) {
             const double cu = x / (double)deg;
             const Off off = out_offset[u];
-            for (Off j = lane; j < (Off)deg; j += 32) {
-                const int w = out_indices[off + j];
-                atomicAdd(&acc[w], cu);
-                if (mark[w] == 0u && atomicExch(&mark[w], 1u) == 0u) list[atomicAdd(count, 1)] = w;
+            for (Off b0 = 0; b0 < (Off)deg; b0 += 32) {  // uniform trip count: warp_append is convergent
+                const Off j = b0 + lane;
+                int w = 0;
+                bool fresh = false;
+                if (j < (Off)deg) {
+                    w = out_indices[off + j];
+                    atomicAdd(&acc[w], cu);
+                    fresh = mark[w] == 0u && atomicExch(&mark[w], 1u) == 0u;
+                }
+                sr::warp_append<int>(fresh, w, list, count);
             }
         }
     }

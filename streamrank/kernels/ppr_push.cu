@@ -3,6 +3,18 @@
 // neighbours of v are indices[offset[v] .. offset[v] + degree[v]) (gaps allowed beyond).
 #include "ppr_common.cuh"
 
+// Queue t for the next round when its residual nv reached eps * max(outdeg t, 1); the flag
+// makes the append happen once.
+template <typename Deg>
+__device__ __forceinline__ void ppr_queue_if_above(int t, double nv, double eps, const Deg* __restrict__ out_degree,
+                                                   int* flag, int* next, int* next_count) {
+    const Deg dt = out_degree[t];
+    if (nv >= eps * (double)(dt > 0 ? dt : 1)) {
+        __threadfence();
+        if (atomicExch(&flag[t], 1) == 0) next[atomicAdd(next_count, 1)] = t;
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Forward push: one warp per frontier vertex u. The owner takes r[u] atomically, settles
 // (1 - alpha) r[u] into p[u] and pushes alpha r[u] / outdeg(u) to each out-neighbour with
@@ -27,7 +39,7 @@ __global__ void ppr_push_warp(const int* __restrict__ frontier, int fsize,
         val = ppr_take(&r[u]);
         p[u] += (1.0 - alpha) * val;  // the frontier holds u once: one writer
     }
-    val = __shfl_sync(PPR_FULL_MASK, val, 0);
+    val = __shfl_sync(SR_FULL_MASK, val, 0);
     if (val == 0.0) return;
     const Deg deg = out_degree[u];
     if (deg == 0) {
@@ -38,11 +50,7 @@ __global__ void ppr_push_warp(const int* __restrict__ frontier, int fsize,
         for (int i = lane; i < nseeds; i += 32) {
             const int t = seeds[i];
             const double nv = ppr_accumulate<EXCH>(&r[t], alpha * val * seed_w[i]);
-            const Deg dt = out_degree[t];
-            if (nv >= eps * (double)(dt > 0 ? dt : 1)) {
-                __threadfence();
-                if (atomicExch(&flag[t], 1) == 0) next[atomicAdd(next_count, 1)] = t;
-            }
+            ppr_queue_if_above(t, nv, eps, out_degree, flag, next, next_count);
         }
         return;
     }
@@ -51,13 +59,7 @@ __global__ void ppr_push_warp(const int* __restrict__ frontier, int fsize,
     for (Off j = lane; j < (Off)deg; j += 32) {
         const int t = out_indices[off + j];
         const double nv = ppr_accumulate<EXCH>(&r[t], add);
-        if (nv >= eps) {
-            const Deg dt = out_degree[t];
-            if (nv >= eps * (double)(dt > 0 ? dt : 1)) {
-                __threadfence();
-                if (atomicExch(&flag[t], 1) == 0) next[atomicAdd(next_count, 1)] = t;
-            }
-        }
+        if (nv >= eps) ppr_queue_if_above(t, nv, eps, out_degree, flag, next, next_count);
     }
 }
 
@@ -130,7 +132,7 @@ __global__ void ppr_pull_gather(const int* __restrict__ pulling, int nsize,
     const Deg deg = in_degree[v];
     double s = 0.0;
     for (Off j = lane; j < (Off)deg; j += 32) s += c[in_indices[off + j]];
-    s = warp_sum(s);
+    s = sr::warp_sum(s);
     if (lane == 0) {
         if (mode == 0) s += (*dsum) * pers[v];
         const double nv = r[v] + s;
@@ -152,7 +154,7 @@ __global__ void ppr_micro_rand_read(const double* __restrict__ a, const int* __r
                                     long long n, double* out) {
     const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     double v = (i < n) ? a[idx[i]] : 0.0;
-    v = warp_sum(v);
+    v = sr::warp_sum(v);
     if ((threadIdx.x & 31) == 0 && v == 12345.678) out[0] = v;  // keeps the loads alive
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..backend import to_host
 from .costmodel import phi, unit_costs
 
 
@@ -32,7 +33,7 @@ class HybridChooser:
         vals = xp.stack([phi(xp, deg, lanes=self.lanes, warps_per_block=self.wpb).astype(xp.float64),
                          deg.astype(xp.int64).sum().astype(xp.float64),
                          xp.asarray(self._rho_rdr_dev, dtype=xp.float64)])
-        host = vals.get() if hasattr(vals, "get") else vals  # GPU: one sync, 3 scalars
+        host = to_host(vals)  # GPU: one sync, 3 scalars
         phi_rdw, S = float(host[0]), float(host[1])
         if self.rho_rdr is None:
             self.rho_rdr = float(host[2])
@@ -51,7 +52,7 @@ class HybridChooser:
         xp = self.xp
         indeg = self.ga.in_degree[N]
         rdr = phi(xp, indeg, lanes=self.lanes, warps_per_block=self.wpb)
-        rdr = float(rdr.get() if hasattr(rdr, "get") else rdr)  # GPU: sync, one scalar
+        rdr = float(to_host(rdr))  # GPU: sync, one scalar
         self.rho_rdr = rdr / volume
         self.rho_sqw = (-(-int(N.shape[0]) // self.lanes)) / volume
         return rdr

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from ..backend import resolve_backend
 from ..errors import InvalidArgumentError, SourceError
 

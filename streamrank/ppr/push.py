@@ -78,11 +78,7 @@ class CpuLocalState:
         sums = np.bincount(iseg, weights=self.c[ga.in_indices[ipos]], minlength=N.shape[0])
         self.r[N] += sums
         self.c[F[nd]] = 0.0
-        if dmass:
-            if self.dangling == "personalization":
-                self.r[self.seeds] += dmass * self.seed_w
-            else:
-                self.lost += dmass
+        self._dangling_to(dmass)
         nxt = N[self.r[N] >= self.thr[N]]
         return nxt, {"_N": N, "edges": int(tgt.shape[0]), "pulling": int(N.shape[0]), "reads": int(ipos.shape[0])}
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import to_host
 from ..errors import InvalidArgumentError
 
 DANGLING_MODES = ("personalization", "uniform")
@@ -144,7 +145,7 @@ def resolve_seeds(graph, seeds, weights=None) -> Personalization:
     if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise InvalidArgumentError("seed weights must be finite, >= 0 and not all 0")
     lookup = graph.ids.lookup(ext)
-    internal = np.asarray(lookup.get() if hasattr(lookup, "get") else lookup, dtype=np.int64)
+    internal = to_host(lookup).astype(np.int64, copy=False)
     if np.any(internal < 0):
         bad = ext[internal < 0][:5].tolist()
         raise InvalidArgumentError(f"seed vertex id(s) not in the graph: {bad}")
@@ -157,10 +158,6 @@ def resolve_seeds(graph, seeds, weights=None) -> Personalization:
 
 #: Entries per chunk whose maximum bounds the top-k threshold from below.
 _TOPK_CHUNK = 2048
-#: Candidate slots of the GPU selection kernel (more candidates: the general path).
-_TOPK_CAP = 1 << 14
-
-
 def top_k(xp, p, k: int):
     """The ``k`` largest entries of the non-negative vector ``p``: host arrays ``(indices,
     values)``, score descending, ties by index.
@@ -180,28 +177,21 @@ def top_k(xp, p, k: int):
     maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
     if full < n:
         maxima = xp.concatenate([maxima, q[full:].max(keepdims=True)])
-    maxima = maxima.get() if xp is not np else maxima  # GPU: sync, |V| / 2048 values
+    maxima = to_host(maxima)  # GPU: sync, |V| / 2048 values
     t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
-    cand = None
     if t > 0 and xp is not np:
         from .gpu_kernels import kernel
 
-        out = xp.empty(_TOPK_CAP, dtype=xp.int32)
+        out = xp.empty(n, dtype=xp.int32)
         count = xp.zeros(1, dtype=xp.int32)
-        kernel("ppr_topk.cu", "ppr_select_ge")(((n + 255) // 256,), (256,),
-                                              (q, np.int32(n), np.float64(t), out, np.int32(_TOPK_CAP), count))
-        c = int(count.get()[0])  # sync: the candidate count
-        if c <= _TOPK_CAP:
-            cand = out[:c]
-    if cand is None:
+        kernel("ppr_topk.cu", "ppr_select_ge")(((n + 255) // 256,), (256,), (q, np.int32(n), np.float64(t), out, count))
+        cand = out[: int(count.get()[0])]  # sync: the candidate count
+    else:
         cand = xp.nonzero(q >= t)[0] if t > 0 else xp.nonzero(q > 0)[0]
-    vals = q[cand]
-    if xp is not np:
-        cand, vals = cand.get(), vals.get()  # sync: the candidates to the host
-    cand = cand.astype(np.int64)
+    vals = to_host(q[cand])  # GPU: sync, the candidates to the host
+    cand = to_host(cand).astype(np.int64)
     if cand.shape[0] < k:  # fewer than k positive entries: the smallest ids of the zeros follow
-        zeros = xp.nonzero(q <= 0)[0][: k - cand.shape[0]]
-        zeros = zeros.get() if xp is not np else zeros
+        zeros = to_host(xp.nonzero(q <= 0)[0][: k - cand.shape[0]])
         cand = np.concatenate([cand, zeros.astype(np.int64)])
         vals = np.concatenate([vals, np.zeros(zeros.shape[0])])
     order = np.lexsort((cand, -vals))[:k]
@@ -213,7 +203,7 @@ def top_k_pairs(graph, p_host_idx, p_host_vals) -> list:
     ext = graph.ids.external
     idx = np.asarray(p_host_idx, dtype=np.int64)
     e = ext[idx]
-    e = e.get() if hasattr(e, "get") else np.asarray(e)
+    e = to_host(e)
     return [(int(a), float(b)) for a, b in zip(e, p_host_vals)]
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._graph import GraphArrays, expand_segments
 
 _MASK32 = (1 << 32) - 1
@@ -61,8 +63,6 @@ class Snapshot:
 def build_plan(xp, in_degree, *, bounds, block: int) -> SweepPlan:
     """Group vertices by in-degree: bucket ``i`` holds degrees in ``(bounds[i-1], bounds[i]]``
     and gets ``2**i`` lanes per vertex; the last bucket (above ``bounds[-1]``) a block each."""
-    import numpy as np
-
     n = int(in_degree.shape[0])
     nb = len(bounds) + 1
     b = xp.zeros(n, dtype=xp.int64)
