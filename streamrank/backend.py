@@ -41,13 +41,35 @@ class Backend:
 
     def to_host(self, array) -> np.ndarray:
         """Copy ``array`` to a NumPy array (a device-to-host copy on the GPU: synchronizes)."""
-        if self.is_gpu:
-            return self.xp.asnumpy(array)
-        return np.asarray(array)
+        return to_host(array)
 
     def asarray(self, array, dtype=None):
         """Put ``array`` on this backend (a host-to-device copy on the GPU)."""
         return self.xp.asarray(array, dtype=dtype)
+
+    def synchronize(self) -> None:
+        """Wait for the work queued on the device (nothing to wait for on the CPU).
+
+        Called around timed stages so that wall-clock timings include the device work.
+        """
+        if self.is_gpu:
+            self.xp.cuda.Device().synchronize()
+
+
+def to_host(array) -> np.ndarray:
+    """``array`` as a NumPy array, whichever backend holds it.
+
+    Parameters
+    ----------
+    array : array_like
+        A NumPy or CuPy array (or anything :func:`numpy.asarray` takes).
+
+    Returns
+    -------
+    ndarray
+        A device-to-host copy for a CuPy array (synchronizes), else ``np.asarray(array)``.
+    """
+    return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,9 +120,9 @@ def resolve_backend(device: str = "auto") -> Backend:
         return device
     if device not in DEVICES:
         raise InvalidArgumentError(f"device must be one of {DEVICES}, got {device!r}")
-    ok, why = _probe_gpu()
     if device == "cpu":
         return Backend("cpu", np, "CPU requested")
+    ok, why = _probe_gpu()
     if device == "gpu":
         if not ok:
             raise BackendUnavailableError(f"device='gpu' requested but {why}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .backend import to_host
 from .errors import BatchFormatError
 
 #: Largest accepted external vertex id (ids are stored as int64).
@@ -158,11 +159,8 @@ class EdgeBatch:
         """The batch as an Arrow table (``src``, ``dst``, ``op`` int8); copies to the host."""
         import pyarrow as pa
 
-        def host(a):
-            return a.get() if hasattr(a, "get") else np.asarray(a)
-
-        op = np.where(host(self.insert), 1, -1).astype(np.int8)
-        return pa.table({"src": host(self.src), "dst": host(self.dst), "op": op})
+        op = np.where(to_host(self.insert), 1, -1).astype(np.int8)
+        return pa.table({"src": to_host(self.src), "dst": to_host(self.dst), "op": op})
 
     def __len__(self) -> int:
         return int(self.src.shape[0])

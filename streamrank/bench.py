@@ -35,6 +35,7 @@ from .backend import resolve_backend
 from .batch import EdgeBatch
 from .config import ALGORITHMS, RankConfig, check_algorithm
 from .errors import InvalidArgumentError
+from .metrics import l1_error
 
 DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
 
@@ -165,11 +166,6 @@ class BenchOptions:
     baselines: bool = True
 
 
-def _sync(backend):
-    if backend.is_gpu:
-        backend.xp.cuda.Device().synchronize()  # host-device sync: stage timings include device work
-
-
 def _stats(values) -> tuple:
     a = np.asarray(values, dtype=np.float64)
     if a.size == 0:
@@ -224,11 +220,11 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
 
     t = time.perf_counter()
     base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
-    _sync(backend)
+    backend.synchronize()
     report["graph"]["generate_s"] = time.perf_counter() - t
     t = time.perf_counter()
     graph = Graph.from_edges(base_src, base_dst)
-    _sync(backend)
+    backend.synchronize()
     report["graph"].update(vertices=graph.num_vertices, edges=graph.num_edges,
                            build_s=time.perf_counter() - t)
     log(f"graph {spec['name']}: {graph.num_vertices} vertices, {graph.num_edges} edges "
@@ -246,36 +242,32 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
 
         return oracle_pagerank(graph, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
 
-    def l1(p_dev, ref):
-        p = p_dev.get() if hasattr(p_dev, "get") else np.asarray(p_dev)
-        return float(np.abs(p.astype(np.float64) - ref).sum())
-
     # ---- static on the base graph: the engine's, then cuSPARSE at the same criterion and at L1 1e-6
     rank.static_pagerank(graph, config=cfg)  # warm-up (pools, first-use compilation)
-    _sync(backend)
+    backend.synchronize()
     t = time.perf_counter()
     res0 = rank.static_pagerank(graph, config=cfg)
-    _sync(backend)
+    backend.synchronize()
     static_ms = (time.perf_counter() - t) * 1e3
     ref, oracle_name = oracle()
     report["oracle"] = oracle_name
-    static = {"ms": static_ms, "iterations": res0.iterations, "l1_error": l1(res0.ranks, ref)}
+    static = {"ms": static_ms, "iterations": res0.iterations, "l1_error": l1_error(res0.ranks, ref)}
     report["static"] = static
     log(f"static {cfg.dtype}: {static['ms']:.2f} ms, {static['iterations']} iterations, "
         f"L1 error {static['l1_error']:.2e} (oracle {oracle_name})")
     if backend.is_gpu and opts.baselines:
         t = time.perf_counter()
         power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype=cfg.dtype)
-        _sync(backend)
+        backend.synchronize()
         build_ms = (time.perf_counter() - t) * 1e3
         for label, crit, tol in (("cusparse_static", "linf", cfg.tol / 1.0), ("cusparse_static_l1", "l1", 1e-6)):
             power.run(tol=tol, criterion=crit, max_iter=3)  # warm-up
-            _sync(backend)
+            backend.synchronize()
             t = time.perf_counter()
             p, its = power.run(tol=tol, criterion=crit, max_iter=cfg.max_iter)
-            _sync(backend)
+            backend.synchronize()
             report[label] = {"ms": (time.perf_counter() - t) * 1e3, "iterations": its, "criterion": crit,
-                             "tol": tol, "build_ms": build_ms, "l1_error": l1(p, ref)}
+                             "tol": tol, "build_ms": build_ms, "l1_error": l1_error(p, ref)}
             log(f"{label}: {report[label]['ms']:.2f} ms, {its} iterations ({crit} < {tol:g}), "
                 f"L1 error {report[label]['l1_error']:.2e}; matrix build {build_ms:.1f} ms")
         del power
@@ -287,11 +279,11 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         # to converge on some graphs (pylibcugraph FailedToConvergeError seen on R-MAT 9)
         handle, cg = build_cugraph_graph(s, d, graph.num_vertices, dangling=cfg.dangling, weight_dtype="float64")
         pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
-        _sync(backend)
+        backend.synchronize()
         t = time.perf_counter()
         p = pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
-        _sync(backend)
-        report["cugraph_static"] = {"ms": (time.perf_counter() - t) * 1e3, "l1_error": l1(p, ref), "tol_l1": 1e-6}
+        backend.synchronize()
+        report["cugraph_static"] = {"ms": (time.perf_counter() - t) * 1e3, "l1_error": l1_error(p, ref), "tol_l1": 1e-6}
 
     # ---- batches
     maker = BatchMaker(graph, base_src, base_dst, xp=xp, seed=opts.seed + 1)
@@ -307,15 +299,15 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                    "converged": []} for a in names + extra}
         for b in range(int(opts.batches) + 1):  # batch 0 warms up
             batch = maker.make(size)
-            _sync(backend)
+            backend.synchronize()
             t = time.perf_counter()
             changes = graph.apply(batch)
-            _sync(backend)
+            backend.synchronize()
             graph_ms = (time.perf_counter() - t) * 1e3
             for a in names:
                 t = time.perf_counter()
                 res = rank.update_pagerank(a, graph, changes, x[a], config=cfg)
-                _sync(backend)
+                backend.synchronize()
                 ms = (time.perf_counter() - t) * 1e3
                 x[a] = res.x
                 if b:
@@ -351,7 +343,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 "affected_median": float(np.median(r["affected"])) if r["affected"] else float("nan"),
                 "initial_median": float(np.median(r["initial"])) if r["initial"] else float("nan"),
                 "converged": all(r["converged"]) if r["converged"] else True,
-                "l1_error": l1(p_final, ref),
+                "l1_error": l1_error(p_final, ref),
             })
         for row in rows[-len(names + extra):]:
             a = row["algorithm"]
@@ -377,14 +369,13 @@ def _profile_batch(graph, rank, maker, size, x, cfg, backend):
     try:
         changes = graph.apply(maker.make(size))
         for a in x:  # keep every algorithm on the same graph
-            res = rank.update_pagerank(a, graph, changes, x[a], config=cfg) if a != algo else None
-            if res is not None:
-                x[a] = res.x
+            if a != algo:
+                x[a] = rank.update_pagerank(a, graph, changes, x[a], config=cfg).x
         rank.STAGE_MS = {}
-        _sync(backend)
+        backend.synchronize()
         t = time.perf_counter()
         x[algo] = rank.update_pagerank(algo, graph, changes, x[algo], config=cfg).x
-        _sync(backend)
+        backend.synchronize()
         out = {f"graph: {k}": v for k, v in graph.stage_ms.items()}
         out.update({f"{algo}: {k}": v for k, v in rank.STAGE_MS.items()})
         out[f"{algo}: total"] = (time.perf_counter() - t) * 1e3
@@ -400,11 +391,11 @@ def _baseline_step(name, graph, p_prev, cfg, backend):
     n = graph.num_vertices
     p0 = cp.full(n, 1.0 / n, dtype=cp.float64)
     p0[: p_prev.shape[0]] = p_prev
-    _sync(backend)
+    backend.synchronize()
     t = time.perf_counter()
     if name == "cusparse":
         power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype=cfg.dtype)
-        _sync(backend)
+        backend.synchronize()
         t1 = time.perf_counter()
         p, its = power.run(tol=cfg.tol, criterion="linf", p0=p0, max_iter=cfg.max_iter)
     else:
@@ -412,10 +403,10 @@ def _baseline_step(name, graph, p_prev, cfg, backend):
 
         s, d = graph.edges()
         handle, g = build_cugraph_graph(s, d, n, dangling=cfg.dangling, weight_dtype="float64")
-        _sync(backend)
+        backend.synchronize()
         t1 = time.perf_counter()
         p, its = pagerank_on(handle, g, alpha=cfg.alpha, tol=1e-6, initial=p0, graph_dtype="float64"), -1
-    _sync(backend)
+    backend.synchronize()
     t2 = time.perf_counter()
     return p, (t1 - t) * 1e3, (t2 - t1) * 1e3, its
 

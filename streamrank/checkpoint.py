@@ -89,10 +89,7 @@ def _write_atomic(path: str, write) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quiet(tmp)
         raise
     _fsync_dir(directory)
 
@@ -104,7 +101,7 @@ def _split_state(engine_state: dict):
             arrays[f"engine/{key}"] = value
         elif hasattr(value, "get") and type(value).__module__.startswith("cupy"):
             arrays[f"engine/{key}"] = value.get()
-        elif isinstance(value, (str, int, float, bool, type(None))) or isinstance(value, (list, dict)):
+        elif isinstance(value, (str, int, float, bool, type(None), list, dict)):
             plain[key] = value
         elif isinstance(value, np.generic):
             plain[key] = value.item()

@@ -110,10 +110,10 @@ class Engine:
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         t0 = time.perf_counter()
         changes = self.graph.apply(batch.to(self.backend.xp))
-        self._sync()
+        self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
         res = self._rank.update_pagerank(self.algorithm, self.graph, changes, self.x, config=self.config)
-        self._sync()
+        self.backend.synchronize()
         t2 = time.perf_counter()
         self._take(res)
         self.seq += 1
@@ -122,11 +122,6 @@ class Engine:
     def _take(self, res: RankResult):
         self.x = res.x
         self.last = res
-
-    def _sync(self):
-        if self.backend.is_gpu:
-            # host-device sync: so that wall-clock stage timings include the device work
-            self.backend.xp.cuda.Device().synchronize()
 
     # ------------------------------------------------------------------ reading
     @property

@@ -178,8 +178,8 @@ class CpuGraph:
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
         """Host arrays that rebuild this graph exactly (internal ids preserved)."""
-        s, d = self.edges()
-        return {"external": self.ids.external.copy(), "src": s.copy(), "dst": d.copy()}
+        s, d = self.edges()  # fresh arrays: no copy needed
+        return {"external": self.ids.external.copy(), "src": s, "dst": d}
 
     @classmethod
     def from_state(cls, state: dict) -> "CpuGraph":

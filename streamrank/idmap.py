@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import to_host
+
 
 class IdMap:
     """Dense id map, on NumPy or CuPy.
@@ -61,7 +63,6 @@ class IdMap:
         order = xp.argsort(first)  # first-appearance order
         fresh = uniq[order]
         start = len(self)
-        fresh_vals = xp.arange(start, start + fresh.shape[0], dtype=xp.int64)
         self.external = xp.concatenate([self.external, fresh])
         if xp is np:
             # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
@@ -69,6 +70,7 @@ class IdMap:
             self._sorted_keys = np.insert(self._sorted_keys, at, uniq)
             self._sorted_vals = np.insert(self._sorted_vals, at, start + np.argsort(order))
         else:
+            fresh_vals = xp.arange(start, start + fresh.shape[0], dtype=xp.int64)
             keys = xp.concatenate([self._sorted_keys, fresh])
             vals = xp.concatenate([self._sorted_vals, fresh_vals])
             perm = xp.argsort(keys)
@@ -78,8 +80,7 @@ class IdMap:
 
     def state(self) -> dict:
         """Host arrays for a checkpoint."""
-        host = (lambda a: a.get()) if self.xp is not np else np.asarray
-        return {"external": host(self.external)}
+        return {"external": to_host(self.external)}
 
     @classmethod
     def from_external(cls, external, xp=np) -> "IdMap":

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import to_host
 from .errors import InvalidArgumentError
 
 
 def _pair(p, ref):
-    p = np.asarray(p.get() if hasattr(p, "get") else p, dtype=np.float64)
-    ref = np.asarray(ref.get() if hasattr(ref, "get") else ref, dtype=np.float64)
+    p = np.asarray(to_host(p), dtype=np.float64)
+    ref = np.asarray(to_host(ref), dtype=np.float64)
     if p.shape != ref.shape:
         raise InvalidArgumentError(f"rank vectors differ in shape: {p.shape} vs {ref.shape}")
     return p, ref
@@ -29,7 +30,7 @@ def linf_error(p, ref) -> float:
 
 def top_k(p, k: int) -> np.ndarray:
     """Indices of the ``k`` largest entries, best first (ties broken by lower index)."""
-    p = np.asarray(p.get() if hasattr(p, "get") else p)
+    p = to_host(p)
     k = min(int(k), p.shape[0])
     if k <= 0:
         return np.zeros(0, dtype=np.int64)

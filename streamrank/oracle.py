@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .backend import to_host
 from .config import DANGLING_MODES
 from .errors import InvalidArgumentError
 
@@ -84,8 +85,7 @@ def oracle_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform",
 
         return cugraph_pagerank(graph, alpha=alpha, dangling=dangling)
     s, d = graph.edges()
-    if hasattr(s, "get"):
-        s, d = s.get(), d.get()  # device-to-host copy of the edge list (oracle only)
+    s, d = to_host(s), to_host(d)  # device-to-host copy of the edge list on the GPU (oracle only)
     return scipy_pagerank(s, d, graph.num_vertices, alpha=alpha, dangling=dangling)
 
 

@@ -93,8 +93,7 @@ class RunStats:
             "not_converged": int(len(self.converged) - sum(self.converged)),
         }
         if self.checks:
-            last = self.checks[-1][1]
-            out.update({k: last[k] for k in last})
+            out.update(self.checks[-1][1])
             out["l1_error_max"] = max(c[1]["l1_error"] for c in self.checks)
             out["checks"] = len(self.checks)
         return out
@@ -204,19 +203,12 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
             run.iterations.append(step.rank.iterations)
             run.affected.append(step.rank.affected_total)
             run.converged.append(step.rank.converged)
-        last = b == num_batches - 1
-        if check and ((b + 1) % check_every == 0 or last):
-            ref = oracle_pagerank(ref_graph, alpha=config.alpha, dangling=config.dangling)
-            for run in runs:
-                _, p = run.engine.ranks()
-                run.checks.append((b + 1, error_report(p, ref)))
+        if check and ((b + 1) % check_every == 0 or b == num_batches - 1):
+            _check(runs, ref_graph, config, b + 1)
         bar.update(b + 1, " ".join(f"{r.algorithm}:{r.rank_ms[-1]:.1f}ms" for r in runs))
     bar.close()
     if check and num_batches == 0:
-        ref = oracle_pagerank(ref_graph, alpha=config.alpha, dangling=config.dangling)
-        for run in runs:
-            run.checks.append((0, error_report(run.engine.ranks()[1], ref)))
-    g = runs[0].engine.graph
+        _check(runs, ref_graph, config, 0)
     info = {
         "path": stream.path,
         "edges_in_file": total,
@@ -225,14 +217,21 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         "batch_size": batch_size,
         "deletions_per_batch": n_del,
         "batches": num_batches,
-        "vertices": g.num_vertices,
-        "edges": g.num_edges,
+        "vertices": ref_graph.num_vertices,
+        "edges": ref_graph.num_edges,
         "dangling": config.dangling,
         "alpha": config.alpha,
         "tol": config.tol,
-        "oracle": oracle_name(g) if check else None,
+        "oracle": oracle_name(ref_graph) if check else None,
     }
     return ReplayReport(info, runs)
+
+
+def _check(runs, graph, config: RankConfig, batch: int) -> None:
+    """Record every run's error against the oracle's ranks of ``graph`` after ``batch`` batches."""
+    ref = oracle_pagerank(graph, alpha=config.alpha, dangling=config.dangling)
+    for run in runs:
+        run.checks.append((batch, error_report(run.engine.ranks()[1], ref)))
 
 
 __all__ = ["ALGORITHMS", "BUNDLED_GRAPH", "EdgeStream", "ReplayReport", "RunStats", "read_stream", "replay"]

@@ -1,4 +1,7 @@
-"""Shared fixtures: the backend parameter (cpu always; gpu where CuPy sees a GPU)."""
+"""Shared fixtures: the backend parameter (cpu always; gpu where CuPy sees a GPU) and CuPy.
+
+Tests marked ``gpu`` are skipped where CuPy sees no GPU (:func:`pytest_collection_modifyitems`).
+"""
 
 from __future__ import annotations
 
@@ -22,3 +25,11 @@ def pytest_collection_modifyitems(config, items):
 def device(request):
     """Backend name; every test using it runs on the CPU and, where there is one, the GPU."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def cp():
+    """The CuPy module, for tests marked ``gpu``."""
+    import cupy
+
+    return cupy

@@ -3,25 +3,11 @@
 import numpy as np
 import pytest
 
-from streamrank.backend import gpu_available
+from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.graph import CpuGraph
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy"),
-]
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-
-    return cupy
-
-
-def _host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
+pytestmark = pytest.mark.gpu
 
 
 def _random_graph(rng, n, m, hubs=3):
@@ -65,10 +51,11 @@ def _assert_same(gg, cg):
 
 
 def test_from_edges_matches_cpu(cp):
+    from streamrank.graph_gpu import GpuGraph
+
     rng = np.random.default_rng(1)
     s, d = _random_graph(rng, 400, 3000)
-    _assert_same(__import__("streamrank.graph_gpu", fromlist=["x"]).GpuGraph.from_edges(s, d),
-                 CpuGraph.from_edges(s, d))
+    _assert_same(GpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -5,28 +5,14 @@ import zlib
 import numpy as np
 import pytest
 
-from streamrank.backend import gpu_available
+from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.config import ALGORITHMS, RankConfig
 from streamrank.graph import CpuGraph
 from streamrank.metrics import l1_error
 from streamrank.oracle import oracle_pagerank
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy"),
-]
-
-
-@pytest.fixture(scope="module")
-def cp():
-    import cupy
-
-    return cupy
-
-
-def _host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
+pytestmark = pytest.mark.gpu
 
 
 def _graph_edges(rng, n=600, m=4000, hubs=4):

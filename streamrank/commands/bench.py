@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..config import ALGORITHMS, DANGLING_MODES, RankConfig
+from ..backend import DEVICES
+from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 
 HELP = "benchmark Static/ND/DT/DF/DF-P per batch (graph + rank update) on an R-MAT graph or a file"
@@ -38,11 +39,11 @@ def add_arguments(p):
     p.add_argument("--algorithms", default=",".join(ALGORITHMS),
                    help="comma-separated subset of static,nd,dt,df,dfp (static is always run)")
     p.add_argument("--batches", type=int, default=5, help="timed batches per fraction (default 5, plus one warm-up)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="write a plot (matplotlib, Agg)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    p.add_argument("--dtype", default="float64", choices=DTYPES)
     p.add_argument("--dangling", default="uniform", choices=DANGLING_MODES)
     p.add_argument("--tol", type=float, default=1e-10)
     p.add_argument("--switch-degree", type=int, default=64)

@@ -53,7 +53,7 @@ def run(args) -> int:
         out["top"] = [{"rank_position": i + 1, "vertex": int(ids[j]), "rank": float(p[j])} for i, j in enumerate(order)]
         rows = out["top"]
     else:
-        index = {int(v): i for i, v in enumerate(ids.tolist())} if len(args.vertex) > 0 else {}
+        index = {int(v): i for i, v in enumerate(ids.tolist())}
         rows = []
         for v in args.vertex:
             j = index.get(int(v))

@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 
-from ..config import ALGORITHMS, DANGLING_MODES, RankConfig
+from ..backend import DEVICES
+from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 from ..table import format_table
 
@@ -29,11 +30,11 @@ def add_arguments(p):
     p.add_argument("--algorithm", default="dfp", choices=list(ALGORITHMS) + ["all"])
     p.add_argument("--base-fraction", type=float, default=0.9)
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--batch-fraction", type=float, default=None, help="batch size as a share of all edges (default 1e-4)")
+    size.add_argument("--batch-fraction", type=float, default=1e-4, help="batch size as a share of all edges (default 1e-4)")
     size.add_argument("--batch-size", type=int, default=None, help="batch size in edges")
     p.add_argument("--delete-fraction", type=float, default=0.0)
     p.add_argument("--dangling", default="uniform", choices=DANGLING_MODES)
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--check", action="store_true", help="compare with the oracle during and after the replay")
     p.add_argument("--check-every", type=int, default=None, help="batches between checks (default: ~10 checks)")
     p.add_argument("--json", default=None, metavar="OUT")
@@ -48,7 +49,7 @@ def add_arguments(p):
     p.add_argument("--tol", type=float, default=1e-10)
     p.add_argument("--frontier-tol", type=float, default=1e-6)
     p.add_argument("--prune-tol", type=float, default=1e-6)
-    p.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    p.add_argument("--dtype", default="float64", choices=DTYPES)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
 
@@ -58,8 +59,6 @@ def run(args) -> int:
 
     path = args.path or str(BUNDLED_GRAPH)
     algorithms = list(ALGORITHMS) if args.algorithm == "all" else [args.algorithm]
-    if args.batch_size is None and args.batch_fraction is None:
-        args.batch_fraction = 1e-4
     config = RankConfig(alpha=args.alpha, tol=args.tol, frontier_tol=args.frontier_tol,
                         prune_tol=args.prune_tol, dangling=args.dangling, dtype=args.dtype)
     if args.check_every is not None and args.check_every < 1:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ..backend import DEVICES
+
 HELP = "run the streaming daemon: Kafka (or a directory of edge files) in, ranks out, with checkpoints"
 
 #: flag -> (config key, argparse kwargs). Flag names are fixed by issue 4 (scripts depend on them).
@@ -31,7 +33,7 @@ _FLAGS = {
     "--batch-size": ("batch_size", dict(type=int, metavar="EDGES", help="max edges per batch (default 10000)")),
     "--batch-wait-ms": ("batch_wait_ms", dict(type=int, metavar="MS", help="close a batch MS after its first record (default 200)")),
     "--algorithm": ("algorithm", dict(metavar="NAME", help="static, nd, dt, df or dfp (default dfp)")),
-    "--device": ("device", dict(choices=("auto", "cpu", "gpu"), help="backend (default auto)")),
+    "--device": ("device", dict(choices=DEVICES, help="backend (default auto)")),
     "--alpha": ("rank_alpha", dict(type=float, help="damping factor (default 0.85)")),
     "--tol": ("rank_tol", dict(type=float, help="convergence tolerance (default 1e-10)")),
     "--publish-threshold": ("publish_threshold", dict(type=float, metavar="DELTA",
