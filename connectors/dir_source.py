@@ -31,12 +31,6 @@ POS_KEY = "dir"
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-def _bad_fields(entry, default_line: int):
-    """``(line number, text, reason)`` of a reader's :class:`connectors.files.BadLine`."""
-    line = getattr(entry, "line", None)
-    return (line if isinstance(line, int) else default_line), getattr(entry, "text", ""), getattr(entry, "reason", "")
-
-
 class FileDeadLetters:
     """Appends rejected records to a JSON-lines file.
 
@@ -94,11 +88,9 @@ class DirectorySource:
         Rows per chunk handed to the loop (the batch size).
     format : str, optional
         Force a file format (default: from each file's extension).
-    stop : callable, optional
-        Unused here (kept for the source interface).
     """
 
-    def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None, stop=None):
+    def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None):
         self.directory = os.fspath(directory)
         self.chunk_rows = int(chunk_rows)
         self.format = format
@@ -136,23 +128,15 @@ class DirectorySource:
     def _close_reader(self):
         if self._reader is not None:
             try:
-                self._reader.__exit__(None, None, None)
+                self._reader.close()
             except Exception as exc:  # closing must not mask the caller's path
                 log.debug("closing %s: %s", self._file, exc)
         self._reader = self._iter = self._pending = None
 
-    def _files(self) -> list:
+    def _next_file(self):
         from .files import list_edge_files
 
-        try:
-            paths = list_edge_files(self.directory)
-        except OSError as exc:
-            raise SourceError(f"cannot list {self.directory}: {exc}") from exc
-        names = sorted(os.path.basename(str(p)) for p in paths)
-        return [n for n in names if not n.startswith(".")]
-
-    def _next_file(self):
-        files = self._files()
+        files = [p.name for p in list_edge_files(self.directory)]  # sorted, no dot names
         if self._file is not None:
             if self._file in files:
                 return self._file
@@ -166,8 +150,7 @@ class DirectorySource:
         path = os.path.join(self.directory, name)
         try:
             self._reader = open_edge_file(path, format=self.format, chunk_rows=self.chunk_rows, keep_order=True,
-                                          strict=False, max_bad_kept=1 << 62)
-            self._reader.__enter__()
+                                          max_bad_kept=1 << 62)
             self._iter = iter(self._reader)
         except SourceError:
             raise
@@ -243,26 +226,24 @@ class DirectorySource:
 
         The report's list is drained as it is read, so its cap never drops a line.
         """
-        report = getattr(self._reader, "report", None)
-        lines = getattr(report, "bad_lines", None)
+        lines = self._reader.report.bad_lines
+        entries = lines[:]
+        lines.clear()
         out = []
-        while lines:
-            entry = lines.pop(0)
+        for entry in entries:
             self._bad += 1
             if self._skip_bad > 0:
                 self._skip_bad -= 1
                 continue
-            line, text, reason = _bad_fields(entry, self._bad)
-            value = text.encode("utf-8") if isinstance(text, str) else (text or b"")
-            out.append(BadRecord(value=value, reason=_reason_code(reason), detail=str(reason or "bad line"),
-                                 topic=self._file, partition=-1, offset=int(line), key=None, pos_key=POS_KEY,
-                                 pos_value=self._position()))
+            out.append(BadRecord(value=entry.text.encode("utf-8"), reason=_reason_code(entry.reason),
+                                 detail=entry.reason, topic=self._file, partition=-1, offset=entry.line, key=None,
+                                 pos_key=POS_KEY, pos_value=self._position()))
         return out
 
 
 def _reason_code(reason) -> str:
     """Map a reader's reason text (:mod:`connectors.files`) onto :data:`connectors.records.REASONS`."""
-    text = str(reason or "").lower()
+    text = reason.lower()
     for key, code in (("unknown op", "unknown_op"), ("missing", "missing_field"), ("non-integer", "non_integer_id"),
                       ("negative", "negative_id"), ("beyond", "id_out_of_range"), ("json", "bad_json")):
         if key in text:

@@ -287,26 +287,66 @@ def _split_lines(block: bytes) -> list[bytes]:
     return lines
 
 
+def _parse_blocks(
+    blocks: Iterator[tuple[int, bytes]],
+    *,
+    fast: Callable[[bytes], pa.Table | None],
+    parse_line: Callable[[bytes], tuple | None],
+    has_ts: Callable[[], bool],
+) -> Iterator[_Parsed]:
+    """Parse ``(first line number, block)`` pairs of a text file.
+
+    A block is parsed by ``fast`` (a table, or ``None`` when anything in it is off); failing
+    that, line by line with ``parse_line`` (a row tuple, ``None`` for a line to skip, or
+    :class:`_Bad`), recording every bad line. ``has_ts()`` is asked once the lines are parsed.
+    """
+    for first_line, block in blocks:
+        table = fast(block)
+        if table is not None:
+            yield _Parsed(table, [], _line_count(block) - table.num_rows)
+            continue
+        rows, bad, skipped = [], [], 0
+        for offset, raw in enumerate(_split_lines(block)):
+            try:
+                row = parse_line(raw)
+            except _Bad as exc:
+                bad.append(_bad(first_line + offset, str(exc), raw))
+                continue
+            if row is None:
+                skipped += 1
+            else:
+                rows.append(row)
+        yield _Parsed(_rows_table(rows, has_ts()), bad, skipped)
+
+
 # --------------------------------------------------------------------------------------------
 # Field parsing (line-by-line path)
 # --------------------------------------------------------------------------------------------
 
 
+def _parse_int(token: bytes | str | int | None, *, missing: str, label: str, signed: bool) -> int:
+    """An integer from a text token or a JSON value (the checks ids and timestamps share).
+
+    ``missing`` and ``label`` name the field in the reasons; a text token with a sign is
+    rejected as negative unless ``signed``. Raises :class:`_Bad`.
+    """
+    if token is None or token == b"" or token == "":
+        raise _Bad(f"missing {missing}")
+    if isinstance(token, bool) or isinstance(token, float):
+        raise _Bad(f"non-integer {label} {token!r}")
+    if isinstance(token, int):
+        return token
+    raw = token.strip() if isinstance(token, bytes) else token.strip().encode("utf-8", "replace")
+    if not signed and _NEG_RE.match(raw):
+        raise _Bad(f"negative {label} {raw.decode()}")
+    if not (_TS_RE if signed else _ID_RE).match(raw):
+        raise _Bad(f"non-integer {label} {raw.decode('utf-8', 'replace')[:40]!r}")
+    return int(raw)
+
+
 def _parse_id(token: bytes | str | int | None, name: str) -> int:
     """A vertex id from a text token or a JSON value; raises :class:`_Bad`."""
-    if token is None or token == b"" or token == "":
-        raise _Bad(f"missing {name}")
-    if isinstance(token, bool) or isinstance(token, float):
-        raise _Bad(f"non-integer {name} id {token!r}")
-    if isinstance(token, int):
-        value = token
-    else:
-        raw = token.strip() if isinstance(token, bytes) else token.strip().encode("utf-8", "replace")
-        if _NEG_RE.match(raw):
-            raise _Bad(f"negative {name} id {raw.decode()}")
-        if not _ID_RE.match(raw):
-            raise _Bad(f"non-integer {name} id {raw.decode('utf-8', 'replace')[:40]!r}")
-        value = int(raw)
+    value = _parse_int(token, missing=name, label=f"{name} id", signed=False)
     if value < 0:
         raise _Bad(f"negative {name} id {value}")
     if value > MAX_VERTEX_ID:
@@ -316,17 +356,7 @@ def _parse_id(token: bytes | str | int | None, name: str) -> int:
 
 def _parse_ts(token: bytes | str | int | None) -> int:
     """An integer timestamp from a text token or a JSON value; raises :class:`_Bad`."""
-    if token is None or token == b"" or token == "":
-        raise _Bad("missing ts")
-    if isinstance(token, bool) or isinstance(token, float):
-        raise _Bad(f"non-integer ts {token!r}")
-    if isinstance(token, int):
-        value = token
-    else:
-        raw = token.strip() if isinstance(token, bytes) else token.strip().encode("utf-8", "replace")
-        if not _TS_RE.match(raw):
-            raise _Bad(f"non-integer ts {raw.decode('utf-8', 'replace')[:40]!r}")
-        value = int(raw)
+    value = _parse_int(token, missing="ts", label="ts", signed=True)
     if not _TS_RANGE[0] <= value <= _TS_RANGE[1]:
         raise _Bad(f"ts {value} beyond int64")
     return value
@@ -435,24 +465,17 @@ def _snap_fast(block: bytes, nfields: int) -> pa.Table | None:
     The block is parsed as it is first (single spaces or single tabs); only when that fails is
     its whitespace normalized and parsed again.
     """
-    if b"#" in block or b"%" in block:
+    normalized = b"#" in block or b"%" in block
+    if normalized:
         block = _COMMENT_RE.sub(b"", _normalize_whitespace(block))
-    ts_type = pa.int64() if nfields == 3 else None
     if not block.strip():
-        return _schema(ts_type).empty_table()
+        return _schema(pa.int64() if nfields == 3 else None).empty_table()
     names = list(_SNAP_NAMES[:nfields])
     delimiter = "\t" if b"\t" in block[: block.find(b"\n")] else " "
     table = _read_delimited(block, names, delimiter)
-    if table is None:
+    if table is None and not normalized:
         table = _read_delimited(_normalize_whitespace(block), names, " ")
-    if table is None or any(table.column(n).null_count for n in names):
-        return None
-    src, dst = table.column("src"), table.column("dst")
-    if table.num_rows and (pc.min(src).as_py() < 0 or pc.min(dst).as_py() < 0):
-        return None
-    op = pa.array(np.ones(table.num_rows, dtype=np.int8))
-    columns = [src, dst, op] + ([table.column("ts")] if nfields == 3 else [])
-    return pa.Table.from_arrays(columns, schema=_schema(ts_type))
+    return None if table is None else _checked_fast_table(table, nfields == 3)
 
 
 def _read_delimited(text: bytes, names: list[str], delimiter: str) -> pa.Table | None:
@@ -470,22 +493,11 @@ def _read_delimited(text: bytes, names: list[str], delimiter: str) -> pa.Table |
         return None
 
 
-def _snap_slow(block: bytes, first_line: int, state: _SnapState) -> _Parsed:
-    """Parse a block line by line, recording every bad line."""
-    rows, bad, skipped = [], [], 0
-    for offset, raw in enumerate(_split_lines(block)):
-        fields = raw.split()
-        if not fields or fields[0][:1] in (b"#", b"%"):
-            skipped += 1
-            continue
-        try:
-            rows.append(_snap_fields(fields, state))
-        except _Bad as exc:
-            bad.append(_bad(first_line + offset, str(exc), raw))
-    return _Parsed(_rows_table(rows, state.nfields == 3), bad, skipped)
-
-
-def _snap_fields(fields: list[bytes], state: _SnapState) -> tuple:
+def _snap_line(raw: bytes, state: _SnapState) -> tuple | None:
+    """One line's row (``None`` for a blank or comment line); raises :class:`_Bad`."""
+    fields = raw.split()
+    if not fields or fields[0][:1] in (b"#", b"%"):
+        return None
     if state.nfields is None and len(fields) in (2, 3):
         state.nfields = len(fields)
     expected = state.nfields
@@ -501,14 +513,18 @@ def _snap_fields(fields: list[bytes], state: _SnapState) -> tuple:
 
 def _snap_chunks(stream, chunk_rows: int) -> Iterator[_Parsed]:
     state = _SnapState()
-    for first_line, block in _line_blocks(stream, max_lines=chunk_rows):
+
+    def fast(block: bytes) -> pa.Table | None:
         if state.nfields is None:
             state.nfields = _first_field_count(block)
-        table = _snap_fast(block, state.nfields) if state.nfields else None
-        if table is None:
-            yield _snap_slow(block, first_line, state)
-        else:
-            yield _Parsed(table, [], _line_count(block) - table.num_rows)
+        return _snap_fast(block, state.nfields) if state.nfields else None
+
+    return _parse_blocks(
+        _line_blocks(stream, max_lines=chunk_rows),
+        fast=fast,
+        parse_line=lambda raw: _snap_line(raw, state),
+        has_ts=lambda: state.nfields == 3,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -577,23 +593,11 @@ def _checked_fast_table(table: pa.Table, has_ts: bool) -> pa.Table | None:
     return pa.Table.from_arrays(columns, schema=_schema(ts_type))
 
 
-def _csv_slow(block: bytes, first_line: int, names: list[str]) -> _Parsed:
-    """Parse a block line by line with :mod:`csv`, recording every bad line."""
-    has_ts = "ts" in names
-    rows, bad, skipped = [], [], 0
-    for offset, raw in enumerate(_split_lines(block)):
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        if not text.strip():
-            skipped += 1
-            continue
-        try:
-            rows.append(_csv_fields(text, names, has_ts))
-        except _Bad as exc:
-            bad.append(_bad(first_line + offset, str(exc), raw))
-    return _Parsed(_rows_table(rows, has_ts), bad, skipped)
-
-
-def _csv_fields(text: str, names: list[str], has_ts: bool) -> tuple:
+def _csv_line(raw: bytes, names: list[str], has_ts: bool) -> tuple | None:
+    """One line's row, parsed with :mod:`csv` (``None`` for a blank line); raises :class:`_Bad`."""
+    text = raw.decode("utf-8", errors="replace").rstrip("\r")
+    if not text.strip():
+        return None
     try:
         values = next(csv.reader([text]))
     except csv.Error as exc:
@@ -613,13 +617,14 @@ def _csv_chunks(stream, chunk_rows: int, path: Path) -> Iterator[_Parsed]:
     names = _csv_header(stream, path)
     if names is None:
         return
-    yield _Parsed(_schema(pa.int64() if "ts" in names else None).empty_table(), [])  # schema first
-    for first_line, block in _line_blocks(stream, max_lines=chunk_rows, first_line=2):
-        table = _csv_fast(block, names)
-        if table is None:
-            yield _csv_slow(block, first_line, names)
-        else:
-            yield _Parsed(table, [], _line_count(block) - table.num_rows)
+    has_ts = "ts" in names
+    yield _Parsed(_schema(pa.int64() if has_ts else None).empty_table(), [])  # schema first
+    yield from _parse_blocks(
+        _line_blocks(stream, max_lines=chunk_rows, first_line=2),
+        fast=lambda block: _csv_fast(block, names),
+        parse_line=lambda raw: _csv_line(raw, names, has_ts),
+        has_ts=lambda: has_ts,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -668,21 +673,10 @@ def _read_json_block(block: bytes, op_type: pa.DataType) -> pa.Table | None:
         return None
 
 
-def _jsonl_slow(block: bytes, first_line: int, state: _JsonState) -> _Parsed:
-    """Parse a block line by line with :mod:`json`, recording every bad line."""
-    rows, bad, skipped = [], [], 0
-    for offset, raw in enumerate(_split_lines(block)):
-        if not raw.strip():
-            skipped += 1
-            continue
-        try:
-            rows.append(_jsonl_record(raw, state))
-        except _Bad as exc:
-            bad.append(_bad(first_line + offset, str(exc), raw))
-    return _Parsed(_rows_table(rows, bool(state.has_ts)), bad, skipped)
-
-
-def _jsonl_record(raw: bytes, state: _JsonState) -> tuple:
+def _jsonl_line(raw: bytes, state: _JsonState) -> tuple | None:
+    """One line's row, parsed with :mod:`json` (``None`` for a blank line); raises :class:`_Bad`."""
+    if not raw.strip():
+        return None
     try:
         record = json.loads(raw)
     except ValueError as exc:
@@ -713,14 +707,16 @@ def _json_id(value: Any) -> Any:
 
 def _jsonl_chunks(stream, chunk_rows: int) -> Iterator[_Parsed]:
     state = _JsonState()
-    for first_line, block in _line_blocks(stream, max_lines=chunk_rows):
-        if block.startswith(_UTF8_BOM) and first_line == 1:
-            block = block[len(_UTF8_BOM) :]
-        table = _jsonl_fast(block, state)
-        if table is None:
-            yield _jsonl_slow(block, first_line, state)
-        else:
-            yield _Parsed(table, [], _line_count(block) - table.num_rows)
+    blocks = (
+        (first_line, block[len(_UTF8_BOM) :] if first_line == 1 and block.startswith(_UTF8_BOM) else block)
+        for first_line, block in _line_blocks(stream, max_lines=chunk_rows)
+    )
+    return _parse_blocks(
+        blocks,
+        fast=lambda block: _jsonl_fast(block, state),
+        parse_line=lambda raw: _jsonl_line(raw, state),
+        has_ts=lambda: bool(state.has_ts),
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -149,9 +149,6 @@ class RankPublisher:
             self.sent[k] += n
         return sent
 
-    def flush(self, *, timeout_s: float = 30.0) -> None:
-        flush(self.producer, timeout_s=timeout_s)
-
 
 class KafkaDeadLetters:
     """Sends rejected records to a dead-letter topic with their reason in headers."""

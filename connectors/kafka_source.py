@@ -153,10 +153,11 @@ class KafkaEdgeSource:
                 if not parts:
                     return False
                 tps.extend(TopicPartition(topic, p) for p in sorted(parts))
-            if set(tps) == set(self._assigned):
+            assigned = set(self._assigned)
+            if set(tps) == assigned:
                 self._last_refresh = time.monotonic()
                 return True
-            new = [tp for tp in tps if tp not in set(self._assigned)]
+            new = [tp for tp in tps if tp not in assigned]
             c.assign(tps)
             for tp in new:
                 off = positions.get(position_key(tp.topic, tp.partition))
@@ -263,6 +264,6 @@ class KafkaEdgeSource:
         for tp, end in ends.items():
             pos = positions.get(position_key(tp.topic, tp.partition))
             if pos is None:
-                pos = self._consumer.position(tp) if tp in self._assigned else 0
+                pos = self._consumer.position(tp)  # ends holds only assigned partitions
             out[(tp.topic, tp.partition)] = max(0, int(end) - int(pos))
         return out

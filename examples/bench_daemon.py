@@ -27,9 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from _broker import ROOT, child_env, start_broker, start_daemon
 
 DEFAULT_DATA = ROOT / "streamrank" / "data" / "CollegeMsg.txt.gz"
 
@@ -58,14 +56,9 @@ def main(argv=None) -> int:
     ap.add_argument("--publish-threshold", type=float, default=1e-6)
     args = ap.parse_args(argv)
 
-    from kafka_broker import Broker, free_port
+    from kafka_broker import free_port
 
-    broker = None
-    if args.bootstrap_servers:
-        bootstrap = args.bootstrap_servers
-    else:
-        broker = Broker()
-        bootstrap = broker.bootstrap
+    bootstrap, broker = start_broker(args.bootstrap_servers)
     work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
     procs = []
     try:
@@ -73,24 +66,20 @@ def main(argv=None) -> int:
         if broker is not None:
             broker.create_topic(topic, partitions=args.partitions)
             broker.create_topic(publish, partitions=args.partitions)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         prod = subprocess.Popen([sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers",
                                  bootstrap, "--topic", topic, "--file", args.file, "--format", args.format,
                                  "--edges-per-message", str(args.edges_per_message), "--loop", "--duration",
                                  str(args.warmup + args.seconds + 30)],
-                                env=env, stdout=open(work / "producer.log", "w"), stderr=subprocess.STDOUT)
+                                env=child_env(), stdout=open(work / "producer.log", "w"), stderr=subprocess.STDOUT)
         procs.append(prod)
         port = free_port()
         applied = work / "applied.jsonl"
-        daemon = subprocess.Popen([sys.executable, "-m", "streamrank", "serve", "--bootstrap-servers", bootstrap,
-                                   "--topic", topic, "--publish-topic", publish, "--checkpoint-dir",
-                                   str(work / "ckpt"), "--batch-size", str(args.batch_size), "--batch-wait-ms",
-                                   str(args.batch_wait_ms), "--metrics-port", str(port), "--applied-log",
-                                   str(applied), "--device", args.device, "--publish-threshold",
-                                   str(args.publish_threshold), "--checkpoint-interval", "30",
-                                   "--checkpoint-every", "1000000"],
-                                  cwd=str(ROOT), env=env, stdout=open(work / "daemon.log", "w"),
-                                  stderr=subprocess.STDOUT)
+        daemon = start_daemon(["--bootstrap-servers", bootstrap, "--topic", topic, "--publish-topic", publish,
+                               "--checkpoint-dir", str(work / "ckpt"), "--batch-size", str(args.batch_size),
+                               "--batch-wait-ms", str(args.batch_wait_ms), "--metrics-port", str(port),
+                               "--applied-log", str(applied), "--device", args.device, "--publish-threshold",
+                               str(args.publish_threshold), "--checkpoint-interval", "30",
+                               "--checkpoint-every", "1000000"], work / "daemon.log")
         procs.append(daemon)
         time.sleep(args.warmup)
         t_start = time.time()

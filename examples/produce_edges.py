@@ -24,21 +24,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from connectors.files import open_edge_file  # noqa: E402
 from connectors.records import encode_arrow, encode_json  # noqa: E402
+from streamrank.errors import SourceError  # noqa: E402
+from streamrank.replay import read_stream  # noqa: E402
 
 
 def read_edges(path: str):
     """``(src, dst, insert)`` host arrays of a whole edge file, in replay order."""
-    s, d, o = [], [], []
-    with open_edge_file(path) as reader:
-        for t in reader:
-            s.append(t.column("src").to_numpy(zero_copy_only=False))
-            d.append(t.column("dst").to_numpy(zero_copy_only=False))
-            o.append(t.column("op").to_numpy(zero_copy_only=False) > 0)
-    if not s:
-        raise SystemExit(f"{path}: no edges")
-    return np.concatenate(s).astype(np.int64), np.concatenate(d).astype(np.int64), np.concatenate(o)
+    try:
+        stream = read_stream(path)
+    except SourceError as exc:  # unreadable, or no edges
+        raise SystemExit(str(exc)) from exc
+    return stream.src, stream.dst, stream.insert
 
 
 def messages(src, dst, ins, *, fmt: str, per_message: int):

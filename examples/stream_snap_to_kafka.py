@@ -16,17 +16,13 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "examples"))
+from _broker import ROOT, start_broker, start_daemon
 
 
 def main(argv=None) -> int:
@@ -41,14 +37,8 @@ def main(argv=None) -> int:
     from kafka import KafkaConsumer, KafkaProducer
     from produce_edges import produce, read_edges
 
-    broker = None
-    if args.bootstrap_servers:
-        bootstrap = args.bootstrap_servers
-    else:
-        from kafka_broker import Broker
-
-        broker = Broker()
-        bootstrap = broker.bootstrap
+    bootstrap, broker = start_broker(args.bootstrap_servers)
+    if broker is not None:
         print(f"started a local broker on {bootstrap}")
     topic, ranks_topic = f"edges-{os.getpid()}", f"ranks-{os.getpid()}"
     work = Path(tempfile.mkdtemp(prefix="streamrank-example-"))
@@ -59,11 +49,9 @@ def main(argv=None) -> int:
     stop = threading.Event()
     feeder = threading.Thread(target=produce, args=(producer, topic, src, dst, ins),
                               kwargs=dict(rate=args.rate, duration=args.seconds, stop=stop.is_set), daemon=True)
-    daemon = subprocess.Popen([sys.executable, "-m", "streamrank", "serve", "--bootstrap-servers", bootstrap,
-                               "--topic", topic, "--publish-topic", ranks_topic, "--checkpoint-dir", str(work / "ckpt"),
-                               "--top-k", str(args.top_k), "--top-k-every", "1", "--batch-wait-ms", "500"],
-                              cwd=str(ROOT), env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
-                              stdout=open(work / "daemon.log", "w"), stderr=subprocess.STDOUT)
+    daemon = start_daemon(["--bootstrap-servers", bootstrap, "--topic", topic, "--publish-topic", ranks_topic,
+                           "--checkpoint-dir", str(work / "ckpt"), "--top-k", str(args.top_k), "--top-k-every", "1",
+                           "--batch-wait-ms", "500"], work / "daemon.log")
     feeder.start()
     consumer = KafkaConsumer(ranks_topic, bootstrap_servers=bootstrap.split(","), auto_offset_reset="earliest",
                              enable_auto_commit=False, group_id=None)

@@ -118,7 +118,7 @@ class Daemon:
         if cfg.input_dir is not None:
             from connectors.dir_source import DirectorySource
 
-            self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size, stop=lambda: self.shutdown.requested)
+            self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size)
         else:
             from connectors.kafka_source import KafkaEdgeSource
 
@@ -249,9 +249,7 @@ class Daemon:
             src = np.concatenate([c.src for c in chunks])
             dst = np.concatenate([c.dst for c in chunks])
             ins = np.concatenate([c.insert for c in chunks])
-        batch = EdgeBatch(src, dst, ins)  # records were validated when parsed
-        if eng.backend.is_gpu:
-            batch = batch.to(eng.backend.xp)
+        batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
         step = eng.apply(batch)
         self.metrics.observe_step(step)
         self.positions.update(pos)
@@ -268,15 +266,15 @@ class Daemon:
         log.info("batch seq=%d edges=%d inserted=%d deleted=%d dropped=%d new_vertices=%d iterations=%d "
                  "affected=%d graph=%.2fms rank=%.2fms publish=%.2fms published=%d vertices=%d graph_edges=%d",
                  step.seq, ch.received, ch.num_insertions, ch.num_deletions, sum(ch.dropped.values()),
-                 ch.num_new_vertices, step.rank.iterations, sum(step.rank.affected or [0]), step.graph_ms,
+                 ch.num_new_vertices, step.rank.iterations, step.rank.affected_total, step.graph_ms,
                  step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices, eng.graph.num_edges)
         self._log_event("apply", seq=step.seq, edges=len(batch), positions=pos, t=time.time())
         if self.drift.due(step.seq):
             self.drift.submit(step.seq, eng)
 
     def _publish(self, seq: int) -> int:
-        need = self.publisher is not None or (self.snapshots is not None and self.snapshots.due(seq))
-        if not need:
+        snapshot = self.snapshots is not None and self.snapshots.due(seq)
+        if self.publisher is None and not snapshot:
             self._ranks = None
             return 0
         ids, p = self.engine.ranks()
@@ -288,7 +286,7 @@ class Daemon:
                 if k:
                     self.metrics.published.labels(kind=kind).inc(k)
             sent = sum(out.values())
-        if self.snapshots is not None and self.snapshots.due(seq):
+        if snapshot:
             try:
                 self.snapshots.write(seq, ids, p)
             except StreamrankError as exc:
@@ -314,13 +312,12 @@ class Daemon:
         t0 = time.perf_counter()
         deadline = time.monotonic() + SHUTDOWN_FLUSH_DEADLINE_S
         # 1. everything published so far must be acknowledged before the checkpoint claims it
-        if self.publisher is not None or self.cfg.dead_letter_topic:
+        if self.producer is not None:  # rank updates and Kafka dead letters share the producer
             from connectors.kafka_sink import flush
 
             self._retry(lambda: flush(self.producer, timeout_s=10.0), "flushing published messages",
                         deadline=deadline)
-        if hasattr(self.dead_letters, "flush"):
-            self._retry(lambda: self.dead_letters.flush(), "flushing dead letters", deadline=deadline)
+        self._retry(self.dead_letters.flush, "flushing dead letters", deadline=deadline)
         # 2. the checkpoint itself
         ranks = self._ranks if self._ranks is not None else eng.ranks()
         meta = {"algorithm": self.cfg.algorithm, "device": eng.backend.name, "rank": self.cfg.rank.to_dict(),
@@ -427,7 +424,7 @@ class Daemon:
                     self.producer.close(timeout=5)
                 except Exception as exc:  # closing must not mask the exit path
                     log.debug("producer close: %s", exc)
-            if self.dead_letters is not None and hasattr(self.dead_letters, "close"):
+            if self.dead_letters is not None:
                 self.dead_letters.close()
             if self._applied_log is not None:
                 self._applied_log.close()

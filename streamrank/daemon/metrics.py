@@ -86,6 +86,6 @@ class DaemonMetrics:
                 self.edges_dropped.labels(reason=reason).inc(n)
         self.stage_seconds.labels(stage="graph").observe(step.graph_ms / 1e3)
         self.stage_seconds.labels(stage="rank").observe(step.rank_ms / 1e3)
-        self.affected.observe(sum(step.rank.affected) if step.rank.affected else 0)
+        self.affected.observe(step.rank.affected_total)
         self.iterations.observe(step.rank.iterations)
         self.seq.set(step.seq)
