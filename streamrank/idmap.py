@@ -37,6 +37,16 @@ class IdMap:
         n = self._sorted_keys.shape[0]
         if n == 0:
             return xp.full(ids.shape, -1, dtype=xp.int64)
+        if xp is not np:  # one kernel instead of six launches (a query's seeds go through here)
+            from .kernels.loader import get_kernel
+
+            out = xp.empty(ids.shape, dtype=xp.int64)
+            m = int(ids.size)
+            if m:
+                get_kernel("idmap.cu", "idmap_lookup", ("idmap_lookup",))(
+                    ((m + 255) // 256,), (256,),
+                    (self._sorted_keys, self._sorted_vals, np.int64(n), xp.ascontiguousarray(ids), np.int64(m), out))
+            return out
         pos = xp.searchsorted(self._sorted_keys, ids)
         pos_c = xp.minimum(pos, n - 1)
         found = self._sorted_keys[pos_c] == ids

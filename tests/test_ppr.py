@@ -304,6 +304,91 @@ def test_gpu_power_phases_match_cpu_iterates_on_rmat(dangling):
         assert np.abs(f32.vector - f64.vector).max() < 1e-6
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
+@pytest.mark.parametrize("split", [None, 96])
+def test_gpu_power_reads_changes_a_chunk_at_a_time(split):
+    """The dense phase queues several iterations and reads their changes once; the sweeps
+    after convergence do nothing. A converged run still stops at the CPU's iteration with the
+    CPU's vector, and a capped run at its cap, for caps on both sides of a chunk boundary.
+    With ``split=96`` every in-list above 96 is summed in slices by several blocks."""
+    import cupy as cp
+
+    from streamrank.ppr._graph import graph_arrays
+    from streamrank.ppr.gpu_power import CHUNK, power_gpu, snapshot_of
+    from streamrank.ppr.power import power_cpu
+
+    cpu, gpu = _rmat_pair(12)
+    ga_c, ga_g = graph_arrays(cpu), graph_arrays(gpu)
+    snap = snapshot_of(ga_g) if split is None else snapshot_of(ga_g, bounds=(2, 4, 8, 16, 32, 64), split=split)
+    if split is not None:
+        assert snap.plan.counts[-1] > 10 and int(snap.plan.split_slot.shape[0]) > snap.plan.counts[-1]
+    order = to_host(gpu.ids.lookup(cpu.ids.external))
+    hub = int(np.argmax(np.asarray(cpu.out_degree)))
+    pd_c = np.zeros(cpu.num_vertices)
+    pd_c[hub] = 1.0
+    pd_g = np.zeros(gpu.num_vertices)
+    pd_g[order[hub]] = 1.0
+    kw = dict(alpha=0.85, dangling="personalization")
+    for tol in (1e-6, 1e-9, 1e-12):
+        a = power_cpu(ga_c, pd_c, tol=tol, max_iter=1000, **kw)
+        b = power_gpu(ga_g, cp.asarray(pd_g), tol=tol, max_iter=1000, snap=snap, **kw)
+        assert a[2] and b[2] and a[1] == b[1] and a[3] == pytest.approx(b[3], rel=1e-9)
+        assert np.abs(a[0] - to_host(b[0])[order]).max() < 1e-13
+    for cap in (CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3):
+        b = power_gpu(ga_g, cp.asarray(pd_g), tol=1e-14, max_iter=cap, snap=snap, **kw)
+        a = power_cpu(ga_c, pd_c, tol=0.0, max_iter=cap, **kw)
+        assert b[1] == cap and not b[2]
+        assert np.abs(a[0] - to_host(b[0])[order]).max() < 1e-13
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+def test_gpu_batch_power_equals_single_queries(dangling):
+    """The batched GPU power iteration (every query a column, long in-lists cut into slices)
+    gives each query the single query's vector and top-k: truncated, converged, float32, and
+    over more queries than one group holds (so the groups are 128 + 4 wide)."""
+    from streamrank.ppr import _snapshot
+    from streamrank.ppr._graph import graph_arrays
+    from streamrank.ppr.gpu_batch import batch_items, batch_top_k, power_batch_gpu
+
+    cpu, gpu = _rmat_pair(14)
+    deg = np.asarray(cpu.out_degree)
+    ext = cpu.ids.external
+    rng = np.random.default_rng(2)
+    dangling_ids = [int(ext[i]) for i in np.nonzero(deg == 0)[0][:3]]
+    singles = [int(ext[i]) for i in rng.choice(cpu.num_vertices, 125, replace=False)]
+    sets = singles + dangling_ids + [int(ext[int(np.argmax(deg))]),
+                                     {singles[0]: 2.0, singles[1]: 1.0, dangling_ids[0]: 1.0},
+                                     [singles[2], singles[3]], {singles[4]: 1.0, singles[5]: 0.0}]
+    assert len(sets) == 132
+    ga = graph_arrays(gpu)
+    items = batch_items(_snapshot(gpu, ga))
+    assert items.slots > 0  # some in-lists are longer than a slice
+    for t, tol, dtype, close in [(3, 0.0, "float64", 1e-13), (7, 0.0, "float64", 1e-13),
+                                 (1000, 1e-12, "float64", 1e-11), (6, 0.0, "float32", 1e-6)]:
+        kw = dict(method="power", dangling=dangling, max_iter=t, tol=tol, dtype=dtype, k=10, return_vector=True)
+        batch = personalized_pagerank_batch(gpu, sets, **kw)
+        assert [r.extra["batch_size"] for r in batch] == [128] * 128 + [4] * 4
+        for r, s in zip(batch, sets):
+            one = personalized_pagerank(gpu, s, **kw)
+            assert np.abs(r.vector - one.vector).max() < close
+            assert r.iterations >= one.iterations and r.converged == one.converged
+            if dtype == "float64":  # the same top-k (ties at the k-th place may go either way)
+                ids = to_host(gpu.ids.lookup(np.array([v for v, _ in r.top_k])))
+                assert topk_precision(ids, one.vector, 10) == 1.0
+            assert r.seeds == one.seeds
+    # the candidate buffer overflowing falls back to one column at a time, same answer
+    snap = _snapshot(gpu, ga)
+    seeds = [(np.array([3, 9]), np.array([0.5, 0.5])), (np.array([11]), np.array([1.0]))]
+    run = power_batch_gpu(ga, snap, items, seeds, alpha=0.85, dangling=dangling, tol=0.0, max_iter=5)
+    assert not run.converged and run.iterations == 5 and run.width == 32
+    a, b = batch_top_k(run, snap, 20, 2), batch_top_k(run, snap, 20, 2, cap=1)
+    for (ia, va), (ib, vb) in zip(a, b):
+        assert np.array_equal(ia, ib) and np.allclose(va, vb)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_top_k_selection_matches_a_full_sort(backend):
     from streamrank.ppr.semantics import top_k

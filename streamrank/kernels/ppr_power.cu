@@ -10,11 +10,11 @@
 // is one pass over the edges and no separate pass over the vertices.
 //
 // Sparse phase (first iterations from a few seeds, while the support of p is small): the
-// support pushes c along its out-edges with atomics (ppr_sparse_scatter), the touched vertices
-// are listed, and ppr_sparse_finish writes their new values.
+// support pushes c along its out-edges with atomics (ppr_sparse_scatter, a thread per edge),
+// the touched vertices are listed, and ppr_sparse_finish writes their new values.
 #include "ppr_common.cuh"
 
-#define PPR_BUCKETS 7
+#define PPR_BUCKETS 8  // 6 lane-group buckets, block per vertex, split vertices
 #define PPR_MODE_PERSONALIZATION 0
 #define PPR_MODE_UNIFORM 1
 #define PPR_MODE_LEAKY 2
@@ -56,73 +56,129 @@ __global__ void ppr_power_contrib(const T* __restrict__ p, const Deg* __restrict
 
 // Sum of c over the in-list [off, off + deg), this lane taking positions lane, lane + g, ...
 // Four positions per step: their index loads, then their gathers, are independent and in
-// flight together (the sweep is bound by load latency, not bandwidth).
-template <typename Off, typename Deg, typename T>
+// flight together. STREAM: the index loads bypass L1 (__ldcs, read once) and the gathers go
+// through the read-only path (__ldg), so L1 keeps contributions, not indices.
+template <int STREAM, typename Off, typename Deg, typename T>
 __device__ __forceinline__ double pull_sum(const int* __restrict__ in_indices, const T* __restrict__ c,
                                            Off off, Deg deg, int lane, int g) {
     double s0 = 0.0, s1 = 0.0;
     Off j = lane;
     const Off end = (Off)deg;
-    for (; j + 3 * g < end; j += 4 * g) {
-        const int a0 = in_indices[off + j];
-        const int a1 = in_indices[off + j + g];
-        const int a2 = in_indices[off + j + 2 * g];
-        const int a3 = in_indices[off + j + 3 * g];
-        s0 += (double)c[a0] + (double)c[a1];
-        s1 += (double)c[a2] + (double)c[a3];
+    const int* idx = in_indices + off;
+    if (STREAM) {
+        for (; j + 3 * g < end; j += 4 * g) {
+            const int a0 = __ldcs(idx + j);
+            const int a1 = __ldcs(idx + j + g);
+            const int a2 = __ldcs(idx + j + 2 * g);
+            const int a3 = __ldcs(idx + j + 3 * g);
+            s0 += (double)__ldg(c + a0) + (double)__ldg(c + a1);
+            s1 += (double)__ldg(c + a2) + (double)__ldg(c + a3);
+        }
+        for (; j < end; j += g) s0 += (double)__ldg(c + __ldcs(idx + j));
+    } else {
+        for (; j + 3 * g < end; j += 4 * g) {
+            const int a0 = idx[j];
+            const int a1 = idx[j + g];
+            const int a2 = idx[j + 2 * g];
+            const int a3 = idx[j + 3 * g];
+            s0 += (double)c[a0] + (double)c[a1];
+            s1 += (double)c[a2] + (double)c[a3];
+        }
+        for (; j < end; j += g) s0 += (double)c[idx[j]];
     }
-    for (; j < end; j += g) s0 += (double)c[in_indices[off + j]];
     return s0 + s1;
 }
 
-// One dense iteration. order[] lists the vertices bucket by bucket; bucket b holds
-// order[bstart[b] .. bstart[b+1]) and owns blocks [blk[b], blk[b+1]). dsum_in is d . p of the
-// previous iterate; the launch accumulates d . p' into *dsum_out and max |p' - p| into *dmax.
-// T is the type of p and c (double; float for the fast approximate mode).
-template <typename Off, typename Deg, typename T>
+// The epilogue of vertex v once its pull sum s is known: p'[v], c'[v], and this thread's share
+// of the dangling sum and of the max change.
+template <typename Deg, typename T>
+__device__ __forceinline__ void sweep_vertex(int v, double s, const T* __restrict__ p, const double* __restrict__ pers,
+                                             const Deg* __restrict__ out_degree, double dsum, int mode, double inv_n,
+                                             double alpha, T* __restrict__ p_new, T* __restrict__ c_new,
+                                             double& dm, double& diff) {
+    const double x = ppr_power_new(s, v, pers, dsum, mode, inv_n, alpha);
+    diff = fabs(x - (double)p[v]);
+    p_new[v] = (T)x;
+    const Deg od = out_degree[v];
+    if (od > 0) c_new[v] = (T)(x / (double)od); else { c_new[v] = (T)0; dm = x; }
+}
+
+// One dense iteration. order[] lists the vertices by in-degree; bucket b holds
+// order[bstart[b] .. bstart[b+1]) and owns blocks [blk[b], blk[b+1]). Buckets 0-5: groups of
+// 2^b lanes, one vertex each; bucket 6: a block per vertex; bucket 7 (in-degree above split): a
+// block per `split` positions of an in-list (split_slot / split_part say which), whose partial
+// sums meet in split_acc[slot]; the block that completes a vertex (split_count) finishes it and
+// clears both slots for the next launch. Blocks are taken from the end, so the largest
+// in-lists start first.
+//
+// dsum_in is d . p of the previous iterate; the launch accumulates d . p' into *dsum_out and
+// max |p' - p| into *dmax. T is the type of p and c (double; float for the fast approximate
+// mode).
+//
+// Early exit: when *prev_change (the previous iteration's max change) is below tol the
+// iteration has converged already and the launch does nothing; so the host can queue several
+// iterations and read their changes once (the iterations after a converged one read a change
+// of 0 and do nothing either).
+template <typename Off, typename Deg, typename T, int STREAM>
 __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __restrict__ bstart,
                                 const int* __restrict__ blk, const Off* __restrict__ in_offset,
                                 const Deg* __restrict__ in_degree, const int* __restrict__ in_indices,
                                 const Deg* __restrict__ out_degree, const T* __restrict__ c,
                                 const T* __restrict__ p, const double* __restrict__ pers,
                                 const double* __restrict__ dsum_in, int mode, double inv_n, double alpha,
+                                const double* __restrict__ prev_change, double tol,
                                 T* __restrict__ p_new, T* __restrict__ c_new,
-                                double* dsum_out, double* dmax) {
-    __shared__ double part[32];  // block-per-vertex reduction
+                                double* dsum_out, double* dmax, int split, const int* __restrict__ split_slot,
+                                const int* __restrict__ split_part, double* split_acc, int* split_count) {
+    __shared__ double part[32];  // block reductions
+    __shared__ int finish;
+    if (*prev_change < tol) return;  // uniform over the grid
+    const int vb = (int)(gridDim.x - 1 - blockIdx.x);
     int b = 0;
-    while (b + 1 < PPR_BUCKETS && (int)blockIdx.x >= blk[b + 1]) ++b;
-    const int local_block = (int)blockIdx.x - blk[b];
+    while (b + 1 < PPR_BUCKETS && vb >= blk[b + 1]) ++b;
+    const int local_block = vb - blk[b];
     const int count = bstart[b + 1] - bstart[b];
     const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
-    int v = -1;
-    double s = 0.0;
-    bool leader;
-    if (b < PPR_BUCKETS - 1) {
+    double diff = 0.0, dm = 0.0;
+    if (b < PPR_BUCKETS - 2) {
         const int g = 1 << b;  // lanes per vertex
         const int item = local_block * (int)(blockDim.x >> b) + (int)(threadIdx.x >> b);
         const int lane = threadIdx.x & (g - 1);
+        int v = -1;
+        double s = 0.0;
         if (item < count) {
             v = order[bstart[b] + item];
-            const Off off = in_offset[v];
-            const Deg deg = in_degree[v];
-            s = pull_sum(in_indices, c, off, deg, lane, g);
+            s = pull_sum<STREAM>(in_indices, c, in_offset[v], in_degree[v], lane, g);
         }
         for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(SR_FULL_MASK, s, o);
-        leader = (lane == 0) && (v >= 0);
-    } else {  // a block per vertex
-        v = order[bstart[b] + local_block];
-        const Off off = in_offset[v];
+        if (lane == 0 && v >= 0) sweep_vertex(v, s, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
+    } else if (b == PPR_BUCKETS - 2) {  // a block per vertex
+        const int v = order[bstart[b] + local_block];
+        const double s = sr::block_sum(
+            pull_sum<STREAM>(in_indices, c, in_offset[v], in_degree[v], (int)threadIdx.x, (int)blockDim.x), part);
+        if (threadIdx.x == 0) sweep_vertex(v, s, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
+    } else {  // a slice of a split vertex's in-list
+        const int slot = split_slot[local_block];
+        const int v = order[bstart[b] + slot];
         const Deg deg = in_degree[v];
-        s = sr::block_sum(pull_sum(in_indices, c, off, deg, (int)threadIdx.x, (int)blockDim.x), part);
-        leader = (threadIdx.x == 0);
-    }
-    double diff = 0.0, dm = 0.0;
-    if (leader) {
-        const double x = ppr_power_new(s, v, pers, dsum, mode, inv_n, alpha);
-        diff = fabs(x - (double)p[v]);
-        p_new[v] = (T)x;
-        const Deg od = out_degree[v];
-        if (od > 0) c_new[v] = (T)(x / (double)od); else { c_new[v] = (T)0; dm = x; }
+        const Off lo = (Off)split_part[local_block] * (Off)split;
+        const Off len = min((Off)deg - lo, (Off)split);
+        const double s = sr::block_sum(
+            pull_sum<STREAM>(in_indices, c, in_offset[v] + lo, len, (int)threadIdx.x, (int)blockDim.x), part);
+        if (threadIdx.x == 0) {
+            const int parts = (int)(((Off)deg + (Off)split - 1) / (Off)split);
+            atomicAdd(&split_acc[slot], s);
+            __threadfence();  // the sum is visible before the count says this slice is done
+            finish = (atomicAdd(&split_count[slot], 1) == parts - 1);
+        }
+        __syncthreads();
+        if (finish && threadIdx.x == 0) {
+            __threadfence();
+            const double total = __longlong_as_double(
+                (long long)atomicExch(reinterpret_cast<unsigned long long*>(&split_acc[slot]), 0ULL));
+            split_count[slot] = 0;
+            sweep_vertex(v, total, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
+        }
     }
     block_sum_max(dm, diff, dsum_out, dmax);
 }
@@ -139,56 +195,70 @@ __global__ void ppr_sparse_seed(const int* __restrict__ seeds, int s, unsigned i
     if (i == 0) *count = s;
 }
 
-// Sparse phase, step 1: a warp per support vertex u pushes c = p[u] / outdeg(u) to its
-// out-neighbours (acc[w] += c); a neighbour marked here first is appended to the next support
-// list (sr::warp_append). The dangling part of the support goes to *dsum.
-template <typename Off, typename Deg>
-__global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const Off* __restrict__ out_offset,
-                                   const Deg* __restrict__ out_degree, const int* __restrict__ out_indices,
-                                   const double* __restrict__ p, double* __restrict__ acc,
-                                   unsigned int* __restrict__ mark, int* __restrict__ list,
-                                   int* __restrict__ count, double* dsum) {
-    const int warp = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
-    const int lane = threadIdx.x & 31;
+// Sparse phase, step 1a (a thread per support vertex): deg[i] = outdeg(support[i]), for the
+// prefix sums that balance step 1b; the dangling part of the support's rank goes to *dsum.
+template <typename Deg>
+__global__ void ppr_sparse_prep(const int* __restrict__ support, int m, const Deg* __restrict__ out_degree,
+                                const double* __restrict__ p, long long* __restrict__ deg, double* dsum) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
     double dm = 0.0;
-    if (warp < m) {
-        const int u = support[warp];
-        const Deg deg = out_degree[u];
-        const double x = p[u];
-        if (deg == 0) {
-            if (lane == 0) dm = x;
-        } else if (x != 0.0) {
-            const double cu = x / (double)deg;
-            const Off off = out_offset[u];
-            for (Off b0 = 0; b0 < (Off)deg; b0 += 32) {  // uniform trip count: warp_append is convergent
-                const Off j = b0 + lane;
-                int w = 0;
-                bool fresh = false;
-                if (j < (Off)deg) {
-                    w = out_indices[off + j];
-                    atomicAdd(&acc[w], cu);
-                    fresh = mark[w] == 0u && atomicExch(&mark[w], 1u) == 0u;
-                }
-                sr::warp_append<int>(fresh, w, list, count);
-            }
-        }
+    if (i < m) {
+        const int u = support[i];
+        const Deg d = out_degree[u];
+        deg[i] = (long long)d;
+        if (d == 0) dm = p[u];
     }
     block_sum_max(dm, 0.0, dsum, nullptr);
 }
 
+// Sparse phase, step 1b: a thread per out-edge of the support (total of them; ends[] holds the
+// inclusive prefix sums of the support's out-degrees, so a hub's edges spread over many
+// threads instead of one warp). The thread finds its source u by binary search in ends[],
+// pushes c = p[u] / outdeg(u) to the target w (acc[w] += c), and a target marked here first is
+// appended to the next support list (sr::warp_append, one atomic per warp).
+template <typename Off, typename Deg>
+__global__ void ppr_sparse_scatter(const int* __restrict__ support, int m, const long long* __restrict__ ends,
+                                   long long total, const Off* __restrict__ out_offset,
+                                   const Deg* __restrict__ out_degree, const int* __restrict__ out_indices,
+                                   const double* __restrict__ p, double* __restrict__ acc,
+                                   unsigned int* __restrict__ mark, int* __restrict__ list,
+                                   int* __restrict__ count) {
+    const long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    int w = 0;
+    bool fresh = false;
+    if (e < total) {
+        int lo = 0, hi = m - 1;  // the first i with ends[i] > e
+        while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (ends[mid] > e) hi = mid; else lo = mid + 1;
+        }
+        const int u = support[lo];
+        const Deg deg = out_degree[u];
+        const double x = p[u];
+        if (x != 0.0) {
+            w = out_indices[out_offset[u] + (Off)(e - (ends[lo] - (long long)deg))];
+            atomicAdd(&acc[w], x / (double)deg);
+            fresh = mark[w] == 0u && atomicExch(&mark[w], 1u) == 0u;
+        }
+    }
+    sr::warp_append<int>(fresh, w, list, count);  // every lane calls it
+}
+
 // Sparse phase, step 2 (a thread per entry of the new support list, *count of them; the grid
-// covers an upper bound): p_new[w] from acc[w], then acc and mark are cleared. Accumulates
-// max |p_new - p| over the list into *dmax and the list's out-degree sum into *volume.
+// covers an upper bound): p_new[w] from acc[w], then acc and mark are cleared. Writes the
+// list's length to status[0], and accumulates its out-degree sum into status[1] and max
+// |p_new - p| over it into status[2].
 template <typename Deg>
 __global__ void ppr_sparse_finish(const int* __restrict__ list, const int* __restrict__ count,
                                   const Deg* __restrict__ out_degree, const double* __restrict__ pers,
                                   const double* __restrict__ dsum_in, int mode, double inv_n, double alpha,
                                   double* __restrict__ acc, unsigned int* __restrict__ mark,
-                                  const double* __restrict__ p, double* __restrict__ p_new, double* dmax,
-                                  double* volume) {
+                                  const double* __restrict__ p, double* __restrict__ p_new, double* status) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int len = *count;
     double diff = 0.0, vol = 0.0;
-    if (i < *count) {
+    if (i == 0) status[0] = (double)len;
+    if (i < len) {
         const int w = list[i];
         const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
         const double x = ppr_power_new(acc[w], w, pers, dsum, mode, inv_n, alpha);
@@ -198,7 +268,7 @@ __global__ void ppr_sparse_finish(const int* __restrict__ list, const int* __res
         acc[w] = 0.0;
         mark[w] = 0u;
     }
-    block_sum_max(vol, diff, volume, dmax);
+    block_sum_max(vol, diff, status + 1, status + 2);
 }
 
 // Sparse phase, step 3: max |p_new - p| over the old support (its vertices that left the

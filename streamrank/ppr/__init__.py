@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ._graph import DeviceGraphView, cached, graph_arrays
 from .semantics import (ATOMICS, DANGLING_MODES, METHODS, PprResult, check_alpha, check_choice,
-                        resolve_seeds, top_k, top_k_pairs, topk_precision)
+                        resolve_seed_sets, resolve_seeds, top_k, top_k_pairs, topk_precision)
 
 __all__ = ["personalized_pagerank", "personalized_pagerank_batch", "PprResult", "METHODS", "ATOMICS",
            "DANGLING_MODES", "DeviceGraphView", "topk_precision"]
@@ -33,6 +33,24 @@ def _check_number(name, value, *, lo=None, integer=False):
     if lo is not None and not v >= lo:
         raise InvalidArgumentError(f"{name} must be >= {lo}, got {value!r}")
     return v
+
+
+def _check_options(graph, *, method, k, alpha, dangling, atomics, dtype, tol, eps, max_iter, walks, walkers) -> dict:
+    """Validate the query options shared by the single and the batch call; normalized values."""
+    check_choice("method", method, METHODS)
+    check_choice("dangling", dangling, DANGLING_MODES)
+    check_choice("atomics", atomics, ATOMICS)
+    check_choice("dtype", dtype, ("float64", "float32"))
+    out = dict(alpha=check_alpha(alpha), k=_check_number("k", k, lo=1, integer=True),
+               tol=_check_number("tol", tol, lo=0.0), eps=_check_number("eps", eps, lo=0.0),
+               max_iter=_check_number("max_iter", max_iter, lo=1, integer=True),
+               walks=_check_number("walks", walks, lo=1, integer=True),
+               walkers=None if walkers is None else _check_number("walkers", walkers, lo=1, integer=True))
+    if method in ("push", "pull", "hybrid") and out["eps"] <= 0:
+        raise InvalidArgumentError("eps must be > 0 for push/pull/hybrid")
+    if not hasattr(graph, "out_offset") or not hasattr(graph, "ids"):
+        raise InvalidArgumentError(f"graph must be a graph store, got {type(graph).__name__}")
+    return out
 
 
 def _snapshot(graph, ga):
@@ -107,27 +125,15 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
     -------
     PprResult
     """
-    check_choice("method", method, METHODS)
-    check_choice("dangling", dangling, DANGLING_MODES)
-    check_choice("atomics", atomics, ATOMICS)
-    check_choice("dtype", dtype, ("float64", "float32"))
-    alpha = check_alpha(alpha)
-    k = _check_number("k", k, lo=1, integer=True)
-    tol = _check_number("tol", tol, lo=0.0)
-    eps = _check_number("eps", eps, lo=0.0)
-    max_iter = _check_number("max_iter", max_iter, lo=1, integer=True)
-    walks = _check_number("walks", walks, lo=1, integer=True)
-    if walkers is not None:
-        walkers = _check_number("walkers", walkers, lo=1, integer=True)
-    if method in ("push", "pull", "hybrid") and eps <= 0:
-        raise InvalidArgumentError("eps must be > 0 for push/pull/hybrid")
-    if not hasattr(graph, "out_offset") or not hasattr(graph, "ids"):
-        raise InvalidArgumentError(f"graph must be a graph store, got {type(graph).__name__}")
+    opts = _check_options(graph, method=method, k=k, alpha=alpha, dangling=dangling, atomics=atomics, dtype=dtype,
+                          tol=tol, eps=eps, max_iter=max_iter, walks=walks, walkers=walkers)
+    alpha, k, tol, eps, max_iter, walks, walkers = (opts[x] for x in ("alpha", "k", "tol", "eps", "max_iter", "walks",
+                                                                       "walkers"))
+    t0 = time.perf_counter()
     pers = resolve_seeds(graph, seeds, weights)
     ga = cached(graph, ("graph-arrays",), lambda: graph_arrays(graph))
     xp, is_gpu = ga.xp, ga.is_gpu
     device = "gpu" if is_gpu else "cpu"
-    t0 = time.perf_counter()
     res = dict(iterations=0, converged=True, error_bound=None, stats=[], walks=0, steps=0)
     extra = {}
 
@@ -200,7 +206,62 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
 
 
 def personalized_pagerank_batch(graph, seeds_list, **kwargs) -> list:
-    """One query per entry of ``seeds_list`` (each an id, a list of ids or a dict), same options."""
-    if isinstance(seeds_list, (int, np.integer)):
+    """One query per entry of ``seeds_list`` (each an id, a list of ids or a dict); the options
+    of :func:`personalized_pagerank`.
+
+    On the GPU, ``method="power"`` runs the queries together, up to
+    :data:`~streamrank.ppr.gpu_batch.MAX_WIDTH` at a time (:mod:`~streamrank.ppr.gpu_batch`):
+    same semantics and tolerance, and every query of a group runs the group's iteration count
+    (until its slowest query converged, or ``max_iter``). A result's ``elapsed_ms`` is then the
+    wall time from the call until its group finished, and ``extra["batch_size"]`` and
+    ``extra["amortized_ms"]`` (the group's time over its size) say how the work was shared.
+    Other methods, and the CPU, run the queries one after the other.
+
+    Returns
+    -------
+    list of PprResult
+    """
+    if isinstance(seeds_list, (int, np.integer, dict)):
         raise InvalidArgumentError("seeds_list must be a sequence of seed ids or seed sets")
-    return [personalized_pagerank(graph, s, **kwargs) for s in seeds_list]
+    seeds_list = list(seeds_list)
+    if kwargs.get("method", "power") != "power" or not seeds_list or kwargs.get("weights") is not None:
+        return [personalized_pagerank(graph, s, **kwargs) for s in seeds_list]
+    ga = cached(graph, ("graph-arrays",), lambda: graph_arrays(graph)) if hasattr(graph, "out_offset") else None
+    if ga is None or not ga.is_gpu:
+        return [personalized_pagerank(graph, s, **kwargs) for s in seeds_list]
+    return _power_batch_gpu(graph, ga, seeds_list, **kwargs)
+
+
+def _power_batch_gpu(graph, ga, seeds_list, *, method="power", k=20, alpha=0.85, dangling="personalization",
+                     return_vector=False, tol=1e-10, max_iter=1000, dtype="float64", **rest) -> list:
+    from .gpu_batch import MAX_WIDTH, batch_items, batch_top_k, column_vector, power_batch_gpu
+
+    unknown = set(rest) - {"eps", "atomics", "walks", "walkers", "rng_seed"}
+    if unknown:
+        raise InvalidArgumentError(f"unknown option(s): {sorted(unknown)}")
+    opts = _check_options(graph, method=method, k=k, alpha=alpha, dangling=dangling,
+                          atomics=rest.get("atomics", "native"), dtype=dtype, tol=tol, eps=rest.get("eps", 1e-7),
+                          max_iter=max_iter, walks=rest.get("walks", 1), walkers=rest.get("walkers"))
+    t0 = time.perf_counter()
+    sets = resolve_seed_sets(graph, seeds_list)
+    snap = _snapshot(graph, ga)
+    items = cached(graph, ("ppr-batch-items",), lambda: batch_items(snap))
+    out = []
+    for lo in range(0, len(sets), MAX_WIDTH):
+        group = sets[lo:lo + MAX_WIDTH]
+        g0 = time.perf_counter()
+        run = power_batch_gpu(ga, snap, items, [(s.internal, s.weights) for s in group], alpha=opts["alpha"],
+                              dangling=dangling, tol=opts["tol"], max_iter=opts["max_iter"], dtype=dtype)
+        tops = batch_top_k(run, snap, opts["k"], len(group))
+        vectors = [column_vector(run, snap, j) for j in range(len(group))] if return_vector else None
+        done = time.perf_counter()
+        group_ms = (done - g0) * 1e3
+        for j, pers in enumerate(group):
+            extra = {"batch_size": len(group), "amortized_ms": group_ms / len(group)}
+            if not run.converged:
+                extra["l1_bound"] = 2.0 * opts["alpha"] ** run.iterations
+            out.append(PprResult(top_k=top_k_pairs(graph, *tops[j]), vector=None if vectors is None else vectors[j],
+                                 seeds=pers.external.tolist(), method="power", device="gpu", dangling=dangling,
+                                 iterations=run.iterations, converged=run.converged,
+                                 error_bound=float(run.changes[j]), elapsed_ms=(done - t0) * 1e3, extra=extra))
+    return out

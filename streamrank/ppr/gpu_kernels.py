@@ -23,12 +23,20 @@ def _exprs(filename: str) -> tuple:
     if filename == "ppr_power.cu":
         out = [f"ppr_power_contrib<{d}, {t}>" for d in ("int", "long long") for t in ("double", "float")]
         for o, d in _PAIRS:
-            out += [f"ppr_power_sweep<{o}, {d}, {t}>" for t in ("double", "float")]
+            out += [f"ppr_power_sweep<{o}, {d}, {t}, {st}>" for t in ("double", "float") for st in (0, 1)]
             out.append(f"ppr_sparse_scatter<{o}, {d}>")
-        out += [f"ppr_sparse_finish<{d}>" for d in ("int", "long long")]
+        out += [f"ppr_sparse_{k}<{d}>" for d in ("int", "long long") for k in ("finish", "prep")]
         return tuple(out + ["ppr_sparse_seed", "ppr_sparse_diff", "ppr_sparse_clear"])
+    if filename == "ppr_batch.cu":  # snapshot arrays: offsets and degrees of one type
+        out = []
+        for o in ("int", "long long"):
+            out += [f"ppr_batch_sweep<{o}, {o}, {t}, {c}>" for t in ("double", "float") for c in (1, 2, 3, 4)]
+        for d in ("int", "long long"):
+            out += [f"ppr_batch_{k}<{d}, {t}>" for k in ("init", "seeds") for t in ("double", "float")]
+        out += [f"ppr_batch_{k}<{t}>" for k in ("chunk_max", "select") for t in ("double", "float")]
+        return tuple(out + ["ppr_batch_kth"])
     if filename == "ppr_topk.cu":
-        return ("ppr_select_ge",)
+        return ("ppr_chunk_max", "ppr_kth_largest", "ppr_select_ge")
     if filename == "ppr_montecarlo.cu":
         return tuple(f"ppr_mc_walk<{o}, {d}>" for o, d in _PAIRS)
     raise KeyError(filename)

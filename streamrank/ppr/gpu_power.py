@@ -16,22 +16,33 @@ from ._graph import GraphArrays
 from .gpu_kernels import ctype, kernel
 from .snapshot import Snapshot, build_snapshot
 
+#: Threads per block of the dense sweep.
 BLOCK = 256
+#: Threads per block of the sparse phase's kernels.
+SPARSE_BLOCK = 256
 #: In-degree upper bounds of the lane-group buckets (1, 2, 4, 8, 16, 32 lanes); above the
-#: last bound a whole block pulls for the vertex.
+#: last bound a whole block pulls for the vertex, and above :data:`SPLIT` several blocks do.
 BUCKET_BOUNDS = (2, 4, 8, 16, 32, 1024)
-NUM_BUCKETS = len(BUCKET_BOUNDS) + 1
-#: The sparse phase runs while the support's out-degree sum is below this share of |E|: a push
-#: with atomics costs far more per edge than the pull sweep (on R-MAT 22 the second push from a
-#: seed, 5% of |E| into a few hubs, took longer than a whole sweep).
+#: In-list positions per block for the largest in-lists (a hub's list on one block would
+#: finish long after the rest of the sweep).
+SPLIT = 4096
+NUM_BUCKETS = len(BUCKET_BOUNDS) + 2
+#: The sparse phase runs while the support's out-degree sum is below this share of |E| (a push
+#: with atomics costs more per edge than the pull sweep).
 SPARSE_EDGE_SHARE = 0.01
+#: 1: the sweep's index loads bypass L1 and its gathers use the read-only path.
+STREAM = 1
+#: Dense iterations queued between two reads of the convergence test (the sweep of an
+#: iteration after convergence exits at once, so overshooting costs a launch, not a sweep).
+CHUNK = 8
 _MODES = {"personalization": 0, "uniform": 1}
 _LEAKY = 2
 
 
-def snapshot_of(ga: GraphArrays) -> Snapshot:
-    """Build the power iteration's snapshot of ``ga`` (callers cache it per graph version)."""
-    return build_snapshot(ga, bounds=BUCKET_BOUNDS, block=BLOCK)
+def snapshot_of(ga: GraphArrays, *, bounds=BUCKET_BOUNDS, split: int = SPLIT) -> Snapshot:
+    """Build the power iteration's snapshot of ``ga`` (callers cache it per graph version;
+    ``bounds`` and ``split`` other than the defaults are for tests)."""
+    return build_snapshot(ga, bounds=bounds, block=BLOCK, split=split)
 
 
 def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, leaky=False, snap=None,
@@ -41,8 +52,11 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     ``snap`` is the graph's :class:`~.snapshot.Snapshot` (built here when None); ``seeds`` (device int32
     array of the personalization's support) enables the sparse first phase, which is only used
     without a uniform dangling term (that term makes every entry non-zero at once). ``dtype``
-    is the type of the dense phase's vectors (``"float32"`` halves the gathered bytes; sums and
-    the dangling and change reductions stay in float64); the result is float64.
+    is the type of the dense phase's vectors (``"float32"`` halves the gathered bytes; sums
+    and the dangling and change reductions stay in float64); the result is float64.
+
+    The dense phase queues :data:`CHUNK` iterations and then reads their changes at once (with
+    ``tol <= 0``, a truncated run, it reads nothing until the end).
 
     Returns
     -------
@@ -69,29 +83,39 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
         if change < tol or it >= max_iter:
             return p, it, change < tol, change
 
-    # dense phase in the snapshot's id space
+    # dense phase in the snapshot's id space; iteration j writes bufs[(j - start) % 2]
     plan = snap.plan
-    p = p[snap.old_of_new].astype(dtype)
+    start = it
+    bufs = [p[snap.old_of_new].astype(dtype), None]
+    bufs[1] = cp.empty_like(bufs[0])
+    contribs = [cp.empty_like(bufs[0]), cp.empty_like(bufs[0])]
     pers = pers_dense[snap.old_of_new]
-    p_new = cp.empty_like(p)
-    c = cp.empty_like(p)
-    c_new = cp.empty_like(p)
-    t = ctype(p)
+    scal[1, start] = np.inf  # the first sweep's "previous change": not converged
+    t = ctype(bufs[0])
     k_contrib = kernel("ppr_power.cu", f"ppr_power_contrib<{ctype(snap.out_degree)}, {t}>")
-    k_sweep = kernel("ppr_power.cu", f"ppr_power_sweep<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}>")
-    k_contrib(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (p, snap.out_degree, np.int32(n), c, scal[0, it:]))
+    k_sweep = kernel("ppr_power.cu",
+                     f"ppr_power_sweep<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}, {STREAM}>")
+    k_contrib(((n + SPARSE_BLOCK - 1) // SPARSE_BLOCK,), (SPARSE_BLOCK,),
+              (bufs[0], snap.out_degree, np.int32(n), contribs[0], scal[0, it:]))
     converged = False
-    for it in range(it + 1, max_iter + 1):
-        k_sweep((plan.blocks,), (BLOCK,),
-                (plan.order, plan.bstart, plan.blk, snap.in_offset, snap.in_degree, snap.in_indices,
-                 snap.out_degree, c, p, pers, scal[0, it - 1:], np.int32(mode), np.float64(inv_n),
-                 np.float64(alpha), p_new, c_new, scal[0, it:], scal[1, it:]))
-        p, p_new = p_new, p
-        c, c_new = c_new, c
-        change = float(scal[1, it].get())  # sync: one scalar per iteration for the convergence test
-        if change < tol:
-            converged = True
-            break
+    while it < max_iter and not converged:
+        first, last = it, (max_iter if tol <= 0 else min(it + CHUNK, max_iter))
+        for j in range(it + 1, last + 1):
+            cur, prv = (j - start) % 2, (j - start - 1) % 2
+            k_sweep((plan.blocks,), (plan.block,),
+                    (plan.order, plan.bstart, plan.blk, snap.in_offset, snap.in_degree, snap.in_indices,
+                     snap.out_degree, contribs[prv], bufs[prv], pers, scal[0, j - 1:], np.int32(mode),
+                     np.float64(inv_n), np.float64(alpha), scal[1, j - 1:], np.float64(tol), bufs[cur],
+                     contribs[cur], scal[0, j:], scal[1, j:], np.int32(plan.split), plan.split_slot,
+                     plan.split_part, plan.split_acc, plan.split_count))
+        changes = scal[1, first + 1:last + 1].get()  # sync: the queued iterations' changes, read once
+        below = np.nonzero(changes < tol)[0]
+        if below.size:  # converged at the first of them; the later launches did nothing
+            it, converged = first + 1 + int(below[0]), True
+        else:
+            it = last
+        change = float(changes[it - first - 1])
+    p = bufs[(it - start) % 2]
     return p[snap.new_of_old].astype(cp.float64, copy=False), it, converged, change
 
 
@@ -100,15 +124,15 @@ def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, ma
 
     ``p`` holds the iterate (zero outside the seeds). Returns the iterate (float64, store ids),
     the iterations done and the last change. The kernels build the next support list
-    themselves, and the host sizes their grids from an upper bound (the seeds plus the
-    support's out-degree sum), so an iteration synchronizes once: to read the new support's
-    size, its out-degree sum and the change together.
+    themselves, and the host sizes their grids from what it read at the end of the previous
+    iteration (the support's size and out-degree sum), so an iteration synchronizes once.
     """
     import cupy as cp
 
     n = ga.n
     o, d = ctype(ga.out_offset), ctype(ga.out_degree)
     k_seed = kernel("ppr_power.cu", "ppr_sparse_seed")
+    k_prep = kernel("ppr_power.cu", f"ppr_sparse_prep<{d}>")
     k_scatter = kernel("ppr_power.cu", f"ppr_sparse_scatter<{o}, {d}>")
     k_finish = kernel("ppr_power.cu", f"ppr_sparse_finish<{d}>")
     k_diff = kernel("ppr_power.cu", "ppr_sparse_diff")
@@ -117,37 +141,41 @@ def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, ma
     acc = cp.zeros(n, dtype=cp.float64)
     mark = cp.zeros(n, dtype=cp.uint32)
     lists = [cp.empty(n, dtype=cp.int32) for _ in range(3)]  # previous, support, next
+    deg = cp.empty(n, dtype=cp.int64)
+    # status[t]: the support after iteration t (its size, its out-degree sum), max |change| of t
+    status = cp.zeros((max_iter + 2, 3), dtype=cp.float64)
     count = cp.zeros(1, dtype=cp.int32)
-    volume = cp.zeros(max_iter + 2, dtype=cp.float64)
     s = int(seeds.shape[0])
     lists[1][:s] = seeds
     sizes = [0, s]  # previous, support
     budget = SPARSE_EDGE_SHARE * max(ga.num_edges, 1)
-    vol = float(ga.out_degree[seeds].sum())  # sync: the first push-or-sweep decision
-    grid = lambda items: (max((items + BLOCK - 1) // BLOCK, 1),)  # noqa: E731
+    vol = int(ga.out_degree[seeds].sum())  # sync: the first push-or-sweep decision
+    grid = lambda items: (max((items + SPARSE_BLOCK - 1) // SPARSE_BLOCK, 1),)  # noqa: E731
+    blk = (SPARSE_BLOCK,)
     it, change = 0, float("inf")
     while it < max_iter and vol <= budget:
         it += 1
         prev, sup, nxt = lists
         m = sizes[1]
-        bound = min(n, s + int(vol))  # the new support's size is at most this
-        k_seed(grid(s), (BLOCK,), (seeds, np.int32(s), mark, nxt, count))
-        if m:
-            k_scatter(grid(m * 32), (BLOCK,),
-                      (sup, np.int32(m), ga.out_offset, ga.out_degree, ga.out_indices, p, acc, mark, nxt, count,
-                       scal[0, it - 1:]))
+        bound = min(n, s + vol)  # the new support's size is at most this
+        k_seed(grid(s), blk, (seeds, np.int32(s), mark, nxt, count))
+        k_prep(grid(m), blk, (sup, np.int32(m), ga.out_degree, p, deg, scal[0, it - 1:]))
+        if vol:
+            ends = cp.cumsum(deg[:m])
+            k_scatter(grid(vol), blk,
+                      (sup, np.int32(m), ends, np.int64(vol), ga.out_offset, ga.out_degree, ga.out_indices, p,
+                       acc, mark, nxt, count))
         if sizes[0]:
-            k_clear(grid(sizes[0]), (BLOCK,), (prev, np.int32(sizes[0]), p_new))
-        k_finish(grid(bound), (BLOCK,),
+            k_clear(grid(sizes[0]), blk, (prev, np.int32(sizes[0]), p_new))
+        k_finish(grid(bound), blk,
                  (nxt, count, ga.out_degree, pers_dense, scal[0, it - 1:], np.int32(mode), np.float64(inv_n),
-                  np.float64(alpha), acc, mark, p, p_new, scal[1, it:], volume[it:]))
-        if m:
-            k_diff(grid(m), (BLOCK,), (sup, np.int32(m), p, p_new, scal[1, it:]))
+                  np.float64(alpha), acc, mark, p, p_new, status[it:]))
+        k_diff(grid(m), blk, (sup, np.int32(m), p, p_new, status[it, 2:]))
+        size, vol_f, change = (float(x) for x in status[it].get())  # sync: new support, its volume, change
         p, p_new = p_new, p
-        both = cp.stack([count[0].astype(cp.float64), volume[it], scal[1, it]])
-        size, vol, change = (float(x) for x in both.get())  # sync: new support size, its volume, change
         lists = [sup, nxt, prev]
         sizes = [m, int(size)]
+        vol = int(vol_f)
         if change < tol:
             break
     return p, it, change

@@ -57,7 +57,8 @@ class PprResult:
     walks, steps : int
         Monte Carlo: walks completed and visits counted.
     elapsed_ms : float
-        Wall time of the query (host clock after the device finished).
+        Wall time of the query, from the seed lookup to the top-k on the host (the device
+        finished; includes building per-graph caches on the first query after a change).
     """
 
     top_k: list
@@ -128,6 +129,34 @@ def resolve_seeds(graph, seeds, weights=None) -> Personalization:
     InvalidArgumentError
         For an empty seed set, an unknown id, or weights that are negative or sum to 0.
     """
+    return resolve_seed_sets(graph, [seeds], weights=weights)[0]
+
+
+def resolve_seed_sets(graph, seeds_list, weights=None) -> list:
+    """:func:`resolve_seeds` for many seed sets with one id-map lookup (one device round trip
+    on the GPU). ``weights`` applies to a single set only."""
+    sets = [_seed_arrays(s, weights) for s in seeds_list]
+    if not sets:
+        return []
+    lookup = graph.ids.lookup(np.concatenate([ext for ext, _ in sets]))
+    internal_all = to_host(lookup).astype(np.int64, copy=False)
+    out, at = [], 0
+    for ext, w in sets:
+        internal = internal_all[at:at + ext.shape[0]]
+        at += ext.shape[0]
+        if np.any(internal < 0):
+            bad = ext[internal < 0][:5].tolist()
+            raise InvalidArgumentError(f"seed vertex id(s) not in the graph: {bad}")
+        uniq, first, inv = np.unique(internal, return_index=True, return_inverse=True)
+        wsum = np.bincount(inv, weights=w, minlength=uniq.shape[0])
+        keep = wsum > 0
+        # the id map is a bijection: the external id of uniq[i] is the one that was looked up
+        out.append(Personalization(uniq[keep], wsum[keep] / wsum[keep].sum(), ext[first][keep]))
+    return out
+
+
+def _seed_arrays(seeds, weights):
+    """Validated host arrays (external ids, weights) of one seed set."""
     if isinstance(seeds, dict):
         if weights is not None:
             raise InvalidArgumentError("give weights either in a seed dict or as weights=, not both")
@@ -144,58 +173,68 @@ def resolve_seeds(graph, seeds, weights=None) -> Personalization:
         raise InvalidArgumentError(f"{ext.shape[0]} seeds but {w.shape[0]} weights")
     if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise InvalidArgumentError("seed weights must be finite, >= 0 and not all 0")
-    lookup = graph.ids.lookup(ext)
-    internal = to_host(lookup).astype(np.int64, copy=False)
-    if np.any(internal < 0):
-        bad = ext[internal < 0][:5].tolist()
-        raise InvalidArgumentError(f"seed vertex id(s) not in the graph: {bad}")
-    uniq, first, inv = np.unique(internal, return_index=True, return_inverse=True)
-    wsum = np.bincount(inv, weights=w, minlength=uniq.shape[0])
-    keep = wsum > 0
-    # the id map is a bijection: the external id of uniq[i] is the one that was looked up
-    return Personalization(uniq[keep], wsum[keep] / wsum[keep].sum(), ext[first][keep])
+    return ext, w
 
 
-#: Entries per chunk whose maximum bounds the top-k threshold from below.
+#: Host: entries per chunk whose maximum bounds the top-k threshold from below.
 _TOPK_CHUNK = 2048
+#: GPU: at most this many chunks (their maxima are sorted in one block's shared memory).
+_TOPK_GPU_CHUNKS = 4096
+
+
 def top_k(xp, p, k: int):
     """The ``k`` largest entries of the non-negative vector ``p``: host arrays ``(indices,
     values)``, score descending, ties by index.
 
-    The maxima of fixed chunks of ``p`` are distinct entries, so the k-th largest of them is a
-    lower bound ``t`` of the k-th largest entry; only the entries ``>= t`` are sorted (on the
-    host: there are about ``k`` of them). On the GPU: one kernel lists the candidates (no
-    histogram: atomics on a few crowded bins were the cost of an earlier version); three
-    synchronizing reads (the chunk maxima, the candidate count, the candidates).
+    The maxima of disjoint chunks of ``p`` are distinct entries, so the k-th largest of them is
+    a lower bound ``t`` of the k-th largest entry; only the entries ``>= t`` are sorted (on the
+    host: there are about ``k`` of them). With fewer than ``k`` positive chunk maxima every
+    positive entry is a candidate. On the GPU the maxima, ``t`` and the candidate list come
+    from three kernels in a row (``kernels/ppr_topk.cu``), then two reads: the candidate count,
+    and the candidates.
     """
     n = int(p.shape[0])
     k = min(int(k), n)
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     q = xp.asarray(p, dtype=xp.float64)
-    full = n // _TOPK_CHUNK * _TOPK_CHUNK
-    maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
-    if full < n:
-        maxima = xp.concatenate([maxima, q[full:].max(keepdims=True)])
-    maxima = to_host(maxima)  # GPU: sync, |V| / 2048 values
-    t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
-    if t > 0 and xp is not np:
-        from .gpu_kernels import kernel
-
-        out = xp.empty(n, dtype=xp.int32)
-        count = xp.zeros(1, dtype=xp.int32)
-        kernel("ppr_topk.cu", "ppr_select_ge")(((n + 255) // 256,), (256,), (q, np.int32(n), np.float64(t), out, count))
-        cand = out[: int(count.get()[0])]  # sync: the candidate count
+    if xp is np:
+        full = n // _TOPK_CHUNK * _TOPK_CHUNK
+        maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
+        if full < n:
+            maxima = np.concatenate([maxima, q[full:].max(keepdims=True)])
+        t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
+        cand = np.nonzero(q >= t)[0] if t > 0 else np.nonzero(q > 0)[0]
+        vals = q[cand]
     else:
-        cand = xp.nonzero(q >= t)[0] if t > 0 else xp.nonzero(q > 0)[0]
-    vals = to_host(q[cand])  # GPU: sync, the candidates to the host
-    cand = to_host(cand).astype(np.int64)
+        cand, vals = _candidates_gpu(xp, q, n, k)
     if cand.shape[0] < k:  # fewer than k positive entries: the smallest ids of the zeros follow
         zeros = to_host(xp.nonzero(q <= 0)[0][: k - cand.shape[0]])
         cand = np.concatenate([cand, zeros.astype(np.int64)])
         vals = np.concatenate([vals, np.zeros(zeros.shape[0])])
     order = np.lexsort((cand, -vals))[:k]
     return cand[order], vals[order]
+
+
+def _candidates_gpu(cp, q, n: int, k: int):
+    """Host (indices, values) of the entries of ``q`` at or above the chunk-maxima bound."""
+    from .gpu_kernels import kernel
+
+    chunk = max(-(-n // _TOPK_GPU_CHUNKS), 1)
+    nch = -(-n // chunk)
+    t = cp.zeros(1, dtype=cp.float64)  # 0: every positive entry is a candidate
+    if nch >= k:
+        maxima = cp.empty(nch, dtype=cp.float64)
+        kernel("ppr_topk.cu", "ppr_chunk_max")((nch,), (256,), (q, np.int64(n), np.int64(chunk), maxima))
+        size = 1 << max(nch - 1, 1).bit_length()
+        kernel("ppr_topk.cu", "ppr_kth_largest")((1,), (1024,), (maxima, np.int32(nch), np.int32(size), np.int32(k), t),
+                                                 shared_mem=size * 8)
+    out = cp.empty(n, dtype=cp.int32)
+    count = cp.zeros(1, dtype=cp.int32)
+    kernel("ppr_topk.cu", "ppr_select_ge")(((n + 255) // 256,), (256,), (q, np.int32(n), t, out, count))
+    cand = out[: int(count.get()[0])]  # sync: the candidate count
+    vals = q[cand].get()  # sync: the candidates' values, then their indices (no work queued between)
+    return cand.get().astype(np.int64), vals
 
 
 def top_k_pairs(graph, p_host_idx, p_host_vals) -> list:

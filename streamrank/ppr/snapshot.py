@@ -23,13 +23,24 @@ _MASK32 = (1 << 32) - 1
 
 @dataclass
 class SweepPlan:
-    """Vertices grouped by in-degree bucket for the pull sweep (``kernels/ppr_power.cu``)."""
+    """Vertices grouped by in-degree bucket for the pull sweep (``kernels/ppr_power.cu``).
 
-    order: object  # int32 device array: vertex ids, bucket by bucket, ascending within a bucket
-    bstart: object  # int32 device array (NUM_BUCKETS + 1): bucket starts in ``order``
-    blk: object  # int32 device array (NUM_BUCKETS + 1): first block of each bucket
+    Buckets ``0 .. len(bounds) - 1`` give each vertex a group of ``2**b`` lanes, the next one a
+    block per vertex, and the last one (in-degree above ``split``) several blocks per vertex,
+    each summing ``split`` positions of the in-list; their partial sums meet in ``split_acc``.
+    """
+
+    order: object  # int32 device array: vertex ids by (in-degree, id), so bucket by bucket
+    bstart: object  # int32 device array (buckets + 1): bucket starts in ``order``
+    blk: object  # int32 device array (buckets + 1): first block of each bucket
     blocks: int  # total blocks of one sweep
     counts: tuple  # vertices per bucket (host)
+    block: int  # threads per block
+    split: int  # in-list positions per block in the last bucket
+    split_slot: object  # int32 device array: per block of the last bucket, its vertex's rank there
+    split_part: object  # int32 device array: per block of the last bucket, which slice it sums
+    split_acc: object  # float64 device array: a partial-sum slot per split vertex (kept zero)
+    split_count: object  # int32 device array: slices done per split vertex (kept zero)
 
 
 @dataclass
@@ -60,23 +71,41 @@ class Snapshot:
     build_ms: float
 
 
-def build_plan(xp, in_degree, *, bounds, block: int) -> SweepPlan:
+def build_plan(xp, in_degree, *, bounds, block: int, split: int) -> SweepPlan:
     """Group vertices by in-degree: bucket ``i`` holds degrees in ``(bounds[i-1], bounds[i]]``
-    and gets ``2**i`` lanes per vertex; the last bucket (above ``bounds[-1]``) a block each."""
+    and gets ``2**i`` lanes per vertex; above ``bounds[-1]`` a block each, and above ``split``
+    ``ceil(degree / split)`` blocks each.
+
+    ``order`` sorts by (in-degree, id), so the buckets come out in order; the sweep takes its
+    blocks from the end (the largest in-lists start first, and no big list is left to finish
+    alone at the end)."""
+    if len(bounds) != 6 or list(bounds) != sorted(bounds) or split < bounds[-1]:
+        raise ValueError(f"need 6 ascending bucket bounds and split >= the last, got {bounds}, {split}")
     n = int(in_degree.shape[0])
-    nb = len(bounds) + 1
+    nb = len(bounds) + 2
+    deg = in_degree.astype(xp.int64)
+    if n and int(deg.max()) >= (1 << 62) // n:  # sync: (degree, id) does not fit one int64 key
+        order = xp.lexsort(xp.stack([xp.arange(n, dtype=xp.int64), deg])).astype(xp.int32)
+    else:
+        order = xp.argsort(deg * max(n, 1) + xp.arange(n, dtype=xp.int64)).astype(xp.int32)
     b = xp.zeros(n, dtype=xp.int64)
-    for bound in bounds:
-        b += in_degree > bound
-    order = xp.argsort(b * max(n, 1) + xp.arange(n, dtype=xp.int64)).astype(xp.int32)
+    for bound in tuple(bounds) + (split,):
+        b += deg > bound
     counts = xp.bincount(b, minlength=nb).get()  # sync: the host sizes the grid
-    blocks = [int(-(-int(c) // (block >> i))) if i < nb - 1 else int(c) for i, c in enumerate(counts)]
     bstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    big = xp.sort(deg[deg > split]) if counts[-1] else xp.zeros(0, dtype=xp.int64)  # the last bucket, in order
+    parts = -(-big // split)
+    slot = xp.repeat(xp.arange(big.shape[0], dtype=xp.int32), parts)
+    part = (xp.arange(slot.shape[0], dtype=xp.int64) - (xp.cumsum(parts) - parts)[slot]).astype(xp.int32)
+    blocks = [int(-(-int(c) // (block >> i))) for i, c in enumerate(counts[:-2])] + [int(counts[-2]),
+                                                                                      int(slot.shape[0])]
     blk = np.concatenate([[0], np.cumsum(blocks)]).astype(np.int32)
-    return SweepPlan(order, xp.asarray(bstart), xp.asarray(blk), int(blk[-1]), tuple(int(c) for c in counts))
+    return SweepPlan(order, xp.asarray(bstart), xp.asarray(blk), int(blk[-1]), tuple(int(c) for c in counts),
+                     int(block), int(split), slot, part, xp.zeros(max(int(counts[-1]), 1), dtype=xp.float64),
+                     xp.zeros(max(int(counts[-1]), 1), dtype=xp.int32))
 
 
-def build_snapshot(ga: GraphArrays, *, bounds, block: int) -> Snapshot:
+def build_snapshot(ga: GraphArrays, *, bounds, block: int, split: int) -> Snapshot:
     """Build the snapshot of ``ga`` (a GPU store's arrays)."""
     cp = ga.xp
     t0 = time.perf_counter()
@@ -99,7 +128,7 @@ def build_snapshot(ga: GraphArrays, *, bounds, block: int) -> Snapshot:
     if n > 1:
         cp.cumsum(in_degree[:-1], out=in_offset[1:])
     out_degree = out_deg[old_of_new].astype(idx_dtype)
-    plan = build_plan(cp, in_degree, bounds=bounds, block=block)
+    plan = build_plan(cp, in_degree, bounds=bounds, block=block, split=split)
     cp.cuda.Device().synchronize()  # sync: the build time is reported
     return Snapshot(n, m, old_of_new, new_of_old, in_offset, in_degree, in_indices, out_degree, plan,
                     (time.perf_counter() - t0) * 1e3)
