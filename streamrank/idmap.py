@@ -38,12 +38,10 @@ class IdMap:
         if n == 0:
             return xp.full(ids.shape, -1, dtype=xp.int64)
         if xp is not np:  # one kernel instead of six launches (a query's seeds go through here)
-            from .kernels.loader import get_kernel
-
             out = xp.empty(ids.shape, dtype=xp.int64)
             m = int(ids.size)
             if m:
-                get_kernel("idmap.cu", "idmap_lookup", ("idmap_lookup",))(
+                _lookup_kernel("idmap_lookup")(
                     ((m + 255) // 256,), (256,),
                     (self._sorted_keys, self._sorted_vals, np.int64(n), xp.ascontiguousarray(ids), np.int64(m), out))
             return out
@@ -51,6 +49,30 @@ class IdMap:
         pos_c = xp.minimum(pos, n - 1)
         found = self._sorted_keys[pos_c] == ids
         return xp.where(found, self._sorted_vals[pos_c], -1)
+
+    def lookup_with(self, ids, attr):
+        """``(internal, attr[internal])`` of the 1-D ``ids`` as one ``(2, len(ids))`` int64 array of
+        this map's backend: -1 and 0 where an id is unknown. ``attr`` is a per-vertex int64
+        array (e.g. the out-degrees); on the GPU both come from one kernel into one buffer."""
+        xp = self.xp
+        ids = xp.ascontiguousarray(xp.asarray(ids, dtype=xp.int64).ravel())
+        m, n = int(ids.shape[0]), int(self._sorted_keys.shape[0])
+        out = xp.zeros((2, m), dtype=xp.int64)
+        if m == 0 or n == 0:
+            out[0] = -1
+            return out
+        if xp is np:
+            out[0] = self.lookup(ids)
+            found = out[0] >= 0
+            out[1, found] = np.asarray(attr)[out[0, found]]
+            return out
+        attr = xp.asarray(attr)
+        if attr.dtype not in (xp.int32, xp.int64):
+            attr = attr.astype(xp.int64)
+        name = "idmap_lookup_attr<int>" if attr.dtype == xp.int32 else "idmap_lookup_attr<long long>"
+        _lookup_kernel(name)(((m + 255) // 256,), (256,),
+                             (self._sorted_keys, self._sorted_vals, np.int64(n), ids, np.int64(m), attr, out))
+        return out
 
     def add(self, ids):
         """Internal ids of ``ids``, adding the unknown ones.
@@ -102,3 +124,9 @@ class IdMap:
         m._sorted_keys = ext[perm]
         m._sorted_vals = perm.astype(xp.int64)
         return m
+
+
+def _lookup_kernel(name: str):
+    from .kernels.loader import get_kernel
+
+    return get_kernel("idmap.cu", name, ("idmap_lookup", "idmap_lookup_attr<int>", "idmap_lookup_attr<long long>"))

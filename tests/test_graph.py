@@ -58,6 +58,15 @@ def test_deletion_makes_dangling_and_csr_views_agree(device):
     assert _neighbours(be, g.in_offset, g.in_degree, g.in_indices, ids[2]) == [ids[0]]
 
 
+def test_id_lookup_with_a_per_vertex_attribute(device):
+    g, be = _graph(device, [10, 10, 11], [11, 12, 12])
+    both = be.to_host(g.ids.lookup_with(np.array([12, 99, 10, 11]), g.out_degree))
+    internal = be.to_host(g.ids.lookup(be.xp.asarray([12, 99, 10, 11])))
+    assert both.shape == (2, 4) and both[0].tolist() == internal.tolist() and internal[1] == -1
+    assert both[1].tolist() == [0, 0, 2, 1]  # out-degrees; 0 for the unknown id
+    assert be.to_host(g.ids.lookup_with(np.array([], dtype=np.int64), g.out_degree)).shape == (2, 0)
+
+
 def test_self_loops_are_ordinary_edges(device):
     g, be = _graph(device, [4, 4], [4, 5])
     assert g.num_edges == 2

@@ -333,13 +333,13 @@ def test_gpu_power_reads_changes_a_chunk_at_a_time(split):
     for tol in (1e-6, 1e-9, 1e-12):
         a = power_cpu(ga_c, pd_c, tol=tol, max_iter=1000, **kw)
         b = power_gpu(ga_g, cp.asarray(pd_g), tol=tol, max_iter=1000, snap=snap, **kw)
-        assert a[2] and b[2] and a[1] == b[1] and a[3] == pytest.approx(b[3], rel=1e-9)
-        assert np.abs(a[0] - to_host(b[0])[order]).max() < 1e-13
+        assert a[2] and b.converged and a[1] == b.iterations and a[3] == pytest.approx(b.change, rel=1e-9)
+        assert np.abs(a[0] - to_host(b.store_vector())[order]).max() < 1e-13
     for cap in (CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3):
         b = power_gpu(ga_g, cp.asarray(pd_g), tol=1e-14, max_iter=cap, snap=snap, **kw)
         a = power_cpu(ga_c, pd_c, tol=0.0, max_iter=cap, **kw)
-        assert b[1] == cap and not b[2]
-        assert np.abs(a[0] - to_host(b[0])[order]).max() < 1e-13
+        assert b.iterations == cap and not b.converged
+        assert np.abs(a[0] - to_host(b.store_vector())[order]).max() < 1e-13
 
 
 @pytest.mark.gpu
@@ -385,8 +385,8 @@ def test_gpu_batch_power_equals_single_queries(dangling):
     run = power_batch_gpu(ga, snap, items, seeds, alpha=0.85, dangling=dangling, tol=0.0, max_iter=5)
     assert not run.converged and run.iterations == 5 and run.width == 32
     a, b = batch_top_k(run, snap, 20, 2), batch_top_k(run, snap, 20, 2, cap=1)
-    for (ia, va), (ib, vb) in zip(a, b):
-        assert np.array_equal(ia, ib) and np.allclose(va, vb)
+    for x, y in zip(a, b):
+        assert np.array_equal(x.ids, y.ids) and np.allclose(x.values, y.values)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -398,17 +398,32 @@ def test_top_k_selection_matches_a_full_sort(backend):
         import cupy as xp
     rng = np.random.default_rng(4)
     for n, k, kind in [(300_000, 20, "skewed"), (300_000, 50, "ties"), (100_000, 20, "sparse"),
-                       (50_000, 20, "zeros"), (7, 20, "skewed")]:
+                       (50_000, 20, "zeros"), (7, 20, "skewed"), (200_000, 20, "flat")]:
         p = rng.random(n) ** 40
-        if kind == "ties":
+        if kind == "flat":  # every entry a candidate: more than the GPU's packed buffer holds
+            p[:] = 0.5
+        elif kind == "ties":
             p = np.round(p, 1)
         elif kind == "sparse":
             p[rng.random(n) < 0.9999] = 0
         elif kind == "zeros":
             p[:] = 0
-        idx, vals = top_k(xp, xp.asarray(p), k)
+        best = top_k(xp, xp.asarray(p), k)
         ref = np.lexsort((np.arange(n), -p))[:k]
-        assert np.array_equal(idx, ref) and np.array_equal(vals, p[ref]), kind
+        assert np.array_equal(best.ids, ref) and np.array_equal(best.values, p[ref]), kind
+        assert best.external is None
+        # p in another id order: ids maps positions to ids, ties still by id; external ids ride along
+        perm = rng.permutation(n)
+        q = np.empty(n)
+        q[np.argsort(perm)] = p  # q[i] = p[perm[i]]
+        ext = np.arange(n) * 7 + 3
+        other = top_k(xp, xp.asarray(q), k, ids=xp.asarray(perm), external=xp.asarray(ext))
+        assert np.array_equal(other.ids, ref) and np.array_equal(other.values, p[ref]), kind
+        assert np.array_equal(other.external, ext[ref]), kind
+        if backend == "gpu":  # float32 scores, and a host id map with a device vector
+            f32 = top_k(xp, xp.asarray(p.astype(np.float32)), k, external=ext)
+            r32 = np.lexsort((np.arange(n), -p.astype(np.float32)))[:k]
+            assert np.array_equal(f32.ids, r32) and np.array_equal(f32.external, ext[r32]), kind
 
 
 def test_bench_ppr_cli_reports_every_variant(tmp_path, capsys):

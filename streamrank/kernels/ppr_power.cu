@@ -183,6 +183,18 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
     block_sum_max(dm, diff, dsum_out, dmax);
 }
 
+// A query's seeds, from one host copy sw = (s store ids as doubles, then their s weights):
+// pers[id] = weight (pers zeroed by the caller) and seeds[i] = id.
+__global__ void ppr_seed_setup(const double* __restrict__ sw, int s, double* __restrict__ pers,
+                               int* __restrict__ seeds) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s) {
+        const int v = (int)sw[i];
+        pers[v] = sw[s + i];
+        seeds[i] = v;
+    }
+}
+
 // Sparse phase, step 0: the seeds open the next support list (they always get their
 // (1 - alpha) v share): list[0..s) = seeds, marked, *count = s.
 __global__ void ppr_sparse_seed(const int* __restrict__ seeds, int s, unsigned int* __restrict__ mark,

@@ -7,13 +7,13 @@
 
 // maxima[b] = max of p over chunk b = [b * chunk, min((b + 1) * chunk, n)) (a block per chunk;
 // p >= 0, so an empty tail gives 0).
-__global__ void ppr_chunk_max(const double* __restrict__ p, long long n, long long chunk,
-                              double* __restrict__ maxima) {
+template <typename T>
+__global__ void ppr_chunk_max(const T* __restrict__ p, long long n, long long chunk, double* __restrict__ maxima) {
     __shared__ double scratch[32];
     const long long lo = (long long)blockIdx.x * chunk;
     const long long hi = min(lo + chunk, n);
     double m = 0.0;
-    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) m = fmax(m, p[i]);
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) m = fmax(m, (double)p[i]);
     m = sr::block_max(m, scratch);
     if (threadIdx.x == 0) maxima[blockIdx.x] = m;
 }
@@ -42,11 +42,46 @@ __global__ void ppr_kth_largest(const double* __restrict__ x, int m, int size, i
 
 // Appends the index of every p[i] >= *t (t > 0; with t <= 0 every positive entry) to out
 // (sized for all n; order arbitrary) with sr::warp_append, one atomic per warp.
-__global__ void ppr_select_ge(const double* __restrict__ p, int n, const double* __restrict__ t,
+template <typename T>
+__global__ void ppr_select_ge(const T* __restrict__ p, int n, const double* __restrict__ t,
                               int* __restrict__ out, int* __restrict__ count) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const double th = *t;
     bool take = false;
-    if (i < n) take = (th > 0.0) ? (p[i] >= th) : (p[i] > 0.0);
+    if (i < n) take = (th > 0.0) ? ((double)p[i] >= th) : ((double)p[i] > 0.0);
     sr::warp_append<int>(take, i, out, count);  // every lane calls it
+}
+
+// The candidates of ppr_select_ge, written out with everything the host needs in one copy:
+// for every p[i] >= *t (t > 0; else every positive entry) a row (store id, value as double
+// bits, external id) of three int64 at out[1 + 3 r], for rows r < cap; out[0] counts all the
+// candidates (it may exceed cap: the caller then falls back). The store id is ids[i] when
+// has_ids (p in another id order), else i; the external id is external[store id] when has_ext,
+// else -1.
+template <typename T>
+__global__ void ppr_select_pack(const T* __restrict__ p, int n, const double* __restrict__ t,
+                                const long long* __restrict__ ids, int has_ids,
+                                const long long* __restrict__ external, int has_ext,
+                                long long* __restrict__ out, int cap) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const double th = *t;
+    double x = 0.0;
+    bool take = false;
+    if (i < n) {
+        x = (double)p[i];
+        take = (th > 0.0) ? (x >= th) : (x > 0.0);
+    }
+    const unsigned ballot = __ballot_sync(SR_FULL_MASK, take);
+    if (ballot == 0u) return;
+    const int lane = threadIdx.x & 31, leader = __ffs(ballot) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(reinterpret_cast<unsigned long long*>(out), (unsigned long long)__popc(ballot));
+    base = __shfl_sync(SR_FULL_MASK, base, leader);
+    const long long at = (long long)base + __popc(ballot & ((1u << lane) - 1u));
+    if (take && at < cap) {
+        const long long sid = has_ids ? ids[i] : (long long)i;
+        out[1 + 3 * at] = sid;
+        out[2 + 3 * at] = __double_as_longlong(x);
+        out[3 + 3 * at] = has_ext ? external[sid] : -1;
+    }
 }

@@ -14,10 +14,11 @@ import time
 
 import numpy as np
 
+from ..backend import to_host
 from ..errors import InvalidArgumentError
 from ._graph import DeviceGraphView, cached, graph_arrays
 from .semantics import (ATOMICS, DANGLING_MODES, METHODS, PprResult, check_alpha, check_choice,
-                        resolve_seed_sets, resolve_seeds, top_k, top_k_pairs, topk_precision)
+                        resolve_seed_sets, resolve_seeds, top_k, topk_precision)
 
 __all__ = ["personalized_pagerank", "personalized_pagerank_batch", "PprResult", "METHODS", "ATOMICS",
            "DANGLING_MODES", "DeviceGraphView", "topk_precision"]
@@ -33,6 +34,11 @@ def _check_number(name, value, *, lo=None, integer=False):
     if lo is not None and not v >= lo:
         raise InvalidArgumentError(f"{name} must be >= {lo}, got {value!r}")
     return v
+
+
+def _pairs(best) -> list:
+    """[(external id, score)] of a :class:`~.semantics.TopK`."""
+    return [(int(a), float(b)) for a, b in zip(best.external, best.values)]
 
 
 def _check_options(graph, *, method, k, alpha, dangling, atomics, dtype, tol, eps, max_iter, walks, walkers) -> dict:
@@ -70,7 +76,8 @@ def _leaky_uniform(graph, ga, alpha, *, is_gpu):
         if is_gpu:
             from .gpu_power import power_gpu
 
-            u, _, _, change = power_gpu(ga, u0, snap=_snapshot(graph, ga), **kw)
+            run = power_gpu(ga, u0, snap=_snapshot(graph, ga), **kw)
+            u, change = run.store_vector(), run.change
         else:
             from .power import power_cpu
 
@@ -137,18 +144,26 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
     res = dict(iterations=0, converged=True, error_bound=None, stats=[], walks=0, steps=0)
     extra = {}
 
+    ids = None  # p's positions are store ids (else: ids[i] is the store id of position i)
     if method == "power":
         pd = xp.zeros(ga.n, dtype=xp.float64)
-        pd[xp.asarray(pers.internal)] = xp.asarray(pers.weights)
         if is_gpu:
             from .gpu_power import power_gpu
 
-            p, it, conv, change = power_gpu(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter,
-                                            snap=_snapshot(graph, ga),
-                                            seeds=xp.asarray(pers.internal.astype(np.int32)), dtype=dtype)
+            from .gpu_kernels import kernel
+
+            ns = int(pers.internal.shape[0])
+            seeds_d = xp.empty(ns, dtype=xp.int32)
+            sw = xp.asarray(np.concatenate([pers.internal.astype(np.float64), pers.weights]))  # one copy
+            kernel("ppr_power.cu", "ppr_seed_setup")(((ns + 255) // 256,), (256,), (sw, np.int32(ns), pd, seeds_d))
+            run = power_gpu(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter,
+                            snap=_snapshot(graph, ga), seeds=seeds_d, seed_volume=int(pers.out_degree.sum()),
+                            dtype=dtype)
+            p, ids, it, conv, change = run.p, run.ids, run.iterations, run.converged, run.change
         else:
             from .power import power_cpu
 
+            pd[pers.internal] = pers.weights
             p, it, conv, change = power_cpu(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter,
                                             dtype=dtype)
         res.update(iterations=it, converged=conv, error_bound=change)
@@ -195,12 +210,16 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
             p, nw, ns = montecarlo_cpu(ga, pers, alpha=alpha, dangling=dangling, walks=walks, rng_seed=rng_seed)
         res.update(walks=nw, steps=ns)
 
-    idx, vals = top_k(xp, p, k)  # host arrays (GPU: synchronizes)
+    best = top_k(xp, p, k, ids=ids, external=graph.ids.external)  # host arrays (GPU: synchronizes)
     elapsed = (time.perf_counter() - t0) * 1e3
     vector = None
     if return_vector:
-        vector = p.get() if is_gpu else np.asarray(p)
-    return PprResult(top_k=top_k_pairs(graph, idx, vals), vector=vector, seeds=pers.external.tolist(),
+        if ids is not None:
+            full = xp.empty(ga.n, dtype=xp.float64)
+            full[ids] = p
+            p = full
+        vector = to_host(p).astype(np.float64, copy=False)
+    return PprResult(top_k=_pairs(best), vector=vector, seeds=pers.external.tolist(),
                      method=method, device=device, dangling=dangling, elapsed_ms=elapsed, extra=extra,
                      **res)
 
@@ -252,7 +271,7 @@ def _power_batch_gpu(graph, ga, seeds_list, *, method="power", k=20, alpha=0.85,
         g0 = time.perf_counter()
         run = power_batch_gpu(ga, snap, items, [(s.internal, s.weights) for s in group], alpha=opts["alpha"],
                               dangling=dangling, tol=opts["tol"], max_iter=opts["max_iter"], dtype=dtype)
-        tops = batch_top_k(run, snap, opts["k"], len(group))
+        tops = batch_top_k(run, snap, opts["k"], len(group), external=graph.ids.external)
         vectors = [column_vector(run, snap, j) for j in range(len(group))] if return_vector else None
         done = time.perf_counter()
         group_ms = (done - g0) * 1e3
@@ -260,7 +279,7 @@ def _power_batch_gpu(graph, ga, seeds_list, *, method="power", k=20, alpha=0.85,
             extra = {"batch_size": len(group), "amortized_ms": group_ms / len(group)}
             if not run.converged:
                 extra["l1_bound"] = 2.0 * opts["alpha"] ** run.iterations
-            out.append(PprResult(top_k=top_k_pairs(graph, *tops[j]), vector=None if vectors is None else vectors[j],
+            out.append(PprResult(top_k=_pairs(tops[j]), vector=None if vectors is None else vectors[j],
                                  seeds=pers.external.tolist(), method="power", device="gpu", dangling=dangling,
                                  iterations=run.iterations, converged=run.converged,
                                  error_bound=float(run.changes[j]), elapsed_ms=(done - t0) * 1e3, extra=extra))

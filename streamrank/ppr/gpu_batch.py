@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import to_host
 from ._graph import GraphArrays
 from .gpu_kernels import ctype, kernel
 from .snapshot import Snapshot
@@ -148,9 +149,9 @@ def power_batch_gpu(ga: GraphArrays, snap: Snapshot, items: BatchItems, seed_set
     return BatchRun(bufs[it % 2], width, it, converged, changes)
 
 
-def batch_top_k(run: BatchRun, snap: Snapshot, k: int, used: int, *, cap: int | None = None):
-    """Host ``[(store ids, values)]`` of the ``k`` largest entries of each of the first ``used``
-    columns, values descending, ties by store id (as :func:`~.semantics.top_k`).
+def batch_top_k(run: BatchRun, snap: Snapshot, k: int, used: int, *, external=None, cap: int | None = None):
+    """The :class:`~.semantics.TopK` of each of the first ``used`` columns (values descending,
+    ties by store id, external ids when ``external`` is given), as :func:`~.semantics.top_k`.
 
     Three kernels list the candidates of every column at once (the chunk-maxima bound of
     :func:`~.semantics.top_k`, per column) into a buffer of ``cap`` entries (default
@@ -158,7 +159,7 @@ def batch_top_k(run: BatchRun, snap: Snapshot, k: int, used: int, *, cap: int | 
     its own instead."""
     import cupy as cp
 
-    from .semantics import top_k
+    from .semantics import TopK, top_k
 
     p, width = run.p, run.width
     n = int(p.shape[0])
@@ -184,22 +185,25 @@ def batch_top_k(run: BatchRun, snap: Snapshot, k: int, used: int, *, cap: int | 
         (p, np.int64(total), np.int32(width), np.int32(used), t, out, np.int32(cap), count))
     found = int(count.get()[0])  # sync: the candidate count
     if found > cap:  # flat columns (many ties at the bound): select column by column
-        return [top_k(cp, p[:, j][snap.new_of_old].astype(cp.float64), k) for j in range(used)]
+        return [top_k(cp, p[:, j], k, ids=snap.old_of_new, external=external) for j in range(used)]
     cand = out[:found]
     rows = cand // width
-    vals = p.ravel()[cand].astype(cp.float64).get()  # sync: candidates to the host
-    cols = (cand % width).get()
-    store = snap.old_of_new[rows].get()
+    packed = cp.stack([snap.old_of_new[rows].astype(cp.int64), cand % width,
+                       p.ravel()[cand].astype(cp.float64).view(cp.int64)]).get()  # sync: candidates to the host
+    store, cols, vals = packed[0], packed[1], packed[2].view(np.float64)
     res = []
     for j in range(used):
         sel = cols == j
+        if np.count_nonzero(sel) < k:  # fewer than k positive entries: that column on its own
+            res.append(top_k(cp, p[:, j], k, ids=snap.old_of_new, external=external))
+            continue
         ids, v = store[sel], vals[sel]
-        if ids.shape[0] < k:  # fewer than k positive entries: the column's zeros, smallest store ids
-            col = p[:, j][snap.new_of_old]
-            zeros = cp.nonzero(col <= 0)[0][: k - ids.shape[0]].get()
-            ids, v = np.concatenate([ids, zeros]), np.concatenate([v, np.zeros(zeros.shape[0])])
         order = np.lexsort((ids, -v))[:k]
-        res.append((ids[order].astype(np.int64), v[order]))
+        ext = None
+        if external is not None:
+            ext = to_host(external[cp.asarray(ids[order])] if not isinstance(external, np.ndarray)
+                          else external[ids[order]]).astype(np.int64)
+        res.append(TopK(ids[order], v[order], ext))
     return res
 
 

@@ -26,7 +26,7 @@ def _exprs(filename: str) -> tuple:
             out += [f"ppr_power_sweep<{o}, {d}, {t}, {st}>" for t in ("double", "float") for st in (0, 1)]
             out.append(f"ppr_sparse_scatter<{o}, {d}>")
         out += [f"ppr_sparse_{k}<{d}>" for d in ("int", "long long") for k in ("finish", "prep")]
-        return tuple(out + ["ppr_sparse_seed", "ppr_sparse_diff", "ppr_sparse_clear"])
+        return tuple(out + ["ppr_sparse_seed", "ppr_sparse_diff", "ppr_sparse_clear", "ppr_seed_setup"])
     if filename == "ppr_batch.cu":  # snapshot arrays: offsets and degrees of one type
         out = []
         for o in ("int", "long long"):
@@ -36,7 +36,8 @@ def _exprs(filename: str) -> tuple:
         out += [f"ppr_batch_{k}<{t}>" for k in ("chunk_max", "select") for t in ("double", "float")]
         return tuple(out + ["ppr_batch_kth"])
     if filename == "ppr_topk.cu":
-        return ("ppr_chunk_max", "ppr_kth_largest", "ppr_select_ge")
+        return ("ppr_chunk_max<double>", "ppr_chunk_max<float>", "ppr_kth_largest", "ppr_select_ge<double>",
+                "ppr_select_ge<float>", "ppr_select_pack<double>", "ppr_select_pack<float>")
     if filename == "ppr_montecarlo.cu":
         return tuple(f"ppr_mc_walk<{o}, {d}>" for o, d in _PAIRS)
     raise KeyError(filename)

@@ -10,6 +10,8 @@ max change.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._graph import GraphArrays
@@ -45,13 +47,37 @@ def snapshot_of(ga: GraphArrays, *, bounds=BUCKET_BOUNDS, split: int = SPLIT) ->
     return build_snapshot(ga, bounds=bounds, block=BLOCK, split=split)
 
 
+@dataclass
+class PowerRun:
+    """The GPU power iteration's result: ``p`` in the store's id order (``ids is None``) or in
+    the snapshot's (``ids``: the store id of each position), in float64 or the dense phase's
+    ``dtype``."""
+
+    p: object
+    ids: object
+    iterations: int
+    converged: bool
+    change: float
+
+    def store_vector(self):
+        """``p`` over store ids, float64 (device)."""
+        import cupy as cp
+
+        if self.ids is None:
+            return self.p.astype(cp.float64, copy=False)
+        out = cp.empty(self.p.shape[0], dtype=cp.float64)
+        out[self.ids] = self.p
+        return out
+
+
 def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, leaky=False, snap=None,
-              seeds=None, dtype="float64"):
+              seeds=None, seed_volume=None, dtype="float64") -> PowerRun:
     """GPU counterpart of :func:`streamrank.ppr.power.power_cpu` (same arguments, CuPy arrays).
 
     ``snap`` is the graph's :class:`~.snapshot.Snapshot` (built here when None); ``seeds`` (device int32
     array of the personalization's support) enables the sparse first phase, which is only used
-    without a uniform dangling term (that term makes every entry non-zero at once). ``dtype``
+    without a uniform dangling term (that term makes every entry non-zero at once);
+    ``seed_volume``, the seeds' out-degree sum when the caller knows it, saves a round trip. ``dtype``
     is the type of the dense phase's vectors (``"float32"`` halves the gathered bytes; sums
     and the dangling and change reductions stay in float64); the result is float64.
 
@@ -60,7 +86,9 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
 
     Returns
     -------
-    p, iterations, converged, last_change
+    PowerRun
+        In the store's order after the sparse phase alone, else in the snapshot's (no final
+        permutation: the top-k maps its few candidates instead).
     """
     import cupy as cp
 
@@ -75,13 +103,13 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     scal = cp.zeros((2, max_iter + 2), dtype=cp.float64)
     it, change = 0, float("inf")
     if n == 0:
-        return p, 1, True, 0.0
+        return PowerRun(p, None, 1, True, 0.0)
 
     if seeds is not None and mode != _MODES["uniform"] and int(seeds.shape[0]) * 64 < n:
         p, it, change = _sparse_phase(ga, p, scal, seeds, pers_dense, mode=mode, inv_n=inv_n, alpha=alpha,
-                                      tol=tol, max_iter=max_iter)
+                                      tol=tol, max_iter=max_iter, volume=seed_volume)
         if change < tol or it >= max_iter:
-            return p, it, change < tol, change
+            return PowerRun(p, None, it, change < tol, change)
 
     # dense phase in the snapshot's id space; iteration j writes bufs[(j - start) % 2]
     plan = snap.plan
@@ -115,11 +143,10 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
         else:
             it = last
         change = float(changes[it - first - 1])
-    p = bufs[(it - start) % 2]
-    return p[snap.new_of_old].astype(cp.float64, copy=False), it, converged, change
+    return PowerRun(bufs[(it - start) % 2], snap.old_of_new, it, converged, change)
 
 
-def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, max_iter):
+def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, max_iter, volume=None):
     """Push iterations from the support of ``p`` while they are cheaper than a sweep.
 
     ``p`` holds the iterate (zero outside the seeds). Returns the iterate (float64, store ids),
@@ -149,7 +176,8 @@ def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, ma
     lists[1][:s] = seeds
     sizes = [0, s]  # previous, support
     budget = SPARSE_EDGE_SHARE * max(ga.num_edges, 1)
-    vol = int(ga.out_degree[seeds].sum())  # sync: the first push-or-sweep decision
+    # the first push-or-sweep decision (a sync unless the caller brought the seeds' volume)
+    vol = int(ga.out_degree[seeds].sum()) if volume is None else int(volume)
     grid = lambda items: (max((items + SPARSE_BLOCK - 1) // SPARSE_BLOCK, 1),)  # noqa: E731
     blk = (SPARSE_BLOCK,)
     it, change = 0, float("inf")

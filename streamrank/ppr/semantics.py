@@ -18,6 +18,7 @@ touching only the vertices the residual reaches and add ``c u`` from a cached ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -105,6 +106,7 @@ class Personalization:
     internal: np.ndarray  # int64, unique
     weights: np.ndarray  # float64, sum 1
     external: np.ndarray  # int64
+    out_degree: np.ndarray  # int64, the seeds' out-degrees
 
 
 def check_choice(name: str, value, choices) -> str:
@@ -134,15 +136,25 @@ def resolve_seeds(graph, seeds, weights=None) -> Personalization:
 
 def resolve_seed_sets(graph, seeds_list, weights=None) -> list:
     """:func:`resolve_seeds` for many seed sets with one id-map lookup (one device round trip
-    on the GPU). ``weights`` applies to a single set only."""
+    on the GPU, which also brings the seeds' out-degrees). ``weights`` applies to a single set
+    only."""
     sets = [_seed_arrays(s, weights) for s in seeds_list]
     if not sets:
         return []
-    lookup = graph.ids.lookup(np.concatenate([ext for ext, _ in sets]))
-    internal_all = to_host(lookup).astype(np.int64, copy=False)
+    all_ext = np.concatenate([ext for ext, _ in sets])
+    if graph.ids.xp is np and getattr(graph, "xp", np) is not np:  # a host id map over device arrays
+        internal_all = graph.ids.lookup(all_ext)
+        deg_all = np.zeros_like(internal_all)
+        found = internal_all >= 0
+        if found.any():
+            deg_all[found] = to_host(graph.out_degree[graph.xp.asarray(internal_all[found])])
+    else:
+        both = to_host(graph.ids.lookup_with(all_ext, graph.out_degree))  # GPU: sync, the one round trip
+        internal_all, deg_all = both[0], both[1]
     out, at = [], 0
     for ext, w in sets:
         internal = internal_all[at:at + ext.shape[0]]
+        sdeg = deg_all[at:at + ext.shape[0]]
         at += ext.shape[0]
         if np.any(internal < 0):
             bad = ext[internal < 0][:5].tolist()
@@ -151,7 +163,8 @@ def resolve_seed_sets(graph, seeds_list, weights=None) -> list:
         wsum = np.bincount(inv, weights=w, minlength=uniq.shape[0])
         keep = wsum > 0
         # the id map is a bijection: the external id of uniq[i] is the one that was looked up
-        out.append(Personalization(uniq[keep], wsum[keep] / wsum[keep].sum(), ext[first][keep]))
+        out.append(Personalization(uniq[keep], wsum[keep] / wsum[keep].sum(), ext[first][keep],
+                                   sdeg[first][keep]))
     return out
 
 
@@ -182,68 +195,131 @@ _TOPK_CHUNK = 2048
 _TOPK_GPU_CHUNKS = 4096
 
 
-def top_k(xp, p, k: int):
-    """The ``k`` largest entries of the non-negative vector ``p``: host arrays ``(indices,
-    values)``, score descending, ties by index.
+class TopK(NamedTuple):
+    """The ``k`` largest entries of a vector: host arrays, value descending, ties by store id."""
+
+    ids: np.ndarray  # int64 internal (store) ids
+    values: np.ndarray  # float64
+    external: np.ndarray | None  # int64 external ids (when the call was given ``external``)
+
+
+def top_k(xp, p, k: int, *, ids=None, external=None) -> TopK:
+    """The ``k`` largest entries of the non-negative vector ``p``.
+
+    Parameters
+    ----------
+    xp : module
+        NumPy or CuPy (where ``p`` lives).
+    p : array
+        The scores.
+    k : int
+    ids : array, optional
+        The internal (store) id of each position of ``p`` (``p`` in another id space, e.g. the
+        power iteration's snapshot); default: the position itself.
+    external : array, optional
+        Internal id -> external id; when given, the result carries the external ids.
 
     The maxima of disjoint chunks of ``p`` are distinct entries, so the k-th largest of them is
     a lower bound ``t`` of the k-th largest entry; only the entries ``>= t`` are sorted (on the
     host: there are about ``k`` of them). With fewer than ``k`` positive chunk maxima every
     positive entry is a candidate. On the GPU the maxima, ``t`` and the candidate list come
-    from three kernels in a row (``kernels/ppr_topk.cu``), then two reads: the candidate count,
-    and the candidates.
+    from three kernels in a row (``kernels/ppr_topk.cu``); then two reads: the candidate count,
+    and the candidates with their ids.
     """
     n = int(p.shape[0])
     k = min(int(k), n)
     if k <= 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    q = xp.asarray(p, dtype=xp.float64)
-    if xp is np:
-        full = n // _TOPK_CHUNK * _TOPK_CHUNK
-        maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
-        if full < n:
-            maxima = np.concatenate([maxima, q[full:].max(keepdims=True)])
-        t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
-        cand = np.nonzero(q >= t)[0] if t > 0 else np.nonzero(q > 0)[0]
-        vals = q[cand]
-    else:
-        cand, vals = _candidates_gpu(xp, q, n, k)
-    if cand.shape[0] < k:  # fewer than k positive entries: the smallest ids of the zeros follow
-        zeros = to_host(xp.nonzero(q <= 0)[0][: k - cand.shape[0]])
-        cand = np.concatenate([cand, zeros.astype(np.int64)])
-        vals = np.concatenate([vals, np.zeros(zeros.shape[0])])
-    order = np.lexsort((cand, -vals))[:k]
-    return cand[order], vals[order]
+        z = np.zeros(0, dtype=np.int64)
+        return TopK(z, np.zeros(0), None if external is None else z)
+    if xp is np or p.dtype not in (xp.float32, xp.float64):
+        q = xp.asarray(p, dtype=xp.float64)
+    else:  # the GPU kernels read float32 or float64, contiguous
+        q = xp.ascontiguousarray(p)
+    ext_on_device = external is not None and (xp is np or not isinstance(external, np.ndarray))
+    packed = _packed_gpu(xp, q, n, k, ids, external if ext_on_device else None) if xp is not np else None
+    if packed is None:  # the CPU, or more GPU candidates than the packed buffer holds
+        if xp is np:
+            full = n // _TOPK_CHUNK * _TOPK_CHUNK
+            maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
+            if full < n:
+                maxima = np.concatenate([maxima, q[full:].max(keepdims=True)])
+            t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
+            cand = np.nonzero(q >= t)[0] if t > 0 else np.nonzero(q > 0)[0]
+        else:
+            cand = _candidates_gpu(xp, q, n, k)
+        sid = cand if ids is None else ids[cand]
+        cols = [sid.astype(xp.int64), q[cand].astype(xp.float64).view(xp.int64)]
+        if ext_on_device:
+            cols.append(external[sid].astype(xp.int64))
+        packed = to_host(xp.stack(cols)) if cand.shape[0] else np.zeros((len(cols), 0), dtype=np.int64)  # sync
+    sid, vals = packed[0], packed[1].view(np.float64)
+    on_device = ext_on_device
+    if sid.shape[0] < k:  # fewer than k positive entries: the zeros with the smallest store ids follow
+        zero_pos = xp.nonzero(q <= 0)[0]  # ascending: positions are store ids unless ids maps them
+        zero_ids = zero_pos[: k - sid.shape[0]] if ids is None else xp.sort(ids[zero_pos])[: k - sid.shape[0]]
+        more = to_host(zero_ids).astype(np.int64)
+        sid, vals = np.concatenate([sid, more]), np.concatenate([vals, np.zeros(more.shape[0])])
+        on_device = False
+    order = np.lexsort((sid, -vals))[:k]
+    sid, vals = sid[order], vals[order]
+    ext = None
+    if external is not None:  # (a host id map with a device vector: looked up here)
+        ext = packed[2][order] if on_device else to_host(external[xp.asarray(sid) if not isinstance(
+            external, np.ndarray) else sid]).astype(np.int64)
+    return TopK(sid, vals, ext)
 
 
-def _candidates_gpu(cp, q, n: int, k: int):
-    """Host (indices, values) of the entries of ``q`` at or above the chunk-maxima bound."""
+def _threshold_gpu(cp, q, n: int, k: int):
+    """Device scalar: the k-th largest chunk maximum of ``q`` (0 when fewer chunks than k)."""
     from .gpu_kernels import kernel
 
     chunk = max(-(-n // _TOPK_GPU_CHUNKS), 1)
     nch = -(-n // chunk)
     t = cp.zeros(1, dtype=cp.float64)  # 0: every positive entry is a candidate
     if nch >= k:
+        name = "float" if q.dtype == cp.float32 else "double"
         maxima = cp.empty(nch, dtype=cp.float64)
-        kernel("ppr_topk.cu", "ppr_chunk_max")((nch,), (256,), (q, np.int64(n), np.int64(chunk), maxima))
+        kernel("ppr_topk.cu", f"ppr_chunk_max<{name}>")((nch,), (256,), (q, np.int64(n), np.int64(chunk), maxima))
         size = 1 << max(nch - 1, 1).bit_length()
         kernel("ppr_topk.cu", "ppr_kth_largest")((1,), (1024,), (maxima, np.int32(nch), np.int32(size), np.int32(k), t),
                                                  shared_mem=size * 8)
+    return t
+
+
+def _packed_gpu(cp, q, n: int, k: int, ids, external):
+    """Host ``(3, c)`` int64 rows (store id, value bits, external id) of the candidates, in one
+    copy; None when there are more than the buffer holds."""
+    from .gpu_kernels import kernel
+
+    cap = max(4096, 64 * k)
+    if ids is not None:
+        ids = cp.ascontiguousarray(ids, dtype=cp.int64)
+    if external is not None:
+        external = cp.ascontiguousarray(external, dtype=cp.int64)
+    out = cp.zeros(1 + 3 * cap, dtype=cp.int64)
+    dummy = out[:1]
+    name = "float" if q.dtype == cp.float32 else "double"
+    kernel("ppr_topk.cu", f"ppr_select_pack<{name}>")(
+        ((n + 255) // 256,), (256,),
+        (q, np.int32(n), _threshold_gpu(cp, q, n, k), dummy if ids is None else ids, np.int32(ids is not None),
+         dummy if external is None else external, np.int32(external is not None), out, np.int32(cap)))
+    h = out.get()  # sync: the count and the rows, one copy
+    count = int(h[0])
+    if count > cap:
+        return None
+    return np.ascontiguousarray(h[1:1 + 3 * count].reshape(count, 3).T)
+
+
+def _candidates_gpu(cp, q, n: int, k: int):
+    """Device positions of the entries of ``q`` at or above the chunk-maxima bound."""
+    from .gpu_kernels import kernel
+
+    name = "float" if q.dtype == cp.float32 else "double"
     out = cp.empty(n, dtype=cp.int32)
     count = cp.zeros(1, dtype=cp.int32)
-    kernel("ppr_topk.cu", "ppr_select_ge")(((n + 255) // 256,), (256,), (q, np.int32(n), t, out, count))
-    cand = out[: int(count.get()[0])]  # sync: the candidate count
-    vals = q[cand].get()  # sync: the candidates' values, then their indices (no work queued between)
-    return cand.get().astype(np.int64), vals
-
-
-def top_k_pairs(graph, p_host_idx, p_host_vals) -> list:
-    """[(external id, score)] from host internal ids and scores."""
-    ext = graph.ids.external
-    idx = np.asarray(p_host_idx, dtype=np.int64)
-    e = ext[idx]
-    e = to_host(e)
-    return [(int(a), float(b)) for a, b in zip(e, p_host_vals)]
+    kernel("ppr_topk.cu", f"ppr_select_ge<{name}>")(((n + 255) // 256,), (256,),
+                                                     (q, np.int32(n), _threshold_gpu(cp, q, n, k), out, count))
+    return out[: int(count.get()[0])]  # sync: the candidate count
 
 
 def topk_precision(approx_ids, exact_vector, k: int, *, rel_tol: float = 1e-9) -> float:
