@@ -229,7 +229,9 @@ def personalized_pagerank_batch(graph, seeds_list, **kwargs) -> list:
     of :func:`personalized_pagerank`.
 
     On the GPU, ``method="power"`` runs the queries together, up to
-    :data:`~streamrank.ppr.gpu_batch.MAX_WIDTH` at a time (:mod:`~streamrank.ppr.gpu_batch`):
+    :data:`~streamrank.ppr.gpu_batch.MAX_WIDTH` at a time, fewer when the batch's four
+    ``|V| x width`` matrices would take more than half the free device memory
+    (:mod:`~streamrank.ppr.gpu_batch`):
     same semantics and tolerance, and every query of a group runs the group's iteration count
     (until its slowest query converged, or ``max_iter``). A result's ``elapsed_ms`` is then the
     wall time from the call until its group finished, and ``extra["batch_size"]`` and
@@ -253,7 +255,7 @@ def personalized_pagerank_batch(graph, seeds_list, **kwargs) -> list:
 
 def _power_batch_gpu(graph, ga, seeds_list, *, method="power", k=20, alpha=0.85, dangling="personalization",
                      return_vector=False, tol=1e-10, max_iter=1000, dtype="float64", **rest) -> list:
-    from .gpu_batch import MAX_WIDTH, batch_items, batch_top_k, column_vector, power_batch_gpu
+    from .gpu_batch import batch_items, batch_top_k, batch_width, column_vector, power_batch_gpu
 
     unknown = set(rest) - {"eps", "atomics", "walks", "walkers", "rng_seed"}
     if unknown:
@@ -261,13 +263,18 @@ def _power_batch_gpu(graph, ga, seeds_list, *, method="power", k=20, alpha=0.85,
     opts = _check_options(graph, method=method, k=k, alpha=alpha, dangling=dangling,
                           atomics=rest.get("atomics", "native"), dtype=dtype, tol=tol, eps=rest.get("eps", 1e-7),
                           max_iter=max_iter, walks=rest.get("walks", 1), walkers=rest.get("walkers"))
+    width = batch_width(ga.n, dtype)
+    if width == 0:  # not even 32 columns fit in device memory: one query at a time
+        return [personalized_pagerank(graph, s, method=method, k=k, alpha=alpha, dangling=dangling,
+                                      return_vector=return_vector, tol=tol, max_iter=max_iter, dtype=dtype, **rest)
+                for s in seeds_list]
     t0 = time.perf_counter()
     sets = resolve_seed_sets(graph, seeds_list)
     snap = _snapshot(graph, ga)
     items = cached(graph, ("ppr-batch-items",), lambda: batch_items(snap))
     out = []
-    for lo in range(0, len(sets), MAX_WIDTH):
-        group = sets[lo:lo + MAX_WIDTH]
+    for lo in range(0, len(sets), width):
+        group = sets[lo:lo + width]
         g0 = time.perf_counter()
         run = power_batch_gpu(ga, snap, items, [(s.internal, s.weights) for s in group], alpha=opts["alpha"],
                               dangling=dangling, tol=opts["tol"], max_iter=opts["max_iter"], dtype=dtype)

@@ -34,6 +34,16 @@ _MODES = {"personalization": 0, "uniform": 1}
 _BLOCK = 256
 
 
+def batch_width(n: int, dtype: str, *, share: float = 0.5) -> int:
+    """Queries per batch that fit: the four ``n x W`` matrices take at most ``share`` of the
+    device's free memory; a multiple of 32 up to :data:`MAX_WIDTH`, 0 when not even 32 fit."""
+    import cupy as cp
+
+    free, _total = cp.cuda.Device().mem_info
+    per_column = 4 * max(n, 1) * np.dtype(dtype).itemsize
+    return int(min(MAX_WIDTH, int(share * free // per_column) // 32 * 32))
+
+
 @dataclass
 class BatchItems:
     """The sweep's work items over a snapshot: a vertex each, or a slice of a long in-list."""
