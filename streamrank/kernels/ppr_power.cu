@@ -56,36 +56,23 @@ __global__ void ppr_power_contrib(const T* __restrict__ p, const Deg* __restrict
 
 // Sum of c over the in-list [off, off + deg), this lane taking positions lane, lane + g, ...
 // Four positions per step: their index loads, then their gathers, are independent and in
-// flight together. STREAM: the index loads bypass L1 (__ldcs, read once) and the gathers go
-// through the read-only path (__ldg), so L1 keeps contributions, not indices.
-template <int STREAM, typename Off, typename Deg, typename T>
+// flight together (the sweep is bound by load latency, not bandwidth).
+template <typename Off, typename Deg, typename T>
 __device__ __forceinline__ double pull_sum(const int* __restrict__ in_indices, const T* __restrict__ c,
                                            Off off, Deg deg, int lane, int g) {
     double s0 = 0.0, s1 = 0.0;
     Off j = lane;
     const Off end = (Off)deg;
     const int* idx = in_indices + off;
-    if (STREAM) {
-        for (; j + 3 * g < end; j += 4 * g) {
-            const int a0 = __ldcs(idx + j);
-            const int a1 = __ldcs(idx + j + g);
-            const int a2 = __ldcs(idx + j + 2 * g);
-            const int a3 = __ldcs(idx + j + 3 * g);
-            s0 += (double)__ldg(c + a0) + (double)__ldg(c + a1);
-            s1 += (double)__ldg(c + a2) + (double)__ldg(c + a3);
-        }
-        for (; j < end; j += g) s0 += (double)__ldg(c + __ldcs(idx + j));
-    } else {
-        for (; j + 3 * g < end; j += 4 * g) {
-            const int a0 = idx[j];
-            const int a1 = idx[j + g];
-            const int a2 = idx[j + 2 * g];
-            const int a3 = idx[j + 3 * g];
-            s0 += (double)c[a0] + (double)c[a1];
-            s1 += (double)c[a2] + (double)c[a3];
-        }
-        for (; j < end; j += g) s0 += (double)c[idx[j]];
+    for (; j + 3 * g < end; j += 4 * g) {
+        const int a0 = idx[j];
+        const int a1 = idx[j + g];
+        const int a2 = idx[j + 2 * g];
+        const int a3 = idx[j + 3 * g];
+        s0 += (double)c[a0] + (double)c[a1];
+        s1 += (double)c[a2] + (double)c[a3];
     }
+    for (; j < end; j += g) s0 += (double)c[idx[j]];
     return s0 + s1;
 }
 
@@ -119,7 +106,7 @@ __device__ __forceinline__ void sweep_vertex(int v, double s, const T* __restric
 // iteration has converged already and the launch does nothing; so the host can queue several
 // iterations and read their changes once (the iterations after a converged one read a change
 // of 0 and do nothing either).
-template <typename Off, typename Deg, typename T, int STREAM>
+template <typename Off, typename Deg, typename T>
 __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __restrict__ bstart,
                                 const int* __restrict__ blk, const Off* __restrict__ in_offset,
                                 const Deg* __restrict__ in_degree, const int* __restrict__ in_indices,
@@ -148,14 +135,14 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
         double s = 0.0;
         if (item < count) {
             v = order[bstart[b] + item];
-            s = pull_sum<STREAM>(in_indices, c, in_offset[v], in_degree[v], lane, g);
+            s = pull_sum(in_indices, c, in_offset[v], in_degree[v], lane, g);
         }
         for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(SR_FULL_MASK, s, o);
         if (lane == 0 && v >= 0) sweep_vertex(v, s, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
     } else if (b == PPR_BUCKETS - 2) {  // a block per vertex
         const int v = order[bstart[b] + local_block];
         const double s = sr::block_sum(
-            pull_sum<STREAM>(in_indices, c, in_offset[v], in_degree[v], (int)threadIdx.x, (int)blockDim.x), part);
+            pull_sum(in_indices, c, in_offset[v], in_degree[v], (int)threadIdx.x, (int)blockDim.x), part);
         if (threadIdx.x == 0) sweep_vertex(v, s, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
     } else {  // a slice of a split vertex's in-list
         const int slot = split_slot[local_block];
@@ -164,7 +151,7 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
         const Off lo = (Off)split_part[local_block] * (Off)split;
         const Off len = min((Off)deg - lo, (Off)split);
         const double s = sr::block_sum(
-            pull_sum<STREAM>(in_indices, c, in_offset[v] + lo, len, (int)threadIdx.x, (int)blockDim.x), part);
+            pull_sum(in_indices, c, in_offset[v] + lo, len, (int)threadIdx.x, (int)blockDim.x), part);
         if (threadIdx.x == 0) {
             const int parts = (int)(((Off)deg + (Off)split - 1) / (Off)split);
             atomicAdd(&split_acc[slot], s);

@@ -23,7 +23,7 @@ def _exprs(filename: str) -> tuple:
     if filename == "ppr_power.cu":
         out = [f"ppr_power_contrib<{d}, {t}>" for d in ("int", "long long") for t in ("double", "float")]
         for o, d in _PAIRS:
-            out += [f"ppr_power_sweep<{o}, {d}, {t}, {st}>" for t in ("double", "float") for st in (0, 1)]
+            out += [f"ppr_power_sweep<{o}, {d}, {t}>" for t in ("double", "float")]
             out.append(f"ppr_sparse_scatter<{o}, {d}>")
         out += [f"ppr_sparse_{k}<{d}>" for d in ("int", "long long") for k in ("finish", "prep")]
         return tuple(out + ["ppr_sparse_seed", "ppr_sparse_diff", "ppr_sparse_clear", "ppr_seed_setup"])

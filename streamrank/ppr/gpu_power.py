@@ -32,8 +32,6 @@ NUM_BUCKETS = len(BUCKET_BOUNDS) + 2
 #: The sparse phase runs while the support's out-degree sum is below this share of |E| (a push
 #: with atomics costs more per edge than the pull sweep).
 SPARSE_EDGE_SHARE = 0.01
-#: 1: the sweep's index loads bypass L1 and its gathers use the read-only path.
-STREAM = 1
 #: Dense iterations queued between two reads of the convergence test (the sweep of an
 #: iteration after convergence exits at once, so overshooting costs a launch, not a sweep).
 CHUNK = 8
@@ -68,6 +66,20 @@ class PowerRun:
         out = cp.empty(self.p.shape[0], dtype=cp.float64)
         out[self.ids] = self.p
         return out
+
+
+def personalization_gpu(n: int, pers):
+    """The dense personalization vector (float64, store ids) and the device int32 seed list of
+    a :class:`~.semantics.Personalization`: one host-to-device copy and one kernel."""
+    import cupy as cp
+
+    ns = int(pers.internal.shape[0])
+    pd = cp.zeros(n, dtype=cp.float64)
+    seeds = cp.empty(ns, dtype=cp.int32)
+    sw = cp.asarray(np.concatenate([pers.internal.astype(np.float64), pers.weights]))
+    if ns:
+        kernel("ppr_power.cu", "ppr_seed_setup")(((ns + 255) // 256,), (256,), (sw, np.int32(ns), pd, seeds))
+    return pd, seeds
 
 
 def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, leaky=False, snap=None,
@@ -121,8 +133,7 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     scal[1, start] = np.inf  # the first sweep's "previous change": not converged
     t = ctype(bufs[0])
     k_contrib = kernel("ppr_power.cu", f"ppr_power_contrib<{ctype(snap.out_degree)}, {t}>")
-    k_sweep = kernel("ppr_power.cu",
-                     f"ppr_power_sweep<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}, {STREAM}>")
+    k_sweep = kernel("ppr_power.cu", f"ppr_power_sweep<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}>")
     k_contrib(((n + SPARSE_BLOCK - 1) // SPARSE_BLOCK,), (SPARSE_BLOCK,),
               (bufs[0], snap.out_degree, np.int32(n), contribs[0], scal[0, it:]))
     converged = False
