@@ -48,7 +48,9 @@ def run(args) -> int:
                                           walkers=args.walkers, eps=args.eps, tol=args.tol,
                                           max_iter=args.max_iter, dtype=args.dtype)
     for r in results:
-        print(f"seed {r.seeds}  method {r.method} ({r.device})  {r.elapsed_ms:.2f} ms  "
+        shared = (f" (batch of {r.extra['batch_size']}: {r.extra['amortized_ms']:.2f} ms per query)"
+                  if "batch_size" in r.extra else "")
+        print(f"seed {r.seeds}  method {r.method} ({r.device})  {r.elapsed_ms:.2f} ms{shared}  "
               f"iterations {r.iterations}  converged {r.converged}")
         for rank, (v, s) in enumerate(r.top_k, 1):
             print(f"  {rank:3d}  {v:>14d}  {s:.6e}")
