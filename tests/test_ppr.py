@@ -389,6 +389,31 @@ def test_gpu_batch_power_equals_single_queries(dangling):
         assert np.array_equal(x.ids, y.ids) and np.allclose(x.values, y.values)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
+def test_gpu_power_matches_cugraph_personalized_pagerank():
+    """Exact power against pylibcugraph's personalized PageRank (where it is installed), in the
+    dangling mode cuGraph uses (rank of dangling vertices back to the personalization)."""
+    from streamrank.oracle_cugraph import (build_cugraph_graph, cugraph_available,
+                                           personalized_pagerank_on)
+
+    if not cugraph_available():
+        pytest.skip("pylibcugraph is not installed")
+    cpu, gpu = _rmat_pair(12)
+    s, d = gpu.edges()
+    handle, cg = build_cugraph_graph(s, d, gpu.num_vertices, weight_dtype="float64")
+    deg = to_host(gpu.out_degree)
+    ext = to_host(gpu.ids.external)
+    cases = [{int(ext[int(np.argmax(deg))]): 1.0}, {int(ext[int(np.nonzero(deg == 0)[0][0])]): 1.0},
+             {int(ext[5]): 2.0, int(ext[17]): 1.0}]
+    for case in cases:
+        ours = personalized_pagerank(gpu, case, method="power", tol=1e-14, return_vector=True)
+        ids = to_host(gpu.ids.lookup(np.array(list(case))))
+        w = np.array(list(case.values()))
+        ref = to_host(personalized_pagerank_on(handle, cg, ids, w / w.sum(), tol=1e-13))
+        assert ours.converged and np.abs(ours.vector - ref).sum() < 1e-9
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_top_k_selection_matches_a_full_sort(backend):
     from streamrank.ppr.semantics import top_k
