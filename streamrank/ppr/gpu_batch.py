@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_host
+from ..errors import InvalidArgumentError
 from ._graph import GraphArrays
 from .gpu_kernels import ctype, kernel
 from .snapshot import Snapshot
@@ -40,6 +41,7 @@ def batch_width(n: int, dtype: str, *, share: float = 0.5) -> int:
     import cupy as cp
 
     free, _total = cp.cuda.Device().mem_info
+    free += cp.get_default_memory_pool().free_bytes()  # blocks CuPy holds for reuse
     per_column = 4 * max(n, 1) * np.dtype(dtype).itemsize
     return int(min(MAX_WIDTH, int(share * free // per_column) // 32 * 32))
 
@@ -101,7 +103,7 @@ def power_batch_gpu(ga: GraphArrays, snap: Snapshot, items: BatchItems, seed_set
 
     n, used = ga.n, len(seed_sets)
     if not 1 <= used <= MAX_WIDTH:
-        raise ValueError(f"a batch holds 1 to {MAX_WIDTH} queries, got {used}")
+        raise InvalidArgumentError(f"a batch holds 1 to {MAX_WIDTH} queries, got {used}")
     nch = -(-used // 32)
     width = 32 * nch
     max_iter = int(max_iter)

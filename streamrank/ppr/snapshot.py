@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from ._graph import GraphArrays, expand_segments
 
 _MASK32 = (1 << 32) - 1
@@ -80,7 +81,7 @@ def build_plan(xp, in_degree, *, bounds, block: int, split: int) -> SweepPlan:
     blocks from the end (the largest in-lists start first, and no big list is left to finish
     alone at the end)."""
     if len(bounds) != 6 or list(bounds) != sorted(bounds) or split < bounds[-1]:
-        raise ValueError(f"need 6 ascending bucket bounds and split >= the last, got {bounds}, {split}")
+        raise InvalidArgumentError(f"need 6 ascending bucket bounds and split >= the last, got {bounds}, {split}")
     n = int(in_degree.shape[0])
     nb = len(bounds) + 2
     deg = in_degree.astype(xp.int64)
