@@ -307,11 +307,14 @@ def test_gpu_power_phases_match_cpu_iterates_on_rmat(dangling):
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
 @pytest.mark.parametrize("split", [None, 96])
-def test_gpu_power_reads_changes_a_chunk_at_a_time(split):
+@pytest.mark.parametrize("coop", [False, True])
+def test_gpu_power_reads_changes_a_chunk_at_a_time(split, coop):
     """The dense phase queues several iterations and reads their changes once; the sweeps
     after convergence do nothing. A converged run still stops at the CPU's iteration with the
     CPU's vector, and a capped run at its cap, for caps on both sides of a chunk boundary.
-    With ``split=96`` every in-list above 96 is summed in slices by several blocks."""
+    With ``split=96`` every in-list above 96 is summed in slices by several blocks. With
+    ``coop=True`` the whole dense phase is one cooperative launch that iterates on the device:
+    the same iterations, the same stopping point."""
     import cupy as cp
 
     from streamrank.ppr._graph import graph_arrays
@@ -332,14 +335,17 @@ def test_gpu_power_reads_changes_a_chunk_at_a_time(split):
     kw = dict(alpha=0.85, dangling="personalization")
     for tol in (1e-6, 1e-9, 1e-12):
         a = power_cpu(ga_c, pd_c, tol=tol, max_iter=1000, **kw)
-        b = power_gpu(ga_g, cp.asarray(pd_g), tol=tol, max_iter=1000, snap=snap, **kw)
+        b = power_gpu(ga_g, cp.asarray(pd_g), tol=tol, max_iter=1000, snap=snap, coop=coop, **kw)
         assert a[2] and b.converged and a[1] == b.iterations and a[3] == pytest.approx(b.change, rel=1e-9)
         assert np.abs(a[0] - to_host(b.store_vector())[order]).max() < 1e-13
     for cap in (CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3):
-        b = power_gpu(ga_g, cp.asarray(pd_g), tol=1e-14, max_iter=cap, snap=snap, **kw)
+        b = power_gpu(ga_g, cp.asarray(pd_g), tol=1e-14, max_iter=cap, snap=snap, coop=coop, **kw)
         a = power_cpu(ga_c, pd_c, tol=0.0, max_iter=cap, **kw)
         assert b.iterations == cap and not b.converged
         assert np.abs(a[0] - to_host(b.store_vector())[order]).max() < 1e-13
+    f32 = power_gpu(ga_g, cp.asarray(pd_g), tol=0.0, max_iter=7, snap=snap, coop=coop, dtype="float32", **kw)
+    a = power_cpu(ga_c, pd_c, tol=0.0, max_iter=7, dtype="float32", **kw)
+    assert f32.iterations == 7 and np.abs(a[0] - to_host(f32.store_vector())[order]).max() < 1e-6
 
 
 @pytest.mark.gpu

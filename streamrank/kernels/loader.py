@@ -27,7 +27,7 @@ def source_of(filename: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def load_module(filename: str, name_expressions: tuple, options: tuple = ()):
+def load_module(filename: str, name_expressions: tuple, options: tuple = (), cooperative: bool = False):
     """Compile (once) and return a ``cupy.RawModule`` for ``filename``.
 
     Parameters
@@ -38,6 +38,9 @@ def load_module(filename: str, name_expressions: tuple, options: tuple = ()):
         Template instantiations to compile, e.g. ``("l_inf_blocks<double>",)``.
     options : tuple of str
         Extra NVRTC options (``-D`` macros and the like).
+    cooperative : bool
+        Compile for cooperative groups; every kernel of the module is then launched with
+        ``cuLaunchCooperativeKernel`` (its grid must be resident all at once).
 
     Raises
     ------
@@ -55,16 +58,17 @@ def load_module(filename: str, name_expressions: tuple, options: tuple = ()):
     if "--use_fast_math" in opts and any(o == "-DSTREAMRANK_PRECISE" for o in options):
         opts = tuple(o for o in opts if o != "--use_fast_math")
     try:
-        module = cupy.RawModule(code=code, options=opts, name_expressions=list(name_expressions))
+        module = cupy.RawModule(code=code, options=opts, name_expressions=list(name_expressions),
+                                enable_cooperative_groups=cooperative)
         module.compile()
     except Exception as exc:  # cupy.cuda.compiler.CompileException and driver errors
         raise KernelError(f"compiling {filename} failed: {exc}") from exc
     return module
 
 
-def get_kernel(filename: str, name: str, name_expressions: tuple, options: tuple = ()):
+def get_kernel(filename: str, name: str, name_expressions: tuple, options: tuple = (), cooperative: bool = False):
     """One kernel (template instantiation ``name``) from :func:`load_module`."""
-    module = load_module(filename, tuple(name_expressions), tuple(options))
+    module = load_module(filename, tuple(name_expressions), tuple(options), cooperative)
     try:
         return module.get_function(name)
     except Exception as exc:

@@ -12,33 +12,7 @@
 // Sparse phase (first iterations from a few seeds, while the support of p is small): the
 // support pushes c along its out-edges with atomics (ppr_sparse_scatter, a thread per edge),
 // the touched vertices are listed, and ppr_sparse_finish writes their new values.
-#include "ppr_common.cuh"
-
-#define PPR_BUCKETS 8  // 6 lane-group buckets, block per vertex, split vertices
-#define PPR_MODE_PERSONALIZATION 0
-#define PPR_MODE_UNIFORM 1
-#define PPR_MODE_LEAKY 2
-
-__device__ __forceinline__ double ppr_power_new(double s, int v, const double* pers, double dsum,
-                                                int mode, double inv_n, double alpha) {
-    const double pv = pers[v];
-    const double w = (mode == PPR_MODE_PERSONALIZATION) ? pv : ((mode == PPR_MODE_UNIFORM) ? inv_n : 0.0);
-    return alpha * s + alpha * dsum * w + (1.0 - alpha) * pv;
-}
-
-// The block's sum of s into *sum_out (atomicAdd) and max of m into *max_out (either may be
-// null). Every thread of the block must call it.
-__device__ __forceinline__ void block_sum_max(double s, double m, double* sum_out, double* max_out) {
-    __shared__ double scratch[32];
-    if (sum_out != nullptr) {  // a kernel argument: uniform over the block
-        s = sr::block_sum(s, scratch);
-        if (threadIdx.x == 0 && s != 0.0) atomicAdd(sum_out, s);
-    }
-    if (max_out != nullptr) {
-        m = sr::block_max(m, scratch);
-        if (threadIdx.x == 0 && m > 0.0) sr::atomic_max_nonneg(max_out, m);
-    }
-}
+#include "ppr_power.cuh"
 
 // c[u] = p[u] / outdeg(u) (0 for dangling u); *dsum += the dangling rank d . p.
 template <typename Deg, typename T>
@@ -54,53 +28,10 @@ __global__ void ppr_power_contrib(const T* __restrict__ p, const Deg* __restrict
     block_sum_max(dm, 0.0, dsum, nullptr);
 }
 
-// Sum of c over the in-list [off, off + deg), this lane taking positions lane, lane + g, ...
-// Four positions per step: their index loads, then their gathers, are independent and in
-// flight together (the sweep is bound by load latency, not bandwidth).
-template <typename Off, typename Deg, typename T>
-__device__ __forceinline__ double pull_sum(const int* __restrict__ in_indices, const T* __restrict__ c,
-                                           Off off, Deg deg, int lane, int g) {
-    double s0 = 0.0, s1 = 0.0;
-    Off j = lane;
-    const Off end = (Off)deg;
-    const int* idx = in_indices + off;
-    for (; j + 3 * g < end; j += 4 * g) {
-        const int a0 = idx[j];
-        const int a1 = idx[j + g];
-        const int a2 = idx[j + 2 * g];
-        const int a3 = idx[j + 3 * g];
-        s0 += (double)c[a0] + (double)c[a1];
-        s1 += (double)c[a2] + (double)c[a3];
-    }
-    for (; j < end; j += g) s0 += (double)c[idx[j]];
-    return s0 + s1;
-}
-
-// The epilogue of vertex v once its pull sum s is known: p'[v], c'[v], and this thread's share
-// of the dangling sum and of the max change.
-template <typename Deg, typename T>
-__device__ __forceinline__ void sweep_vertex(int v, double s, const T* __restrict__ p, const double* __restrict__ pers,
-                                             const Deg* __restrict__ out_degree, double dsum, int mode, double inv_n,
-                                             double alpha, T* __restrict__ p_new, T* __restrict__ c_new,
-                                             double& dm, double& diff) {
-    const double x = ppr_power_new(s, v, pers, dsum, mode, inv_n, alpha);
-    diff = fabs(x - (double)p[v]);
-    p_new[v] = (T)x;
-    const Deg od = out_degree[v];
-    if (od > 0) c_new[v] = (T)(x / (double)od); else { c_new[v] = (T)0; dm = x; }
-}
-
-// One dense iteration. order[] lists the vertices by in-degree; bucket b holds
-// order[bstart[b] .. bstart[b+1]) and owns blocks [blk[b], blk[b+1]). Buckets 0-5: groups of
-// 2^b lanes, one vertex each; bucket 6: a block per vertex; bucket 7 (in-degree above split): a
-// block per `split` positions of an in-list (split_slot / split_part say which), whose partial
-// sums meet in split_acc[slot]; the block that completes a vertex (split_count) finishes it and
-// clears both slots for the next launch. Blocks are taken from the end, so the largest
-// in-lists start first.
-//
-// dsum_in is d . p of the previous iterate; the launch accumulates d . p' into *dsum_out and
-// max |p' - p| into *dmax. T is the type of p and c (double; float for the fast approximate
-// mode).
+// One dense iteration, a block per virtual block (sweep_block), taken from the end so that the
+// largest in-lists start first. dsum_in is d . p of the previous iterate; the launch
+// accumulates d . p' into *dsum_out and max |p' - p| into *dmax. T is the type of p and c
+// (double; float for the fast approximate mode).
 //
 // Early exit: when *prev_change (the previous iteration's max change) is below tol the
 // iteration has converged already and the launch does nothing; so the host can queue several
@@ -117,56 +48,14 @@ __global__ void ppr_power_sweep(const int* __restrict__ order, const int* __rest
                                 T* __restrict__ p_new, T* __restrict__ c_new,
                                 double* dsum_out, double* dmax, int split, const int* __restrict__ split_slot,
                                 const int* __restrict__ split_part, double* split_acc, int* split_count) {
-    __shared__ double part[32];  // block reductions
+    __shared__ double part[32];
     __shared__ int finish;
     if (*prev_change < tol) return;  // uniform over the grid
-    const int vb = (int)(gridDim.x - 1 - blockIdx.x);
-    int b = 0;
-    while (b + 1 < PPR_BUCKETS && vb >= blk[b + 1]) ++b;
-    const int local_block = vb - blk[b];
-    const int count = bstart[b + 1] - bstart[b];
     const double dsum = (mode == PPR_MODE_LEAKY) ? 0.0 : *dsum_in;
-    double diff = 0.0, dm = 0.0;
-    if (b < PPR_BUCKETS - 2) {
-        const int g = 1 << b;  // lanes per vertex
-        const int item = local_block * (int)(blockDim.x >> b) + (int)(threadIdx.x >> b);
-        const int lane = threadIdx.x & (g - 1);
-        int v = -1;
-        double s = 0.0;
-        if (item < count) {
-            v = order[bstart[b] + item];
-            s = pull_sum(in_indices, c, in_offset[v], in_degree[v], lane, g);
-        }
-        for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(SR_FULL_MASK, s, o);
-        if (lane == 0 && v >= 0) sweep_vertex(v, s, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
-    } else if (b == PPR_BUCKETS - 2) {  // a block per vertex
-        const int v = order[bstart[b] + local_block];
-        const double s = sr::block_sum(
-            pull_sum(in_indices, c, in_offset[v], in_degree[v], (int)threadIdx.x, (int)blockDim.x), part);
-        if (threadIdx.x == 0) sweep_vertex(v, s, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
-    } else {  // a slice of a split vertex's in-list
-        const int slot = split_slot[local_block];
-        const int v = order[bstart[b] + slot];
-        const Deg deg = in_degree[v];
-        const Off lo = (Off)split_part[local_block] * (Off)split;
-        const Off len = min((Off)deg - lo, (Off)split);
-        const double s = sr::block_sum(
-            pull_sum(in_indices, c, in_offset[v] + lo, len, (int)threadIdx.x, (int)blockDim.x), part);
-        if (threadIdx.x == 0) {
-            const int parts = (int)(((Off)deg + (Off)split - 1) / (Off)split);
-            atomicAdd(&split_acc[slot], s);
-            __threadfence();  // the sum is visible before the count says this slice is done
-            finish = (atomicAdd(&split_count[slot], 1) == parts - 1);
-        }
-        __syncthreads();
-        if (finish && threadIdx.x == 0) {
-            __threadfence();
-            const double total = __longlong_as_double(
-                (long long)atomicExch(reinterpret_cast<unsigned long long*>(&split_acc[slot]), 0ULL));
-            split_count[slot] = 0;
-            sweep_vertex(v, total, p, pers, out_degree, dsum, mode, inv_n, alpha, p_new, c_new, dm, diff);
-        }
-    }
+    double dm = 0.0, diff = 0.0;
+    sweep_block((int)(gridDim.x - 1 - blockIdx.x), order, bstart, blk, in_offset, in_degree, in_indices, out_degree,
+                c, p, pers, dsum, mode, inv_n, alpha, p_new, c_new, split, split_slot, split_part, split_acc,
+                split_count, part, &finish, dm, diff);
     block_sum_max(dm, diff, dsum_out, dmax);
 }
 

@@ -27,6 +27,8 @@ def _exprs(filename: str) -> tuple:
             out.append(f"ppr_sparse_scatter<{o}, {d}>")
         out += [f"ppr_sparse_{k}<{d}>" for d in ("int", "long long") for k in ("finish", "prep")]
         return tuple(out + ["ppr_sparse_seed", "ppr_sparse_diff", "ppr_sparse_clear", "ppr_seed_setup"])
+    if filename == "ppr_power_coop.cu":  # snapshot arrays: offsets and degrees of one type
+        return tuple(f"ppr_power_coop<{o}, {o}, {t}>" for o in ("int", "long long") for t in ("double", "float"))
     if filename == "ppr_batch.cu":  # snapshot arrays: offsets and degrees of one type
         out = []
         for o in ("int", "long long"):
@@ -53,4 +55,4 @@ def kernel(filename: str, name: str):
     exprs = _exprs(filename)
     if name not in exprs:  # normalize spacing of template arguments
         name = name.replace(",", ", ").replace(",  ", ", ")
-    return get_kernel(filename, name, exprs)
+    return get_kernel(filename, name, exprs, cooperative=filename == "ppr_power_coop.cu")

@@ -32,6 +32,11 @@ NUM_BUCKETS = len(BUCKET_BOUNDS) + 2
 #: The sparse phase runs while the support's out-degree sum is below this share of |E| (a push
 #: with atomics costs more per edge than the pull sweep).
 SPARSE_EDGE_SHARE = 0.01
+#: The dense phase runs as one cooperative launch when its sweep has at most this many
+#: resident grids of blocks (small graphs, where launches cost more than sweeps).
+COOP_WAVES = 4
+#: Why the cooperative launch is not used in this process (set at its first failure).
+coop_unavailable: str | None = None
 #: Dense iterations queued between two reads of the convergence test (the sweep of an
 #: iteration after convergence exits at once, so overshooting costs a launch, not a sweep).
 CHUNK = 8
@@ -83,7 +88,7 @@ def personalization_gpu(n: int, pers):
 
 
 def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, leaky=False, snap=None,
-              seeds=None, seed_volume=None, dtype="float64") -> PowerRun:
+              seeds=None, seed_volume=None, dtype="float64", coop=None) -> PowerRun:
     """GPU counterpart of :func:`streamrank.ppr.power.power_cpu` (same arguments, CuPy arrays).
 
     ``snap`` is the graph's :class:`~.snapshot.Snapshot` (built here when None); ``seeds`` (device int32
@@ -94,7 +99,10 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     and the dangling and change reductions stay in float64); the result is float64.
 
     The dense phase queues :data:`CHUNK` iterations and then reads their changes at once (with
-    ``tol <= 0``, a truncated run, it reads nothing until the end).
+    ``tol <= 0``, a truncated run, it reads nothing until the end). On a small graph (a sweep
+    of at most :data:`COOP_WAVES` resident grids) it runs instead as one cooperative launch
+    that iterates on the device (``kernels/ppr_power_coop.cu``); ``coop=False`` turns that
+    off, ``coop=True`` requires it (for tests), None decides by size.
 
     Returns
     -------
@@ -136,6 +144,12 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     k_sweep = kernel("ppr_power.cu", f"ppr_power_sweep<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}>")
     k_contrib(((n + SPARSE_BLOCK - 1) // SPARSE_BLOCK,), (SPARSE_BLOCK,),
               (bufs[0], snap.out_degree, np.int32(n), contribs[0], scal[0, it:]))
+    if coop is not False:
+        done = _dense_coop(snap, t, bufs, contribs, pers, scal, mode=mode, inv_n=inv_n, alpha=alpha, tol=tol,
+                           start=start, max_iter=max_iter, required=coop is True)
+        if done is not None:
+            it, change = done
+            return PowerRun(bufs[(it - start) % 2], snap.old_of_new, it, change < tol, change)
     converged = False
     while it < max_iter and not converged:
         first, last = it, (max_iter if tol <= 0 else min(it + CHUNK, max_iter))
@@ -218,3 +232,44 @@ def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, ma
         if change < tol:
             break
     return p, it, change
+
+
+def _coop_grid(k, block: int) -> int:
+    """Blocks of ``block`` threads of kernel ``k`` that are resident at once on this device."""
+    import cupy as cp
+
+    attrs = cp.cuda.Device().attributes
+    regs = max(int(k.num_regs), 1)
+    per_block = -(-regs // 8) * 8 * block  # registers are allocated in units of 8 per thread
+    per_sm = min(int(attrs["MaxThreadsPerMultiProcessor"]) // block, int(attrs["MaxRegistersPerMultiprocessor"]) // per_block,
+                 int(attrs.get("MaxBlocksPerMultiprocessor", 32)))
+    return max(per_sm, 1) * int(attrs["MultiProcessorCount"])
+
+
+def _dense_coop(snap, t, bufs, contribs, pers, scal, *, mode, inv_n, alpha, tol, start, max_iter, required):
+    """The dense phase as one cooperative launch; ``(last iteration, its change)``, or None when
+    the graph is too large for it or cooperative launches fail here (then remembered)."""
+    global coop_unavailable
+    import cupy as cp
+
+    plan = snap.plan
+    if coop_unavailable is not None and not required:
+        return None
+    try:
+        k = kernel("ppr_power_coop.cu", f"ppr_power_coop<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}>")
+        grid = _coop_grid(k, plan.block)
+        if plan.blocks > COOP_WAVES * grid and not required:
+            return None
+        done = cp.zeros(1, dtype=cp.int32)
+        k((min(grid, plan.blocks),), (plan.block,),
+          (plan.order, plan.bstart, plan.blk, snap.in_offset, snap.in_degree, snap.in_indices, snap.out_degree,
+           contribs[0], contribs[1], bufs[0], bufs[1], pers, np.int32(mode), np.float64(inv_n), np.float64(alpha),
+           np.float64(tol), np.int32(plan.split), plan.split_slot, plan.split_part, plan.split_acc,
+           plan.split_count, scal[0], scal[1], np.int32(start), np.int32(max_iter), done))
+        it = int(done.get()[0])  # sync: the iteration the device stopped at
+    except Exception as exc:  # compilation or launch (e.g. no cooperative launch on this device)
+        if required:
+            raise
+        coop_unavailable = f"{type(exc).__name__}: {exc}"
+        return None
+    return it, float(scal[1, it].get())  # (nothing queued since: no wait)
