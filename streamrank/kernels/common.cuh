@@ -10,19 +10,27 @@
 
 namespace sr {
 
-// Append `value` to `list` when `pred` holds, with one atomic per warp (warp-aggregated).
-// Every lane of the warp must call this (convergent point); lanes with pred == false add
-// nothing.
-template <typename I>
-__device__ __forceinline__ void warp_append(bool pred, I value, I* list, int* counter) {
+// Warp-aggregated slot reservation: the lanes where `pred` holds get consecutive positions
+// counter[0], counter[0] + 1, ... (one atomic per warp); the return value is meaningful only on
+// those lanes. Every lane of the warp must call this (convergent point).
+template <typename C>
+__device__ __forceinline__ C warp_slot(bool pred, C* counter) {
   const unsigned ballot = __ballot_sync(SR_FULL_MASK, pred);
-  if (ballot == 0u) return;
+  if (ballot == 0u) return C(0);
   const int lane = threadIdx.x & 31;
   const int leader = __ffs(ballot) - 1;
-  int base = 0;
-  if (lane == leader) base = atomicAdd(counter, __popc(ballot));
+  C base = 0;
+  if (lane == leader) base = atomicAdd(counter, C(__popc(ballot)));
   base = __shfl_sync(SR_FULL_MASK, base, leader);
-  if (pred) list[base + __popc(ballot & ((1u << lane) - 1u))] = value;
+  return base + C(__popc(ballot & ((1u << lane) - 1u)));
+}
+
+// Append `value` to `list` when `pred` holds, with one atomic per warp (warp_slot). Every lane
+// of the warp must call this; lanes with pred == false add nothing.
+template <typename I>
+__device__ __forceinline__ void warp_append(bool pred, I value, I* list, int* counter) {
+  const int at = warp_slot(pred, counter);
+  if (pred) list[at] = value;
 }
 
 // Append to the small or the large list depending on `degree >= switch_degree`.

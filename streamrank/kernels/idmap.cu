@@ -1,18 +1,22 @@
 // Id map lookup on the device (streamrank/idmap.py): one binary search per id in the sorted
 // external ids, in one launch (instead of a searchsorted, two gathers, a compare and a select).
 
-// out[i] = vals[j] where keys[j] == ids[i] (keys sorted ascending, n > 0), else -1.
-__global__ void idmap_lookup(const long long* __restrict__ keys, const long long* __restrict__ vals, long long n,
-                             const long long* __restrict__ ids, long long m, long long* __restrict__ out) {
-    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= m) return;
-    const long long x = ids[i];
+// The internal id of external id x: vals[j] where keys[j] == x (keys sorted ascending), else -1.
+__device__ __forceinline__ long long idmap_find(const long long* __restrict__ keys,
+                                                const long long* __restrict__ vals, long long n, long long x) {
     long long lo = 0, hi = n;  // first j with keys[j] >= x
     while (lo < hi) {
         const long long mid = (lo + hi) >> 1;
         if (keys[mid] < x) lo = mid + 1; else hi = mid;
     }
-    out[i] = (lo < n && keys[lo] == x) ? vals[lo] : -1;
+    return (lo < n && keys[lo] == x) ? vals[lo] : -1;
+}
+
+// out[i] = the internal id of ids[i], or -1.
+__global__ void idmap_lookup(const long long* __restrict__ keys, const long long* __restrict__ vals, long long n,
+                             const long long* __restrict__ ids, long long m, long long* __restrict__ out) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < m) out[i] = idmap_find(keys, vals, n, ids[i]);
 }
 
 // out[i] = the internal id of ids[i] (or -1), out[m + i] = attr[that id] (or 0): a lookup and
@@ -23,13 +27,7 @@ __global__ void idmap_lookup_attr(const long long* __restrict__ keys, const long
                                   const A* __restrict__ attr, long long* __restrict__ out) {
     const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= m) return;
-    const long long x = ids[i];
-    long long lo = 0, hi = n;
-    while (lo < hi) {
-        const long long mid = (lo + hi) >> 1;
-        if (keys[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    const long long v = (lo < n && keys[lo] == x) ? vals[lo] : -1;
+    const long long v = idmap_find(keys, vals, n, ids[i]);
     out[i] = v;
     out[m + i] = (v >= 0) ? (long long)attr[v] : 0;
 }

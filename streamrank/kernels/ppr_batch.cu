@@ -184,7 +184,8 @@ __global__ void ppr_batch_seeds(const int* __restrict__ flagged, int nf, int wid
 }
 
 // Top-k of every column, step 1: maxima[b, j] = max of column j over rows [b * chunk, ...)
-// (a block per chunk, a thread per column).
+// (a block per chunk, a thread per column). Step 2 is ppr_kth_largest (ppr_topk.cu), a block
+// per column.
 template <typename T>
 __global__ void ppr_batch_chunk_max(const T* __restrict__ p, long long n, int width, long long chunk,
                                     double* __restrict__ maxima) {
@@ -197,32 +198,9 @@ __global__ void ppr_batch_chunk_max(const T* __restrict__ p, long long n, int wi
     }
 }
 
-// Step 2 (a block per column): t[j] = the k-th largest of maxima[0 .. m, j] (k <= m <= size,
-// size a power of two): a bitonic sort in shared memory, as ppr_kth_largest.
-__global__ void ppr_batch_kth(const double* __restrict__ maxima, int m, int width, int size, int k, double* t) {
-    extern __shared__ double v[];
-    const int j = blockIdx.x;
-    for (int i = threadIdx.x; i < size; i += blockDim.x) v[i] = (i < m) ? maxima[(long long)i * width + j] : -1.0;
-    __syncthreads();
-    for (int len = 2; len <= size; len <<= 1) {
-        for (int stride = len >> 1; stride > 0; stride >>= 1) {
-            for (int i = threadIdx.x; i < size; i += blockDim.x) {
-                const int o = i ^ stride;
-                if (o > i) {
-                    const bool desc = (i & len) == 0;
-                    const double a = v[i], b = v[o];
-                    if (desc ? (a < b) : (a > b)) { v[i] = b; v[o] = a; }
-                }
-            }
-            __syncthreads();
-        }
-    }
-    if (threadIdx.x == 0) t[j] = v[k - 1];
-}
-
 // Step 3: every entry p[r, j] >= t[j] (t[j] > 0; else every positive entry) of the first
-// `used` columns is listed as r * width + j in out[0 .. cap) (one atomic per warp); *count
-// ends as the number of such entries, which may exceed cap (the caller then falls back).
+// `used` columns is listed as r * width + j in out[0 .. cap) (sr::warp_slot); *count ends as
+// the number of such entries, which may exceed cap (the caller then runs again with room).
 template <typename T>
 __global__ void ppr_batch_select(const T* __restrict__ p, long long total, int width, int used,
                                  const double* __restrict__ t, long long* __restrict__ out, int cap,
@@ -236,12 +214,6 @@ __global__ void ppr_batch_select(const T* __restrict__ p, long long total, int w
             take = (th > 0.0) ? (x >= th) : (x > 0.0);
         }
     }
-    const unsigned ballot = __ballot_sync(SR_FULL_MASK, take);
-    if (ballot == 0u) return;
-    const int lane = threadIdx.x & 31, leader = __ffs(ballot) - 1;
-    int base = 0;
-    if (lane == leader) base = atomicAdd(count, __popc(ballot));
-    base = __shfl_sync(SR_FULL_MASK, base, leader);
-    const int at = base + __popc(ballot & ((1u << lane) - 1u));
+    const int at = sr::warp_slot(take, count);
     if (take && at < cap) out[at] = i;
 }

@@ -3,6 +3,7 @@
 // The maxima of disjoint chunks are distinct entries, so the k-th largest chunk maximum is at
 // most the k-th largest entry: every entry of the top k is >= it. Three launches, no host
 // round trip between them: chunk maxima, their k-th largest (one block), the candidates.
+// ppr_kth_largest also serves the batched top-k (ppr_batch.cu), a block per column.
 #include "ppr_common.cuh"
 
 // maxima[b] = max of p over chunk b = [b * chunk, min((b + 1) * chunk, n)) (a block per chunk;
@@ -18,44 +19,35 @@ __global__ void ppr_chunk_max(const T* __restrict__ p, long long n, long long ch
     if (threadIdx.x == 0) maxima[blockIdx.x] = m;
 }
 
-// *out = the k-th largest of x[0 .. m) (1 <= k <= m <= size, size a power of two whose
-// doubles fit in the block's dynamic shared memory): a bitonic sort, descending, in one block.
-__global__ void ppr_kth_largest(const double* __restrict__ x, int m, int size, int k, double* out) {
+// out[j] = the k-th largest of x[i * width + j] over i < m, for the column j = blockIdx.x (one
+// vector: width 1, one block; 1 <= k <= m <= size, size a power of two whose doubles fit in the
+// block's dynamic shared memory): a bitonic sort, descending, in shared memory.
+__global__ void ppr_kth_largest(const double* __restrict__ x, int m, int width, int size, int k, double* out) {
     extern __shared__ double v[];
-    for (int i = threadIdx.x; i < size; i += blockDim.x) v[i] = (i < m) ? x[i] : -1.0;  // x >= 0: pads sort last
+    const int j = blockIdx.x;
+    for (int i = threadIdx.x; i < size; i += blockDim.x)
+        v[i] = (i < m) ? x[(long long)i * width + j] : -1.0;  // x >= 0: pads sort last
     __syncthreads();
     for (int len = 2; len <= size; len <<= 1) {
         for (int stride = len >> 1; stride > 0; stride >>= 1) {
             for (int i = threadIdx.x; i < size; i += blockDim.x) {
-                const int j = i ^ stride;
-                if (j > i) {
+                const int o = i ^ stride;
+                if (o > i) {
                     const bool desc = (i & len) == 0;
-                    const double a = v[i], b = v[j];
-                    if (desc ? (a < b) : (a > b)) { v[i] = b; v[j] = a; }
+                    const double a = v[i], b = v[o];
+                    if (desc ? (a < b) : (a > b)) { v[i] = b; v[o] = a; }
                 }
             }
             __syncthreads();
         }
     }
-    if (threadIdx.x == 0) *out = v[k - 1];
+    if (threadIdx.x == 0) out[j] = v[k - 1];
 }
 
-// Appends the index of every p[i] >= *t (t > 0; with t <= 0 every positive entry) to out
-// (sized for all n; order arbitrary) with sr::warp_append, one atomic per warp.
-template <typename T>
-__global__ void ppr_select_ge(const T* __restrict__ p, int n, const double* __restrict__ t,
-                              int* __restrict__ out, int* __restrict__ count) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    const double th = *t;
-    bool take = false;
-    if (i < n) take = (th > 0.0) ? ((double)p[i] >= th) : ((double)p[i] > 0.0);
-    sr::warp_append<int>(take, i, out, count);  // every lane calls it
-}
-
-// The candidates of ppr_select_ge, written out with everything the host needs in one copy:
-// for every p[i] >= *t (t > 0; else every positive entry) a row (store id, value as double
-// bits, external id) of three int64 at out[1 + 3 r], for rows r < cap; out[0] counts all the
-// candidates (it may exceed cap: the caller then falls back). The store id is ids[i] when
+// The candidates, written out with everything the host needs in one copy: for every p[i] >= *t
+// (t > 0; else every positive entry) a row (store id, value as double bits, external id) of
+// three int64 at out[1 + 3 r], for rows r < cap; out[0] counts all the candidates (it may
+// exceed cap: the caller then runs again with room for all). The store id is ids[i] when
 // has_ids (p in another id order), else i; the external id is external[store id] when has_ext,
 // else -1.
 template <typename T>
@@ -71,13 +63,7 @@ __global__ void ppr_select_pack(const T* __restrict__ p, int n, const double* __
         x = (double)p[i];
         take = (th > 0.0) ? (x >= th) : (x > 0.0);
     }
-    const unsigned ballot = __ballot_sync(SR_FULL_MASK, take);
-    if (ballot == 0u) return;
-    const int lane = threadIdx.x & 31, leader = __ffs(ballot) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(reinterpret_cast<unsigned long long*>(out), (unsigned long long)__popc(ballot));
-    base = __shfl_sync(SR_FULL_MASK, base, leader);
-    const long long at = (long long)base + __popc(ballot & ((1u << lane) - 1u));
+    const long long at = (long long)sr::warp_slot(take, reinterpret_cast<unsigned long long*>(out));
     if (take && at < cap) {
         const long long sid = has_ids ? ids[i] : (long long)i;
         out[1 + 3 * at] = sid;

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import to_host
 from ..errors import InvalidArgumentError
 from ._graph import GraphArrays
 from .gpu_kernels import ctype, kernel
+from .gpu_power import drive_chunks
 from .snapshot import Snapshot
 
 #: Queries per batch (the kernels keep up to 4 x 32 columns per warp in registers).
@@ -29,8 +29,6 @@ SLICE = 256
 SWEEP_BLOCK = 256
 #: Blocks per SM of the persistent sweep grid.
 BLOCKS_PER_SM = 8
-#: Dense iterations queued between two reads of the convergence test.
-CHUNK = 8
 _MODES = {"personalization": 0, "uniform": 1}
 _BLOCK = 256
 
@@ -136,28 +134,19 @@ def power_batch_gpu(ga: GraphArrays, snap: Snapshot, items: BatchItems, seed_set
            (flagged, np.int32(nf), np.int32(width), wts_d, snap.out_degree, bufs[0], contribs[0], scal[0, 0]))
     grid = (int(cp.cuda.Device().attributes["MultiProcessorCount"]) * BLOCKS_PER_SM,)
     args = (np.int32(mode), np.float64(1.0 / max(n, 1)), np.float64(alpha))
-    it, converged, changes = 0, False, np.full(used, np.inf)
-    while it < max_iter and not converged:
-        first, last = it, (max_iter if tol <= 0 else min(it + CHUNK, max_iter))
-        for j in range(first + 1, last + 1):
-            cur, prv = j % 2, (j - 1) % 2
-            k_sweep(grid, (SWEEP_BLOCK,),
-                    (items.v, items.lo, items.length, items.slot, np.int64(items.items), np.int32(items.slice_len),
-                     snap.in_offset, snap.in_degree, snap.in_indices, snap.out_degree, flag, contribs[prv],
-                     bufs[prv], scal[0, j - 1], *args, scal[1, j - 1], np.float64(tol), bufs[cur],
-                     contribs[cur], seed_sum, acc, count, scal[0, j], scal[1, j]))
-            k_seeds(((cells + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
-                    (flagged, np.int32(nf), np.int32(width), wts_d, seed_sum, snap.out_degree, scal[0, j - 1],
-                     *args, scal[1, j - 1], np.float64(tol), bufs[prv], bufs[cur], contribs[cur], scal[0, j],
-                     scal[1, j]))
-        block = scal[1, first + 1:last + 1, :used].get()  # sync: the queued iterations' changes, read once
-        worst = block.max(axis=1)
-        below = np.nonzero(worst < tol)[0]
-        if below.size:  # every query converged there; the later launches did nothing
-            it, converged = first + 1 + int(below[0]), True
-        else:
-            it = last
-        changes = block[it - first - 1]
+    def launch(j):
+        cur, prv = j % 2, (j - 1) % 2
+        k_sweep(grid, (SWEEP_BLOCK,),
+                (items.v, items.lo, items.length, items.slot, np.int64(items.items), np.int32(items.slice_len),
+                 snap.in_offset, snap.in_degree, snap.in_indices, snap.out_degree, flag, contribs[prv],
+                 bufs[prv], scal[0, j - 1], *args, scal[1, j - 1], np.float64(tol), bufs[cur],
+                 contribs[cur], seed_sum, acc, count, scal[0, j], scal[1, j]))
+        k_seeds(((cells + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
+                (flagged, np.int32(nf), np.int32(width), wts_d, seed_sum, snap.out_degree, scal[0, j - 1],
+                 *args, scal[1, j - 1], np.float64(tol), bufs[prv], bufs[cur], contribs[cur], scal[0, j],
+                 scal[1, j]))
+
+    it, converged, changes = drive_chunks(0, max_iter, tol, launch, lambda a, b: scal[1, a:b, :used].get())
     return BatchRun(bufs[it % 2], width, it, converged, changes)
 
 
@@ -167,54 +156,57 @@ def batch_top_k(run: BatchRun, snap: Snapshot, k: int, used: int, *, external=No
 
     Three kernels list the candidates of every column at once (the chunk-maxima bound of
     :func:`~.semantics.top_k`, per column) into a buffer of ``cap`` entries (default
-    ``max(65536, 64 k used)``); when more qualify (flat columns), each column is selected on
-    its own instead."""
+    ``max(65536, 64 k used)``; when more qualify, flat columns, the selection runs once more
+    with room for all), and one copy brings them, with their store and external ids, to the
+    host."""
     import cupy as cp
 
-    from .semantics import TopK, top_k
+    from .semantics import _TOPK_GPU_CHUNKS, TopK, top_k
 
     p, width = run.p, run.width
     n = int(p.shape[0])
     k = min(int(k), n)
-    chunk = max(-(-n // 4096), 1)
+    chunk = max(-(-n // _TOPK_GPU_CHUNKS), 1)
     nch = -(-n // chunk)
     t = cp.zeros(width, dtype=cp.float64)
     if nch >= k:
         maxima = cp.empty((nch, width), dtype=cp.float64)
-        tname = ctype(p)
-        kernel("ppr_batch.cu", f"ppr_batch_chunk_max<{tname}>")(
+        kernel("ppr_batch.cu", f"ppr_batch_chunk_max<{ctype(p)}>")(
             (nch,), (min(width, 256),), (p, np.int64(n), np.int32(width), np.int64(chunk), maxima))
         size = 1 << max(nch - 1, 1).bit_length()
-        kernel("ppr_batch.cu", "ppr_batch_kth")((width,), (1024,), (maxima, np.int32(nch), np.int32(width),
-                                                                   np.int32(size), np.int32(k), t),
-                                                shared_mem=size * 8)
+        kernel("ppr_topk.cu", "ppr_kth_largest")(
+            (width,), (1024,), (maxima, np.int32(nch), np.int32(width), np.int32(size), np.int32(k), t),
+            shared_mem=size * 8)
     cap = max(1 << 16, 64 * k * used) if cap is None else int(cap)
-    out = cp.empty(cap, dtype=cp.int64)
-    count = cp.zeros(1, dtype=cp.int32)
     total = n * width
-    kernel("ppr_batch.cu", f"ppr_batch_select<{ctype(p)}>")(
-        ((total + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
-        (p, np.int64(total), np.int32(width), np.int32(used), t, out, np.int32(cap), count))
-    found = int(count.get()[0])  # sync: the candidate count
-    if found > cap:  # flat columns (many ties at the bound): select column by column
-        return [top_k(cp, p[:, j], k, ids=snap.old_of_new, external=external) for j in range(used)]
+    while True:
+        out = cp.empty(max(cap, 1), dtype=cp.int64)
+        count = cp.zeros(1, dtype=cp.int32)
+        kernel("ppr_batch.cu", f"ppr_batch_select<{ctype(p)}>")(
+            ((total + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
+            (p, np.int64(total), np.int32(width), np.int32(used), t, out, np.int32(cap), count))
+        found = int(count.get()[0])  # sync: the candidate count
+        if found <= cap:
+            break
+        cap = found
     cand = out[:found]
-    rows = cand // width
-    packed = cp.stack([snap.old_of_new[rows].astype(cp.int64), cand % width,
-                       p.ravel()[cand].astype(cp.float64).view(cp.int64)]).get()  # sync: candidates to the host
-    store, cols, vals = packed[0], packed[1], packed[2].view(np.float64)
+    store_d = snap.old_of_new[cand // width].astype(cp.int64)
+    ext_on_device = external is not None and not isinstance(external, np.ndarray)
+    cols = [store_d, cand % width, p.ravel()[cand].astype(cp.float64).view(cp.int64)]
+    if ext_on_device:
+        cols.append(external[store_d].astype(cp.int64))
+    packed = cp.stack(cols).get()  # sync: the candidates, their ids and external ids, one copy
     res = []
     for j in range(used):
-        sel = cols == j
+        sel = packed[1] == j
         if np.count_nonzero(sel) < k:  # fewer than k positive entries: that column on its own
             res.append(top_k(cp, p[:, j], k, ids=snap.old_of_new, external=external))
             continue
-        ids, v = store[sel], vals[sel]
+        ids, v = packed[0][sel], packed[2][sel].view(np.float64)
         order = np.lexsort((ids, -v))[:k]
         ext = None
         if external is not None:
-            ext = to_host(external[cp.asarray(ids[order])] if not isinstance(external, np.ndarray)
-                          else external[ids[order]]).astype(np.int64)
+            ext = packed[3][sel][order] if ext_on_device else np.asarray(external[ids[order]], dtype=np.int64)
         res.append(TopK(ids[order], v[order], ext))
     return res
 

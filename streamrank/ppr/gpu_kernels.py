@@ -36,10 +36,10 @@ def _exprs(filename: str) -> tuple:
         for d in ("int", "long long"):
             out += [f"ppr_batch_{k}<{d}, {t}>" for k in ("init", "seeds") for t in ("double", "float")]
         out += [f"ppr_batch_{k}<{t}>" for k in ("chunk_max", "select") for t in ("double", "float")]
-        return tuple(out + ["ppr_batch_kth"])
+        return tuple(out)
     if filename == "ppr_topk.cu":
-        return ("ppr_chunk_max<double>", "ppr_chunk_max<float>", "ppr_kth_largest", "ppr_select_ge<double>",
-                "ppr_select_ge<float>", "ppr_select_pack<double>", "ppr_select_pack<float>")
+        return ("ppr_chunk_max<double>", "ppr_chunk_max<float>", "ppr_kth_largest", "ppr_select_pack<double>",
+                "ppr_select_pack<float>")
     if filename == "ppr_montecarlo.cu":
         return tuple(f"ppr_mc_walk<{o}, {d}>" for o, d in _PAIRS)
     raise KeyError(filename)

@@ -73,6 +73,30 @@ class PowerRun:
         return out
 
 
+def drive_chunks(it: int, max_iter: int, tol: float, launch, changes):
+    """The host loop of the dense phase: queue :data:`CHUNK` iterations (``launch(j)``), then
+    read their changes in one copy (``changes(first + 1, last + 1)``, a host array with a row
+    per iteration: one value, or one per query of a batch), and stop at the first iteration
+    whose largest change is below ``tol``; the launches after it did nothing. With ``tol <= 0``
+    (a truncated run) everything is queued before the one read.
+
+    Returns
+    -------
+    (last iteration, converged, that iteration's row of changes)
+    """
+    converged, row = False, None
+    while it < max_iter and not converged:
+        first, last = it, (max_iter if tol <= 0 else min(it + CHUNK, max_iter))
+        for j in range(first + 1, last + 1):
+            launch(j)
+        block = changes(first + 1, last + 1)  # sync: the queued iterations' changes, read once
+        worst = block.reshape(block.shape[0], -1).max(axis=1)
+        below = np.nonzero(worst < tol)[0]
+        it, converged = (first + 1 + int(below[0]), True) if below.size else (last, False)
+        row = block[it - first - 1]
+    return it, converged, row
+
+
 def personalization_gpu(n: int, pers):
     """The dense personalization vector (float64, store ids) and the device int32 seed list of
     a :class:`~.semantics.Personalization`: one host-to-device copy and one kernel."""
@@ -150,24 +174,17 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
         if done is not None:
             it, change = done
             return PowerRun(bufs[(it - start) % 2], snap.old_of_new, it, change < tol, change)
-    converged = False
-    while it < max_iter and not converged:
-        first, last = it, (max_iter if tol <= 0 else min(it + CHUNK, max_iter))
-        for j in range(it + 1, last + 1):
-            cur, prv = (j - start) % 2, (j - start - 1) % 2
-            k_sweep((plan.blocks,), (plan.block,),
-                    (plan.order, plan.bstart, plan.blk, snap.in_offset, snap.in_degree, snap.in_indices,
-                     snap.out_degree, contribs[prv], bufs[prv], pers, scal[0, j - 1:], np.int32(mode),
-                     np.float64(inv_n), np.float64(alpha), scal[1, j - 1:], np.float64(tol), bufs[cur],
-                     contribs[cur], scal[0, j:], scal[1, j:], np.int32(plan.split), plan.split_slot,
-                     plan.split_part, plan.split_acc, plan.split_count))
-        changes = scal[1, first + 1:last + 1].get()  # sync: the queued iterations' changes, read once
-        below = np.nonzero(changes < tol)[0]
-        if below.size:  # converged at the first of them; the later launches did nothing
-            it, converged = first + 1 + int(below[0]), True
-        else:
-            it = last
-        change = float(changes[it - first - 1])
+    def launch(j):
+        cur, prv = (j - start) % 2, (j - start - 1) % 2
+        k_sweep((plan.blocks,), (plan.block,),
+                (plan.order, plan.bstart, plan.blk, snap.in_offset, snap.in_degree, snap.in_indices,
+                 snap.out_degree, contribs[prv], bufs[prv], pers, scal[0, j - 1:], np.int32(mode),
+                 np.float64(inv_n), np.float64(alpha), scal[1, j - 1:], np.float64(tol), bufs[cur],
+                 contribs[cur], scal[0, j:], scal[1, j:], np.int32(plan.split), plan.split_slot,
+                 plan.split_part, plan.split_acc, plan.split_count))
+
+    it, converged, last_change = drive_chunks(it, max_iter, tol, launch, lambda a, b: scal[1, a:b].get())
+    change = float(last_change)
     return PowerRun(bufs[(it - start) % 2], snap.old_of_new, it, converged, change)
 
 

@@ -222,9 +222,9 @@ def top_k(xp, p, k: int, *, ids=None, external=None) -> TopK:
     The maxima of disjoint chunks of ``p`` are distinct entries, so the k-th largest of them is
     a lower bound ``t`` of the k-th largest entry; only the entries ``>= t`` are sorted (on the
     host: there are about ``k`` of them). With fewer than ``k`` positive chunk maxima every
-    positive entry is a candidate. On the GPU the maxima, ``t`` and the candidate list come
-    from three kernels in a row (``kernels/ppr_topk.cu``); then two reads: the candidate count,
-    and the candidates with their ids.
+    positive entry is a candidate. On the GPU the maxima, ``t`` and the candidate rows (store
+    id, value, external id) come from three kernels in a row (``kernels/ppr_topk.cu``) and one
+    copy brings them to the host.
     """
     n = int(p.shape[0])
     k = min(int(k), n)
@@ -236,22 +236,20 @@ def top_k(xp, p, k: int, *, ids=None, external=None) -> TopK:
     else:  # the GPU kernels read float32 or float64, contiguous
         q = xp.ascontiguousarray(p)
     ext_on_device = external is not None and (xp is np or not isinstance(external, np.ndarray))
-    packed = _packed_gpu(xp, q, n, k, ids, external if ext_on_device else None) if xp is not np else None
-    if packed is None:  # the CPU, or more GPU candidates than the packed buffer holds
-        if xp is np:
-            full = n // _TOPK_CHUNK * _TOPK_CHUNK
-            maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
-            if full < n:
-                maxima = np.concatenate([maxima, q[full:].max(keepdims=True)])
-            t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
-            cand = np.nonzero(q >= t)[0] if t > 0 else np.nonzero(q > 0)[0]
-        else:
-            cand = _candidates_gpu(xp, q, n, k)
+    if xp is np:
+        full = n // _TOPK_CHUNK * _TOPK_CHUNK
+        maxima = q[:full].reshape(-1, _TOPK_CHUNK).max(axis=1)
+        if full < n:
+            maxima = np.concatenate([maxima, q[full:].max(keepdims=True)])
+        t = float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k]) if maxima.shape[0] >= k else 0.0
+        cand = np.nonzero(q >= t)[0] if t > 0 else np.nonzero(q > 0)[0]
         sid = cand if ids is None else ids[cand]
-        cols = [sid.astype(xp.int64), q[cand].astype(xp.float64).view(xp.int64)]
+        cols = [sid.astype(np.int64), q[cand].view(np.int64)]
         if ext_on_device:
-            cols.append(external[sid].astype(xp.int64))
-        packed = to_host(xp.stack(cols)) if cand.shape[0] else np.zeros((len(cols), 0), dtype=np.int64)  # sync
+            cols.append(external[sid].astype(np.int64))
+        packed = np.stack(cols)
+    else:
+        packed = _packed_gpu(xp, q, n, k, ids, external if ext_on_device else None)
     sid, vals = packed[0], packed[1].view(np.float64)
     on_device = ext_on_device
     if sid.shape[0] < k:  # fewer than k positive entries: the zeros with the smallest store ids follow
@@ -263,9 +261,11 @@ def top_k(xp, p, k: int, *, ids=None, external=None) -> TopK:
     order = np.lexsort((sid, -vals))[:k]
     sid, vals = sid[order], vals[order]
     ext = None
-    if external is not None:  # (a host id map with a device vector: looked up here)
-        ext = packed[2][order] if on_device else to_host(external[xp.asarray(sid) if not isinstance(
-            external, np.ndarray) else sid]).astype(np.int64)
+    if on_device:
+        ext = packed[2][order]
+    elif external is not None:  # a host id map with a device vector, or zeros appended: look up here
+        at = sid if isinstance(external, np.ndarray) else xp.asarray(sid)
+        ext = to_host(external[at]).astype(np.int64)
     return TopK(sid, vals, ext)
 
 
@@ -281,45 +281,35 @@ def _threshold_gpu(cp, q, n: int, k: int):
         maxima = cp.empty(nch, dtype=cp.float64)
         kernel("ppr_topk.cu", f"ppr_chunk_max<{name}>")((nch,), (256,), (q, np.int64(n), np.int64(chunk), maxima))
         size = 1 << max(nch - 1, 1).bit_length()
-        kernel("ppr_topk.cu", "ppr_kth_largest")((1,), (1024,), (maxima, np.int32(nch), np.int32(size), np.int32(k), t),
-                                                 shared_mem=size * 8)
+        kernel("ppr_topk.cu", "ppr_kth_largest")(
+            (1,), (1024,), (maxima, np.int32(nch), np.int32(1), np.int32(size), np.int32(k), t), shared_mem=size * 8)
     return t
 
 
 def _packed_gpu(cp, q, n: int, k: int, ids, external):
     """Host ``(3, c)`` int64 rows (store id, value bits, external id) of the candidates, in one
-    copy; None when there are more than the buffer holds."""
+    copy. The buffer has room for ``max(4096, 64 k)`` rows; when more qualify (a flat vector),
+    the selection runs once more with room for all of them."""
     from .gpu_kernels import kernel
 
-    cap = max(4096, 64 * k)
     if ids is not None:
         ids = cp.ascontiguousarray(ids, dtype=cp.int64)
     if external is not None:
         external = cp.ascontiguousarray(external, dtype=cp.int64)
-    out = cp.zeros(1 + 3 * cap, dtype=cp.int64)
-    dummy = out[:1]
     name = "float" if q.dtype == cp.float32 else "double"
-    kernel("ppr_topk.cu", f"ppr_select_pack<{name}>")(
-        ((n + 255) // 256,), (256,),
-        (q, np.int32(n), _threshold_gpu(cp, q, n, k), dummy if ids is None else ids, np.int32(ids is not None),
-         dummy if external is None else external, np.int32(external is not None), out, np.int32(cap)))
-    h = out.get()  # sync: the count and the rows, one copy
-    count = int(h[0])
-    if count > cap:
-        return None
-    return np.ascontiguousarray(h[1:1 + 3 * count].reshape(count, 3).T)
-
-
-def _candidates_gpu(cp, q, n: int, k: int):
-    """Device positions of the entries of ``q`` at or above the chunk-maxima bound."""
-    from .gpu_kernels import kernel
-
-    name = "float" if q.dtype == cp.float32 else "double"
-    out = cp.empty(n, dtype=cp.int32)
-    count = cp.zeros(1, dtype=cp.int32)
-    kernel("ppr_topk.cu", f"ppr_select_ge<{name}>")(((n + 255) // 256,), (256,),
-                                                     (q, np.int32(n), _threshold_gpu(cp, q, n, k), out, count))
-    return out[: int(count.get()[0])]  # sync: the candidate count
+    t = _threshold_gpu(cp, q, n, k)
+    cap = max(4096, 64 * k)
+    while True:
+        out = cp.zeros(1 + 3 * cap, dtype=cp.int64)
+        kernel("ppr_topk.cu", f"ppr_select_pack<{name}>")(
+            ((n + 255) // 256,), (256,),
+            (q, np.int32(n), t, out[:1] if ids is None else ids, np.int32(ids is not None),
+             out[:1] if external is None else external, np.int32(external is not None), out, np.int32(cap)))
+        h = out.get()  # sync: the count and the rows, one copy
+        count = int(h[0])
+        if count <= cap:
+            return np.ascontiguousarray(h[1:1 + 3 * count].reshape(count, 3).T)
+        cap = count
 
 
 def topk_precision(approx_ids, exact_vector, k: int, *, rel_tol: float = 1e-9) -> float:
