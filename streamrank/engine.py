@@ -79,14 +79,42 @@ class Engine:
         self.last: RankResult | None = None
 
     # ------------------------------------------------------------------ building
-    def load_edges(self, src, dst, insert=None) -> RankResult:
+    def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
         """Apply base edges (external ids) and recompute the ranks statically.
 
         ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
-        :meth:`EdgeBatch.from_arrays`. Does not advance :attr:`seq`.
+        :meth:`EdgeBatch.from_arrays`. ``vertices`` (external ids) are created first, in their
+        order, edges or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
         """
+        if vertices is not None:
+            self.add_vertices(vertices)
         self.graph.apply(EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp))
         return self.recompute()
+
+    def add_vertices(self, ids) -> int:
+        """Create the vertices ``ids`` (external ids, in this order) that the graph lacks, without
+        edges: isolated vertices, as the published DF-P protocol creates ``0 .. N-1`` up front.
+
+        The ranks are not recomputed (call :meth:`recompute` or :meth:`load_edges` after).
+        Returns how many vertices were created.
+        """
+        xp = self.backend.xp
+        ids = xp.asarray(ids, dtype=xp.int64)
+        if ids.ndim != 1:
+            raise InvalidArgumentError(f"ids must be one-dimensional, got shape {ids.shape}")
+        fresh = ids[self.graph.ids.lookup(ids) < 0]
+        if fresh.shape[0] == 0:
+            return 0
+        # A vertex is created by its first insertion: insert a self-loop on every new id (no
+        # unknown vertex can hold one already), then delete those loops again.
+        before = self.graph.num_vertices
+        self.graph.apply(EdgeBatch.from_arrays(fresh, fresh, xp=xp))
+        self.graph.apply(EdgeBatch.from_arrays(fresh, fresh, xp.zeros(fresh.shape[0], dtype=bool), xp=xp))
+        n = self.graph.num_vertices
+        x = xp.ones(n, dtype=self.x.dtype)
+        x[: self.x.shape[0]] = self.x
+        self.x = x
+        return n - before
 
     def recompute(self) -> RankResult:
         """Replace the ranks with a static computation of the current graph."""

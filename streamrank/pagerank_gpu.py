@@ -37,7 +37,7 @@ import numpy as np
 from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, KernelError, StreamrankError
 from .graph_gpu import GpuGraph, _cupy, launch, sm_count
-from .kernels.loader import get_kernel
+from .kernels.loader import get_kernel, resident_blocks
 from .result import RankResult
 
 _CU = "pagerank.cu"
@@ -54,6 +54,22 @@ _SORTED = os.environ.get("STREAMRANK_SORTED_PARTITION", "0") == "1"
 _MARK_THREADS = 256  # block-per-vertex marking of the initial marks and DT's traversal
 _FINISH_THREADS = 1024
 _MODES = {"static": 3, "nd": 0, "dt": 0, "df": 1, "dfp": 2}
+_LOOP_CU = "frontier_loop.cu"
+#: DF/DF-P run their whole iteration loop in one cooperative launch (``frontier_loop.cu``);
+#: STREAMRANK_FRONTIER_LOOP=0 turns that off (the launch sequence of pagerank.cu then runs every
+#: iteration, as it does for frontiers past the hand-over size).
+_LOOP = os.environ.get("STREAMRANK_FRONTIER_LOOP", "1") != "0"
+#: Blocks per multiprocessor of the cooperative loop (fewer: cheaper grid barriers; more: more
+#: vertices in flight), capped by what is resident. Knob STREAMRANK_LOOP_BLOCKS_PER_SM.
+_LOOP_BLOCKS_PER_SM = int(os.environ.get("STREAMRANK_LOOP_BLOCKS_PER_SM", "2"))
+#: The loop hands over to the launch sequence when a frontier exceeds this many vertices per
+#: resident thread of the loop's grid (knob STREAMRANK_LOOP_HANDOVER).
+_LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
+#: Why the cooperative loop is not used in this process (set at its first failure).
+loop_unavailable: str | None = None
+#: Counter offsets of the list pairs of a workspace: A, B, flags, C (the loop's third frontier
+#: pair), flags 2 (the loop's second flag pair); cnt[6] is the launch sequence's ticket.
+_PAIR_CNT = (0, 2, 4, 8, 10)
 #: Set to a dict to accumulate per-stage wall times (ms) of the dynamic updates; each stage then
 #: ends with a device synchronization, so profile only outside timed runs.
 STAGE_MS = None
@@ -75,8 +91,8 @@ _ARGS_FORMAT = "<22Q4dq4i"  # RankArgs<I, V> in pagerank.cu: 22 pointers, 4 doub
 
 def _names(ctype: str) -> tuple:
     names = [
-        "partition_by_degree<int>", "mark_direct<int>", "mark_block<int>", "clear_marks<int>",
-        "reduce_blocks", f"post_thread<int, {ctype}>", f"linf_blocks<{ctype}>",
+        "partition_by_degree<int>", "partition_unique<int>", "mark_direct<int>", "mark_block<int>",
+        "clear_marks<int>", "copy_pair<int>", "reduce_blocks", f"post_thread<int, {ctype}>", f"linf_blocks<{ctype}>",
         f"start_totals<int, {ctype}>",
     ]
     for mode in (0, 1, 2):
@@ -116,8 +132,9 @@ class _Workspace:
         self.c = cp.zeros(n, dtype=vt)
         self.cn = cp.zeros(n, dtype=vt)
         self.aff = cp.zeros(n, dtype=cp.int32)
-        self.lists = cp.zeros((6, n), dtype=cp.int32)  # A small/large, B small/large, flags s/l
-        self.cnt = cp.zeros(8, dtype=cp.int32)  # A: 0,1  B: 2,3  flags: 4,5  ticket: 6
+        # list pairs (small, large): A, B, flags, C, flags 2 (the last two: the cooperative loop)
+        self.lists = cp.zeros((10, n), dtype=cp.int32)
+        self.cnt = cp.zeros(12, dtype=cp.int32)  # A: 0,1  B: 2,3  flags: 4,5  ticket: 6  C: 8,9  flags 2: 10,11
         self.status = cp.zeros(4, dtype=cp.int32)  # done, iterations, converged
         self.scalars = cp.zeros(2, dtype=cp.float64)  # sum of the iterate, base term
         self.gt = 8 * sm_count()  # blocks of the thread-per-vertex kernels (256 threads)
@@ -126,10 +143,14 @@ class _Workspace:
         self.hist = cp.zeros(1, dtype=cp.int32)
         self._pinned = [cp.cuda.alloc_pinned_memory(16) for _ in range(2)]
         self.host_status = [np.frombuffer(m, dtype=np.int32, count=4) for m in self._pinned]
+        self.loop_part = None  # the cooperative loop's block results (sized at its first use)
+        self.result_host = None  # pinned (status, frontier sizes, sum) read once per loop
 
     def list_pair(self, which: int):
-        """(small list, large list, counters view) of pair 0 (A), 1 (B) or 2 (flags)."""
-        return self.lists[2 * which], self.lists[2 * which + 1], self.cnt[2 * which: 2 * which + 2]
+        """(small list, large list, counters view) of pair 0 (A), 1 (B), 2 (flags), 3 (C) or 4
+        (flags 2)."""
+        c = _PAIR_CNT[which]
+        return self.lists[2 * which], self.lists[2 * which + 1], self.cnt[c: c + 2]
 
 
 def _workspace(graph: GpuGraph, dtype: str) -> _Workspace:
@@ -187,15 +208,16 @@ class _Iterations:
         for fn, grid, block in self.seq:
             launch(fn, grid, block, (self.args, parity))
 
-    def run(self):
-        """Iterate until the device reports convergence or ``max_iter``.
+    def run(self, start: int = 0):
+        """Iterate until the device reports convergence or ``max_iter``, from iteration ``start``
+        (the device's status already counts that many).
 
         Returns ``(iterations, converged, affected_per_iteration, total, base)``.
         """
         cp = self.g.xp
         ws = self.ws
         stream = cp.cuda.get_current_stream()
-        it, chunk_no = 0, 0
+        it, chunk_no = int(start), 0
         prev = None
         while True:
             size = 2 if chunk_no < 2 else (4 if chunk_no < 4 else 8)
@@ -459,21 +481,109 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
 
     mode = _MODES[algorithm]
     # Initial marking (into list pair A): targets of deletions (and in self-loop mode the sources
-    # themselves), then the out-neighbours of every source of a changed edge.
+    # themselves), then the out-neighbours of every source of a changed edge (sorted on the
+    # device; partition_unique takes each distinct source once, so no count comes back).
     direct = [del_dst] + ([ins_src, del_src] if self_loop else [])
     _mark_direct(graph, ws, cp.concatenate(direct), graph._in.deg, 0, config)
-    sources = cp.unique(cp.concatenate([ins_src, del_src]))  # syncs once to size the result
-    _partition(graph, ws, sources, int(sources.shape[0]), graph._out.deg, 2, config)
+    sources = cp.sort(cp.concatenate([ins_src, del_src]))
+    m = int(sources.shape[0])
+    if m:
+        s, l, cnt = ws.list_pair(2)
+        launch(_kernel(config.dtype, "partition_unique<int>"), _grid(m, ws), _THREADS,
+               (sources, np.int64(m), graph._out.deg, np.int32(config.switch_degree), s, l, cnt))
     _mark_out_neighbours(graph, ws, 2, graph._in.deg, 0, config)
     ws.cnt[4:6] = 0
     _stage(cp, "initial marking")
-    runner = _Iterations(graph, ws, config, mode, args)
-    iterations, converged, affected, total, _ = runner.run()
-    _stage(cp, "iterations")
-    _clear_marks(ws, (0, 1), config)
-    _stage(cp, "clear marks")
+    done = _frontier_loop(graph, ws, config, mode, args) if _LOOP else None
+    if done is not None and done[0] is not None:  # the loop ran to the end
+        iterations, converged, affected, total = done
+        _stage(cp, "iterations (one cooperative launch)")
+    else:  # the launch sequence, from the start or from where the loop handed over
+        start = 0 if done is None else done[1]
+        runner = _Iterations(graph, ws, config, mode, args)
+        iterations, converged, affected, total, _ = runner.run(start)
+        _stage(cp, "iterations")
+        _clear_marks(ws, (0, 1), config)
+        _stage(cp, "clear marks")
     initially = affected[0] if affected else 0
     return _result(x, iterations, converged, affected, total, algorithm, initially)
+
+
+def _loop_lists(ws, cp, grid: int, handover: int):
+    """The LoopLists struct of frontier_loop.cu as a device buffer: frontier pairs A, B, C, flag
+    pairs flags and flags 2, their counters, the block-result buffer and the hand-over size."""
+    if ws.loop_part is None or ws.loop_part.shape[0] < 4 * grid:
+        ws.loop_part = cp.zeros(4 * grid, dtype=cp.float64)
+    base = int(ws.cnt.data.ptr)
+    rows = [int(ws.lists[r].data.ptr) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
+    cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
+    flags = [int(ws.lists[r].data.ptr) for r in (4, 5, 8, 9)]  # flags, flags 2
+    fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
+    raw = struct.pack("<16Qq", *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover))
+    return cp.asarray(np.frombuffer(raw, dtype=np.uint8))
+
+
+def _frontier_loop(graph, ws, config, mode: int, args):
+    """Run the DF/DF-P loop as one cooperative launch (``frontier_loop.cu``).
+
+    Returns ``(iterations, converged, affected, total)`` when the loop ran to the end,
+    ``(None, iterations_done)`` when it handed its frontier over to the launch sequence (pair A
+    or B as the sequence expects it), or None when cooperative launches are unavailable (the
+    sequence then runs from the start; the reason is kept in :data:`loop_unavailable`).
+    """
+    global loop_unavailable
+    if loop_unavailable is not None:
+        return None
+    cp = graph.xp
+    self_loop = 1 if config.dangling == "self-loop" else 0
+    ct = _CTYPE[config.dtype]
+    name = f"frontier_loop<int, {ct}, {self_loop}, {mode}>"
+    try:
+        k = get_kernel(_LOOP_CU, name, _loop_names(ct), cooperative=True)
+        grid = min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
+        handover = int(_LOOP_HANDOVER * grid * _THREADS)
+        lists = _loop_lists(ws, cp, grid, handover)
+        k((grid,), (_THREADS,), (args, lists))
+    except Exception as exc:  # compilation, or no cooperative launch on this device
+        loop_unavailable = f"{type(exc).__name__}: {exc}"
+        return None
+    status, hist, total = _read_status(ws, config)  # the one sync of the loop
+    if status[3]:  # handed over: frontier in loop pair status[3] - 1 after status[1] iterations
+        it = int(status[1])
+        src = (0, 1, 3)[int(status[3]) - 1]
+        dst = it % 2
+        if src != dst:
+            ss, sl, sc = ws.list_pair(src)
+            ds, dl, dc = ws.list_pair(dst)
+            launch(_kernel(config.dtype, "copy_pair<int>"), ws.gt, _THREADS, (ss, sl, sc, ds, dl, dc))
+        ws.cnt[_PAIR_CNT[1 - dst]: _PAIR_CNT[1 - dst] + 2] = 0
+        ws.cnt[4:6] = 0
+        ws.status[3:4] = 0
+        return None, it
+    it = int(status[1])
+    return it, bool(status[2]), hist[:it].tolist(), total
+
+
+def _loop_names(ct: str) -> tuple:
+    return tuple(f"frontier_loop<int, {ct}, {s}, {m}>" for s in (0, 1) for m in (1, 2))
+
+
+def _read_status(ws, config):
+    """(status, per-iteration frontier sizes, sum of the iterate) with one synchronization."""
+    cp = _cupy()
+    n_hist = int(ws.hist.shape[0])
+    if ws.result_host is None or ws.result_host[1].shape[0] < n_hist:
+        mem = cp.cuda.alloc_pinned_memory(16 + 8 + 4 * n_hist)
+        ws.result_host = (np.frombuffer(mem, dtype=np.int32, count=4),
+                           np.frombuffer(mem, dtype=np.int32, count=n_hist, offset=24),
+                           np.frombuffer(mem, dtype=np.float64, count=1, offset=16), mem)
+    st, hist, tot, _ = ws.result_host
+    stream = cp.cuda.get_current_stream()
+    cp.cuda.runtime.memcpyAsync(st.ctypes.data, ws.status.data.ptr, 16, 2, stream.ptr)
+    cp.cuda.runtime.memcpyAsync(tot.ctypes.data, ws.scalars.data.ptr, 8, 2, stream.ptr)
+    cp.cuda.runtime.memcpyAsync(hist.ctypes.data, ws.hist.data.ptr, 4 * n_hist, 2, stream.ptr)
+    stream.synchronize()  # sync: the loop's status, frontier sizes and sum(x) (one wait per batch)
+    return st.copy(), hist, float(tot[0])
 
 
 def _dt(graph, ws, x, config, args, endpoints):

@@ -73,3 +73,20 @@ def get_kernel(filename: str, name: str, name_expressions: tuple, options: tuple
         return module.get_function(name)
     except Exception as exc:
         raise KernelError(f"kernel {name!r} not found in {filename}: {exc}") from exc
+
+
+def resident_blocks(kernel, block: int) -> int:
+    """Blocks of ``block`` threads of ``kernel`` that are resident at once on the current device
+    (the largest grid a cooperative launch of it accepts), from its register use."""
+    import cupy as cp
+
+    attrs = cp.cuda.Device().attributes
+    regs = max(int(kernel.num_regs), 1)
+    per_block = -(-regs // 8) * 8 * block  # registers are allocated in units of 8 per thread
+    per_sm = min(int(attrs["MaxThreadsPerMultiProcessor"]) // block,
+                 int(attrs["MaxRegistersPerMultiprocessor"]) // per_block,
+                 int(attrs.get("MaxBlocksPerMultiprocessor", 32)))
+    shared = int(getattr(kernel, "shared_size_bytes", 0) or 0)
+    if shared:
+        per_sm = min(per_sm, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // shared)
+    return max(per_sm, 1) * int(attrs["MultiProcessorCount"])
