@@ -65,6 +65,10 @@ _LOOP_BLOCKS_PER_SM = int(os.environ.get("STREAMRANK_LOOP_BLOCKS_PER_SM", "2"))
 #: The loop hands over to the launch sequence when a frontier exceeds this many vertices per
 #: resident thread of the loop's grid (knob STREAMRANK_LOOP_HANDOVER).
 _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
+#: Frontier lists of up to this many vertices per warp of the loop's grid take a warp per vertex
+#: (in-edges gathered, out-edges marked by 32 lanes at once) instead of a thread per vertex
+#: (knob STREAMRANK_LOOP_WARP_FACTOR).
+_LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
 #: Why the cooperative loop is not used in this process (set at its first failure).
 loop_unavailable: str | None = None
 #: Counter offsets of the list pairs of a workspace: A, B, flags, C (the loop's third frontier
@@ -509,9 +513,10 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     return _result(x, iterations, converged, affected, total, algorithm, initially)
 
 
-def _loop_lists(ws, cp, grid: int, handover: int):
+def _loop_lists(ws, cp, grid: int, handover: int, warp_limit: int):
     """The LoopLists struct of frontier_loop.cu as a device buffer: frontier pairs A, B, C, flag
-    pairs flags and flags 2, their counters, the block-result buffer and the hand-over size."""
+    pairs flags and flags 2, their counters, the block-result buffer, the hand-over size and the
+    longest list that takes a warp per vertex."""
     if ws.loop_part is None or ws.loop_part.shape[0] < 4 * grid:
         ws.loop_part = cp.zeros(4 * grid, dtype=cp.float64)
     base = int(ws.cnt.data.ptr)
@@ -519,7 +524,8 @@ def _loop_lists(ws, cp, grid: int, handover: int):
     cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
     flags = [int(ws.lists[r].data.ptr) for r in (4, 5, 8, 9)]  # flags, flags 2
     fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
-    raw = struct.pack("<16Qq", *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover))
+    raw = struct.pack("<16Qqq", *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover),
+                      int(warp_limit))
     return cp.asarray(np.frombuffer(raw, dtype=np.uint8))
 
 
@@ -542,7 +548,7 @@ def _frontier_loop(graph, ws, config, mode: int, args):
         k = get_kernel(_LOOP_CU, name, _loop_names(ct), cooperative=True)
         grid = min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
         handover = int(_LOOP_HANDOVER * grid * _THREADS)
-        lists = _loop_lists(ws, cp, grid, handover)
+        lists = _loop_lists(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * grid * _THREADS // 32))
         k((grid,), (_THREADS,), (args, lists))
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"

@@ -59,7 +59,8 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         assert loop.iterations == seq.iterations, k
         assert loop.affected == seq.affected, k  # the same frontier in every iteration
         assert loop.initially_affected == seq.initially_affected
-        np.testing.assert_allclose(_host(loop.x), _host(seq.x), rtol=1e-12)
+        # the loop sums a short in-list with a warp (another rounding order than a thread)
+        np.testing.assert_allclose(_host(loop.x), _host(seq.x), rtol=1e-10)
         assert abs(loop.total - seq.total) <= 1e-9 * seq.total
         x = loop.x
         ref = oracle_pagerank(gg, dangling=dangling)

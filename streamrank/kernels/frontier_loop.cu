@@ -9,12 +9,15 @@
 // 2), so both give the same ranks and iteration counts.
 //
 // Iteration i, frontier pair F(i) (small and large lists, split by in-degree):
-//   phase R: rank update of F(i) (block per vertex for the large list, thread per vertex for the
-//            small one); kept vertices go to F(i+1), vertices whose out-neighbours need marking
+//   phase R: rank update of F(i) (block per vertex for the large list; for the small one a warp
+//            per vertex while the list is short, so that a vertex's in-edges are gathered in
+//            parallel and an iteration costs a few memory latencies, else a thread per vertex);
+//            kept vertices go to F(i+1), vertices whose out-neighbours need marking
 //            to the flag pair G(i mod 2) (split by out-degree); block results (max |dx|, sum dx)
 //            to part[i mod 2];
 //   barrier
-//   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1); thread 0
+//   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1) (warp or
+//            thread per flagged vertex of small out-degree by the same rule, block per large); thread 0
 //            of the grid zeroes the counters of F(i+2) and G((i+1) mod 2), which nobody reads or
 //            writes during this phase;
 //   barrier
@@ -42,6 +45,7 @@ struct LoopLists {
   int* flag_cnt[2];
   double* part;       // [2][2][gridDim.x]: per parity, the blocks' max |dx|, then their sum dx
   long long handover; // stop and hand over when a frontier exceeds this many vertices
+  long long warp_limit;  // lists up to this long take a warp per vertex instead of a thread
 };
 
 template <typename I, typename V, int SELF, int MODE>
@@ -58,6 +62,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   const int lane = threadIdx.x & 31;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(nblocks) * blockDim.x;
+  const long long wid = tid >> 5, nwarps = stride >> 5;
   View<I, V> w;
   w.c = a.cbuf[0];
   w.cn = a.cbuf[1];
@@ -98,23 +103,45 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
         if (dec.flag) append_split_one<I>(v, a.out_deg[v], sw, flag_small, flag_large, flag_cnt);
       }
     }
-    for (long long b0 = tid - lane; b0 < n0; b0 += stride) {  // uniform over the warp
-      const long long i = b0 + lane;
-      I v = 0, dg = 0, od = 0;
-      Decision dec{false, false};
-      if (i < n0) {
-        v = cur_small[i];
+    if (n0 <= L.warp_limit) {
+      for (long long i = wid; i < n0; i += nwarps) {  // uniform over the warp
+        const I v = cur_small[i];
         const long long o = a.in_off[v];
-        dg = a.in_deg[v];
-        od = a.out_deg[v];
-        const V xo = a.x[v];
+        const I dg = a.in_deg[v];
+        I od = 0;
+        V xo = V(0);
+        if (lane == 0) {  // issued before the gather so their latency overlaps it
+          od = a.out_deg[v];
+          xo = a.x[v];
+        }
         V s = V(0);
-#pragma unroll 4
-        for (I k = 0; k < dg; ++k) s += w.c[a.in_idx[o + k]];
-        dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+        for (I k = lane; k < dg; k += 32) s += w.c[a.in_idx[o + k]];
+        s = sr::warp_sum(s);
+        if (lane == 0) {
+          const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+          if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
+          if (dec.flag) append_split_one<I>(v, od, sw, flag_small, flag_large, flag_cnt);
+        }
       }
-      sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
-      sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);
+    } else {
+      for (long long b0 = tid - lane; b0 < n0; b0 += stride) {  // uniform over the warp
+        const long long i = b0 + lane;
+        I v = 0, dg = 0, od = 0;
+        Decision dec{false, false};
+        if (i < n0) {
+          v = cur_small[i];
+          const long long o = a.in_off[v];
+          dg = a.in_deg[v];
+          od = a.out_deg[v];
+          const V xo = a.x[v];
+          V s = V(0);
+#pragma unroll 4
+          for (I k = 0; k < dg; ++k) s += w.c[a.in_idx[o + k]];
+          dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+        }
+        sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
+        sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);
+      }
     }
     lmax = sr::block_max(lmax, scratch);
     lsum = sr::block_sum(lsum, scratch);
@@ -130,13 +157,27 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       a.cbuf[0][v] = a.cbuf[1][v];
     }
     const long long f0 = flag_cnt[0], f1 = flag_cnt[1];
-    for (long long b0 = tid - lane; b0 < f0; b0 += stride) {  // uniform over the warp
-      const long long i = b0 + lane;
-      const bool valid = i < f0;
-      const I v = valid ? flag_small[i] : I(0);
-      const I od = valid ? a.out_deg[v] : I(0);
-      const long long o = valid ? a.out_off[v] : 0;
-      mark_out_thread<I>(a.out_idx, o, od, a.aff, a.in_deg, sw, w.next_small, w.next_large, w.next_count);
+    if (f0 <= L.warp_limit) {
+      for (long long i = wid; i < f0; i += nwarps) {  // uniform over the warp
+        const I v = flag_small[i];
+        const long long o = a.out_off[v];
+        const I od = a.out_deg[v];
+        for (I k0 = 0; k0 < od; k0 += 32) {  // uniform over the warp
+          const I k = k0 + lane;
+          const I u = k < od ? a.out_idx[o + k] : I(0);
+          const bool p = try_mark<I>(a.aff, u, k < od);
+          sr::warp_append_split<I>(p, u, p ? a.in_deg[u] : I(0), sw, w.next_small, w.next_large, w.next_count);
+        }
+      }
+    } else {
+      for (long long b0 = tid - lane; b0 < f0; b0 += stride) {  // uniform over the warp
+        const long long i = b0 + lane;
+        const bool valid = i < f0;
+        const I v = valid ? flag_small[i] : I(0);
+        const I od = valid ? a.out_deg[v] : I(0);
+        const long long o = valid ? a.out_off[v] : 0;
+        mark_out_thread<I>(a.out_idx, o, od, a.aff, a.in_deg, sw, w.next_small, w.next_large, w.next_count);
+      }
     }
     for (long long i = blockIdx.x; i < f1; i += nblocks) {  // uniform over the block
       const I v = flag_large[i];
