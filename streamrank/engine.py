@@ -15,6 +15,7 @@ import numpy as np
 from .backend import Backend, resolve_backend
 from .batch import EdgeBatch
 from .changes import AppliedChanges
+from .auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, StreamrankError
 from .result import RankResult
@@ -61,8 +62,10 @@ class Engine:
     Parameters
     ----------
     device : {"auto", "cpu", "gpu"} or Backend
-    algorithm : {"static", "nd", "dt", "df", "dfp"}
-        Rank update used by :meth:`apply`. Default ``"dfp"``.
+    algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
+        Rank update used by :meth:`apply`. Default ``"dfp"``. ``"auto"`` chooses per batch
+        between DF-P and warm sweeps (:mod:`streamrank.auto_policy`); ``step.rank.algorithm``
+        records what ran.
     config : RankConfig
     """
 
@@ -77,6 +80,7 @@ class Engine:
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
         self.last: RankResult | None = None
+        self.policy = AutoPolicy() if self.algorithm == "auto" else None
 
     # ------------------------------------------------------------------ building
     def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
@@ -140,9 +144,12 @@ class Engine:
         changes = self.graph.apply(batch.to(self.backend.xp))
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
-        res = self._rank.update_pagerank(self.algorithm, self.graph, changes, self.x, config=self.config)
+        algorithm = self.policy.choose(changes) if self.policy else self.algorithm
+        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config)
         self.backend.synchronize()
         t2 = time.perf_counter()
+        if self.policy:
+            self.policy.observe(res, changes, self.graph.num_vertices)
         self._take(res)
         self.seq += 1
         return StepResult(self.seq, changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)

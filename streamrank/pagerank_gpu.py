@@ -402,12 +402,14 @@ def _static(graph, config, x0, algorithm):
     if n == 0:
         return _result(x, 0, True, [], 0.0, algorithm, 0)
     ws = _workspace(graph, config.dtype)
-    standard = algorithm == "static"
+    standard = algorithm in ("static", "warm")
     args = _init(graph, ws, x, _as_prev(graph, x0, config.dtype), config, standard=standard)
     if _SORTED:
         _partition_sorted(graph, ws, None, n, config)
     else:
         _partition(graph, ws, None, n, graph._in.deg, 0, config)
+    if algorithm == "warm":
+        return _warm_sweeps(graph, ws, x, config, args, 0, [], algorithm)
     iterations, affected = 0, []
     if standard:
         # Standard form first (few iterations), then back to the local form x = y / base.
@@ -421,8 +423,18 @@ def _static(graph, config, x0, algorithm):
     return _result(x, iterations + its, converged, affected + aff, total, algorithm, n)
 
 
-def _restart(graph, ws, args, x, config) -> None:
-    """Recompute contributions and sum from ``x`` in place and reset the status (lists kept)."""
+def _warm_sweeps(graph, ws, x, config, args, iterations: int, affected: list, algorithm: str):
+    """Standard-form sweeps over every vertex (list pair A holds them all, the arguments are
+    initialized for the standard form) from the current ``x`` until the criterion holds on p;
+    then ``x = y / base`` in place (no local-form finishing sweep: the criterion is the same)."""
+    its, converged, aff, total, base = _Iterations(graph, ws, config, 3, args).run()
+    x /= x.dtype.type(base)
+    return _result(x, iterations + its, converged, affected + aff, total / base, algorithm, graph.num_vertices)
+
+
+def _restart(graph, ws, args, x, config, *, standard: bool = False) -> None:
+    """Recompute contributions, sum (and for the standard form the base term) from ``x`` in
+    place and reset the status (lists kept)."""
     self_loop = 1 if config.dangling == "self-loop" else 0
     ct = _CTYPE[config.dtype]
     ws.status.fill(0)
@@ -430,7 +442,7 @@ def _restart(graph, ws, args, x, config) -> None:
     launch(_kernel(config.dtype, f"init_state<int, {ct}, {self_loop}>"), blocks, _THREADS,
            (args, np.int64(graph.num_vertices), x))
     launch(_kernel(config.dtype, f"start_totals<int, {ct}>"), 1, _FINISH_THREADS,
-           (args, np.int32(blocks), np.int32(0)))
+           (args, np.int32(blocks), np.int32(1 if standard else 0)))
 
 
 def update_pagerank(algorithm: str, graph, changes, x_prev, *, config: RankConfig | None = None) -> RankResult:
@@ -438,7 +450,11 @@ def update_pagerank(algorithm: str, graph, changes, x_prev, *, config: RankConfi
 
     Parameters
     ----------
-    algorithm : {"static", "nd", "dt", "df", "dfp"}
+    algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
+        ``"warm"``: standard-form sweeps over every vertex from ``x_prev``. ``"auto"``: DF-P,
+        switching to warm sweeps within the batch when its frontier floods (grows past the
+        cooperative loop's hand-over size); the result's ``algorithm`` says what ran
+        (``"dfp"`` or ``"dfp>warm"``).
     graph : GpuGraph
         The graph after the batch.
     changes : AppliedChanges
@@ -451,14 +467,15 @@ def update_pagerank(algorithm: str, graph, changes, x_prev, *, config: RankConfi
     -------
     RankResult
     """
-    check_algorithm(algorithm)
+    if algorithm != "auto":
+        check_algorithm(algorithm)
     config = _check(graph, config)
     if algorithm == "static":
         return static_pagerank(graph, config=config)
     if x_prev is None:
         raise InvalidArgumentError(f"{algorithm} needs x_prev")
-    if algorithm == "nd":
-        return static_pagerank(graph, config=config, x0=x_prev, algorithm="nd")
+    if algorithm in ("nd", "warm"):
+        return static_pagerank(graph, config=config, x0=x_prev, algorithm=algorithm)
     return _wrap(lambda: _dynamic(algorithm, graph, changes, x_prev, config))
 
 
@@ -466,10 +483,11 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     cp = graph.xp
     n = graph.num_vertices
     xp_ = _as_prev(graph, x_prev, config.dtype)
+    label = "dfp" if algorithm == "auto" else algorithm
     if changes.empty or n == 0:
         x = cp.ones(n, dtype=config.dtype)
         x[: xp_.shape[0]] = xp_
-        return _result(x, 0, True, [], float(x.sum()), algorithm, 0)  # sync: the total
+        return _result(x, 0, True, [], float(x.sum()), label, 0)  # sync: the total
     _stage(cp, "")
     ws = _workspace(graph, config.dtype)
     x = cp.empty(n, dtype=config.dtype)
@@ -483,7 +501,7 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     if algorithm == "dt":
         return _dt(graph, ws, x, config, args, cp.concatenate([ins_src, ins_dst, del_src, del_dst]))
 
-    mode = _MODES[algorithm]
+    mode = _MODES[label]
     # Initial marking (into list pair A): targets of deletions (and in self-loop mode the sources
     # themselves), then the out-neighbours of every source of a changed edge (sorted on the
     # device; partition_unique takes each distinct source once, so no count comes back).
@@ -502,6 +520,17 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     if done is not None and done[0] is not None:  # the loop ran to the end
         iterations, converged, affected, total = done
         _stage(cp, "iterations (one cooperative launch)")
+    elif done is not None and algorithm == "auto":  # the frontier flooded: warm sweeps finish
+        _stage(cp, "iterations (one cooperative launch)")
+        start, hist = done[1], done[2]
+        _clear_marks(ws, (start % 2,), config)
+        ws.cnt.fill(0)
+        _restart(graph, ws, args, x, config, standard=True)
+        _partition(graph, ws, None, n, graph._in.deg, 0, config)
+        res = _warm_sweeps(graph, ws, x, config, args, start, hist, "dfp>warm")
+        _stage(cp, "warm sweeps")
+        res.initially_affected = hist[0] if hist else 0
+        return res
     else:  # the launch sequence, from the start or from where the loop handed over
         start = 0 if done is None else done[1]
         runner = _Iterations(graph, ws, config, mode, args)
@@ -510,7 +539,7 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
         _clear_marks(ws, (0, 1), config)
         _stage(cp, "clear marks")
     initially = affected[0] if affected else 0
-    return _result(x, iterations, converged, affected, total, algorithm, initially)
+    return _result(x, iterations, converged, affected, total, label, initially)
 
 
 def _loop_lists(ws, cp, grid: int, handover: int, warp_limit: int):
@@ -533,8 +562,8 @@ def _frontier_loop(graph, ws, config, mode: int, args):
     """Run the DF/DF-P loop as one cooperative launch (``frontier_loop.cu``).
 
     Returns ``(iterations, converged, affected, total)`` when the loop ran to the end,
-    ``(None, iterations_done)`` when it handed its frontier over to the launch sequence (pair A
-    or B as the sequence expects it), or None when cooperative launches are unavailable (the
+    ``(None, iterations_done, affected)`` when it handed its frontier over to the launch sequence
+    (pair A or B as the sequence expects it), or None when cooperative launches are unavailable (the
     sequence then runs from the start; the reason is kept in :data:`loop_unavailable`).
     """
     global loop_unavailable
@@ -565,7 +594,7 @@ def _frontier_loop(graph, ws, config, mode: int, args):
         ws.cnt[_PAIR_CNT[1 - dst]: _PAIR_CNT[1 - dst] + 2] = 0
         ws.cnt[4:6] = 0
         ws.status[3:4] = 0
-        return None, it
+        return None, it, hist[:it].tolist()
     it = int(status[1])
     return it, bool(status[2]), hist[:it].tolist(), total
 
