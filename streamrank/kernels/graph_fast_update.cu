@@ -8,16 +8,19 @@
 //   3. new vertex ids in the CPU store's order: first appearance over the interleaved
 //      (src, dst) of the collapsed insertions (a small temporary table keeps, per unknown id, the
 //      first position it occurs at; a block scan over positions numbers the firsts);
-//   4. membership against the graph before the batch (one warp per queried edge scans the
-//      shorter of out(u) and in(v));
+//   4. membership against the graph before the batch: the shorter of out(u) and in(v) is scanned
+//      by one thread when it is short (FU_SHORT), else by a warp;
 //   5. per direction: the applied changes sorted as keys u << 32 | t (block bitonic sort),
 //      grouped by u, and planned: lists that would overflow move to the reserved tail of idx
 //      (offsets by a block scan);
 //   6. only when everything fits (vertex / id map room, both idx tails) the commit: new ids
 //      into the id map, per touched list the deletions compacted out and the insertions appended
-//      (one warp per list; lists of at least FU_BIG entries that must be rewritten or moved: the
-//      whole block). Otherwise NOTHING of the graph or the id map is written and the overflow
-//      counter says why; the host then runs the slow path, which re-plans and reserves.
+//      (small insert-only groups: one thread; other lists: one warp; lists of at least FU_BIG
+//      entries that must be rewritten or moved: the whole block; each list has one writer).
+//      Otherwise NOTHING of the graph or the id map is written and the overflow counter says
+//      why; the host then runs the slow path, which re-plans and reserves.
+// Work lists (queries left to warps, groups per kind of writer) are filled with shared-memory
+// atomics, so their order varies between runs; every entry is independent of the others.
 // Thread 0 writes the counters (slots C_*) last; the host reads them with its one sync.
 #include "common.cuh"
 #include "idhash.cuh"
@@ -26,6 +29,8 @@
 #define FU_MAX 2048                 // largest batch (edges); 2 * FU_THREADS
 #define FU_TEMP (4 * FU_MAX)        // slots of the temporary table of unknown ids (load <= 1/2)
 #define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
+#define FU_SHORT 64                 // membership: lists this short are scanned by one thread
+#define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
 
 // Counter slots (int64), one launch's result.
 #define C_OVERFLOW 0   // 0: applied; else FU_OVER_* bits, and nothing was written
@@ -72,7 +77,10 @@ struct FuWork {
   int du[FU_MAX], dv[FU_MAX];            // deletions' internal ids (-1: unknown)
   int iok[FU_MAX], dok[FU_MAX];          // applied (insertion absent / deletion present)?
   int ipos[FU_MAX], dpos[FU_MAX];        // index among the applied insertions / deletions, or -1
-  int hubs[2 * FU_MAX];                  // (dir << 16) | leader of lists left to the whole block
+  int mlist[FU_MAX];                     // queries (q as in step 3) left to the warps
+  int tlist[2 * FU_MAX];                 // groups ((dir << 16) | leader) committed by one thread
+  int wlist[2 * FU_MAX];                 //   by one warp
+  int blist[2 * FU_MAX];                 //   by the whole block
   FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
 };
 
@@ -145,6 +153,20 @@ __device__ __forceinline__ void block_bitonic(int* perm, int P, Less less) {
   __syncthreads();  // also when P == 1
 }
 
+// Whether want is among list[base, base + d): one thread, 8 loads in flight per round.
+__device__ __forceinline__ bool thread_has(const int* list, long long base, int d, int want) {
+  for (int p0 = 0; p0 < d; p0 += 8) {
+    int t[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) t[j] = p0 + j < d ? list[base + p0 + j] : -1;
+    bool eq = false;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) eq = eq || t[j] == want;
+    if (eq) return true;
+  }
+  return false;
+}
+
 // Whether edge u -> v exists (u, v below n): the warp scans the shorter of out(u) and in(v),
 // 128 entries per round with the loads issued together. All 32 lanes call it with the same u, v.
 __device__ __forceinline__ bool warp_has_edge(int u, int v, const long long* out_off, const int* out_deg,
@@ -180,6 +202,40 @@ __device__ __forceinline__ bool group_deletes(const FuDir& D, int r, int ge, lon
     if (k < key) lo = mid + 1; else hi = mid;
   }
   return false;
+}
+
+// Commit an insert-only group (kd == 0, at most FU_THREAD_INS insertions, a moved list of at most
+// FU_SHORT entries) with one thread: move the list when planned, append the targets.
+__device__ __forceinline__ void thread_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
+                                              int* idx) {
+  const int u = static_cast<int>(D.key[r] >> 32);
+  const int ge = D.gend[r], d = D.d0[r];
+  long long base = off[u];
+  const long long moved = D.noff[r];
+  if (moved >= 0) {
+    for (int p0 = 0; p0 < d; p0 += 8) {  // all loads of a round before its stores
+      int t[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) t[j] = p0 + j < d ? idx[base + p0 + j] : 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (p0 + j < d) idx[moved + p0 + j] = t[j];
+      }
+    }
+    base = moved;
+    off[u] = moved;
+    cap[u] = D.ncap[r];
+  }
+  for (int j0 = r; j0 < ge; j0 += 4) {  // every entry of the group is an insertion
+    long long k[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) k[j] = j0 + j < ge ? D.key[j0 + j] : 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (j0 + j < ge) idx[base + d + (j0 + j - r)] = static_cast<int>(k[j] & 0xffffffffLL);
+    }
+  }
+  deg[u] = d + (ge - r);
 }
 
 // Commit the group led by r (vertex u) with one warp: compact the deleted targets out of u's
@@ -313,7 +369,7 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
   __shared__ long long sh_lscan[32];
   __shared__ int sh_warp[32];
   __shared__ long long sh_tail[2];
-  __shared__ int s_over, s_hubs;
+  __shared__ int s_over, s_mq, s_tq, s_wq, s_bq;  // overflow bits, lengths of the work lists
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (blockDim.x != FU_THREADS || gridDim.x != 1 || m < 1 || m > FU_MAX ||
@@ -335,7 +391,10 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
   }
   if (tid == 0) {
     s_over = 0;
-    s_hubs = 0;
+    s_mq = 0;
+    s_tq = 0;
+    s_wq = 0;
+    s_bq = 0;
     sh_tail[0] = 0;
     sh_tail[1] = 0;
   }
@@ -445,15 +504,34 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
   }
 
   // ---------------------------------------------------------------- 3. membership
-  for (int q = warp; q < nD + nI; q += FU_THREADS / 32) {
+  // Query q < nD: deletion q; else insertion q - nD. Short lists: this thread; long: a warp.
+  for (int q = tid; q < nD + nI; q += FU_THREADS) {
     const bool is_del = q < nD;
     const int k = is_del ? q : q - nD;
     const int u = is_del ? w->du[k] : w->iu[k];
     const int v = is_del ? w->dv[k] : w->iv[k];
     bool hit = false;
-    if (u >= 0 && v >= 0 && u < n && v < n) {  // unknown (deletion) or new (insertion): absent
-      hit = warp_has_edge(u, v, out_off, out_deg, out_idx, in_off, in_deg, in_idx);
+    if (u >= 0 && v >= 0 && u < n && v < n) {  // else unknown (deletion) or new (insertion): absent
+      const int du = out_deg[u], dv = in_deg[v];
+      const bool use_out = du <= dv;
+      const int d = use_out ? du : dv;
+      if (d > FU_SHORT) {
+        w->mlist[atomicAdd(&s_mq, 1)] = q;
+        continue;
+      }
+      hit = use_out ? thread_has(out_idx, out_off[u], d, v) : thread_has(in_idx, in_off[v], d, u);
     }
+    if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
+  }
+  __syncthreads();
+  const int mq = s_mq;
+  for (int i = warp; i < mq; i += FU_THREADS / 32) {  // uniform over the warp
+    const int q = w->mlist[i];
+    const bool is_del = q < nD;
+    const int k = is_del ? q : q - nD;
+    const int u = is_del ? w->du[k] : w->iu[k];
+    const int v = is_del ? w->dv[k] : w->iv[k];
+    const bool hit = warp_has_edge(u, v, out_off, out_deg, out_idx, in_off, in_deg, in_idx);
     if (lane == 0) {
       if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
     }
@@ -551,7 +629,14 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
       D.kd[r] = kd;
       D.ki[r] = ki;
       D.ncap[r] = static_cast<int>(need[j]);
-      if (d >= FU_BIG && (kd > 0 || need[j] > 0)) w->hubs[atomicAdd(&s_hubs, 1)] = (dir << 16) | r;
+      const int entry = (dir << 16) | r;
+      if (kd == 0 && ki <= FU_THREAD_INS && (need[j] == 0 || d <= FU_SHORT)) {
+        w->tlist[atomicAdd(&s_tq, 1)] = entry;
+      } else if (d >= FU_BIG && (kd > 0 || need[j] > 0)) {
+        w->blist[atomicAdd(&s_bq, 1)] = entry;
+      } else {
+        w->wlist[atomicAdd(&s_wq, 1)] = entry;
+      }
     }
     at[0] = need[0];
     at[1] = need[1];
@@ -580,19 +665,23 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
     ext[n + j] = x;
     sr::hash_insert(hkeys, hvals, hmask, x, n + j);
   }
-  // Lists: one warp per group; each list belongs to one group, so no two writers meet.
-  for (int q = warp; q < 2 * c; q += FU_THREADS / 32) {
-    const int dir = q >= c ? 1 : 0;
-    const int r = q - dir * c;
-    const FuDir& D = w->dir[dir];
-    if (r > 0 && (D.key[r - 1] >> 32) == (D.key[r] >> 32)) continue;  // uniform over the warp
-    if (D.d0[r] >= FU_BIG && (D.kd[r] > 0 || D.noff[r] >= 0)) continue;  // left to the block
-    if (dir == 0) warp_commit(D, r, out_off, out_deg, out_cap, out_idx);
-    else warp_commit(D, r, in_off, in_deg, in_cap, in_idx);
+  // Lists: each list belongs to one group, and each group to one writer, so no two writers
+  // meet. The list lengths are final since the barrier ending step 4.
+  const int tq = s_tq, wq = s_wq, bq = s_bq;
+  for (int i = tid; i < tq; i += FU_THREADS) {
+    const int e = w->tlist[i];
+    const int dir = e >> 16, r = e & 0xffff;
+    if (dir == 0) thread_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
+    else thread_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
   }
-  const int hubs = s_hubs;  // final since the barrier ending step 4
-  for (int h = 0; h < hubs; ++h) {  // uniform loop; block_commit synchronizes
-    const int e = w->hubs[h];
+  for (int i = warp; i < wq; i += FU_THREADS / 32) {  // uniform over the warp
+    const int e = w->wlist[i];
+    const int dir = e >> 16, r = e & 0xffff;
+    if (dir == 0) warp_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
+    else warp_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+  }
+  for (int h = 0; h < bq; ++h) {  // uniform loop; block_commit synchronizes
+    const int e = w->blist[h];
     const int dir = e >> 16, r = e & 0xffff;
     if (dir == 0) block_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, sh_warp);
     else block_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, sh_warp);
