@@ -262,22 +262,25 @@ __device__ __forceinline__ void warp_commit(const FuDir& D, int r, long long* of
     __syncwarp();  // the compacted list is visible to every lane before it is copied
   }
   const int d1 = d - kd;
+  const long long moved = ki > 0 ? D.noff[r] : -1;
   if (ki > 0) {
-    const long long moved = D.noff[r];
     if (moved >= 0) {
       for (int p = lane; p < d1; p += 32) idx[moved + p] = idx[base + p];
       base = moved;
-      if (lane == 0) {
-        off[u] = moved;
-        cap[u] = D.ncap[r];
-      }
     }
     const int i0 = D.ipos[r];
     for (int j = r + lane; j < ge; j += 32) {
       if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
     }
   }
-  if (lane == 0) deg[u] = d1 + ki;
+  __syncwarp();  // every lane has read off[u] (above) before lane 0 rewrites it
+  if (lane == 0) {
+    if (moved >= 0) {
+      off[u] = moved;
+      cap[u] = D.ncap[r];
+    }
+    deg[u] = d1 + ki;
+  }
 }
 
 // The same with the whole block, for a long list (every thread calls it with the same r).
@@ -312,22 +315,25 @@ __device__ __forceinline__ void block_commit(const FuDir& D, int r, long long* o
     __syncthreads();  // the compacted list is visible to every thread before it is copied
   }
   const int d1 = d - kd;
+  const long long moved = ki > 0 ? D.noff[r] : -1;
   if (ki > 0) {
-    const long long moved = D.noff[r];
     if (moved >= 0) {
       for (int p = threadIdx.x; p < d1; p += FU_THREADS) idx[moved + p] = idx[base + p];
       base = moved;
-      if (threadIdx.x == 0) {
-        off[u] = moved;
-        cap[u] = D.ncap[r];
-      }
     }
     const int i0 = D.ipos[r];
     for (int j = r + static_cast<int>(threadIdx.x); j < ge; j += FU_THREADS) {
       if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
     }
   }
-  if (threadIdx.x == 0) deg[u] = d1 + ki;
+  __syncthreads();  // every thread has read off[u] (above) before thread 0 rewrites it
+  if (threadIdx.x == 0) {
+    if (moved >= 0) {
+      off[u] = moved;
+      cap[u] = D.ncap[r];
+    }
+    deg[u] = d1 + ki;
+  }
   __syncthreads();  // warp_kept and the list are free for the next group
 }
 
