@@ -123,6 +123,7 @@ class FastUpdater:
         self.counters = cp.zeros(_COUNTERS, dtype=cp.int64)
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
+        self.kernel = get_kernel(_CU, "fast_update", _NAMES)  # compiled once per process
 
     def run(self, batch, ids, out, inn, n: int, room: int) -> FastOutcome:
         """Launch the fused kernel on ``batch`` (device arrays, 1..FAST_MAX_EDGES edges) and read
@@ -145,7 +146,7 @@ class FastUpdater:
             inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.end), np.int64(inn.idx.shape[0]),
             self.work, np.int64(self.work.nbytes), changes, self.counters,
         )
-        launch(get_kernel(_CU, "fast_update", _NAMES), 1, FAST_THREADS, args)
+        launch(self.kernel, 1, FAST_THREADS, args)
         stream = cp.cuda.get_current_stream()
         cp.cuda.runtime.memcpyAsync(self.host.ctypes.data, self.counters.data.ptr, _COUNTERS * 8,
                                     2, stream.ptr)  # 2: device to host
