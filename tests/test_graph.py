@@ -123,3 +123,20 @@ def test_arrow_round_trip():
     b = EdgeBatch.from_arrays([1, 2], [3, 4], [True, False])
     b2 = EdgeBatch.from_arrow(b.to_arrow())
     assert b2.src.tolist() == [1, 2] and b2.insert.tolist() == [True, False]
+
+
+def test_fast_update_settings():
+    from streamrank.errors import InvalidArgumentError
+    from streamrank.graph_gpu_fast import FAST_MAX_EDGES, FastUpdate
+
+    assert FastUpdate.from_env({}) == FastUpdate()
+    off = FastUpdate.from_env({"STREAMRANK_FAST_UPDATE": "0", "STREAMRANK_FAST_UPDATE_MAX": "100"})
+    assert not off.enabled and off.max_edges == 100
+    assert FastUpdate().vertices == 2 * FAST_MAX_EDGES and FastUpdate().slots >= 2**18
+    assert FastUpdate(vertex_room=0, slot_room=5).vertices == 0 and FastUpdate(slot_room=5).slots == 5
+    for bad in ({"STREAMRANK_FAST_UPDATE": "maybe"}, {"STREAMRANK_FAST_UPDATE_MAX": "x"},
+                {"STREAMRANK_FAST_UPDATE_MAX": str(FAST_MAX_EDGES + 1)}):
+        with pytest.raises(InvalidArgumentError):
+            FastUpdate.from_env(bad)
+    with pytest.raises(InvalidArgumentError):
+        FastUpdate(slot_room=-1)
