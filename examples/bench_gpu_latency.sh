@@ -31,7 +31,7 @@ ref_arg=()
 
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== gpu tests"
-  python3 -m pytest -q -m gpu ${TEST_FILES:-tests} 2>&1 | tail -${TEST_TAIL:-15}
+  python3 -m pytest -q -m gpu ${PYTEST_K:+-k "$PYTEST_K"} ${TEST_FILES:-tests} 2>&1 | tail -${TEST_TAIL:-15}
 fi
 
 for v in $VARIANTS; do

@@ -36,7 +36,8 @@ import numpy as np
 
 from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, KernelError, StreamrankError
-from .graph_gpu import GpuGraph, _cupy, launch, sm_count
+from .gpu_launch import _cupy, launch, sm_count
+from .graph_gpu import GpuGraph
 from .kernels.loader import get_kernel, resident_blocks
 from .result import RankResult
 
