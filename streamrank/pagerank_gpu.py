@@ -70,6 +70,9 @@ _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
 #: (in-edges gathered, out-edges marked by 32 lanes at once) instead of a thread per vertex
 #: (knob STREAMRANK_LOOP_WARP_FACTOR).
 _LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
+#: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
+#: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
+_AUTO_FLOOD = float(os.environ.get("STREAMRANK_AUTO_FLOOD", "0.05"))
 #: Why the cooperative loop is not used in this process (set at its first failure).
 loop_unavailable: str | None = None
 #: Counter offsets of the list pairs of a workspace: A, B, flags, C (the loop's third frontier
@@ -92,6 +95,10 @@ def _stage(cp, name: str) -> None:
 
 
 _ARGS_FORMAT = "<22Q4dq4i"  # RankArgs<I, V> in pagerank.cu: 22 pointers, 4 doubles, 1 long long, 4 ints
+_LISTS_FORMAT = "<16Qqq4Q3q"  # LoopLists<I, V> in frontier_loop.cu
+_LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
+_UPLOAD_BYTES = 512
+_UPLOAD_SLOTS = 4
 
 
 def _names(ctype: str) -> tuple:
@@ -150,6 +157,13 @@ class _Workspace:
         self.host_status = [np.frombuffer(m, dtype=np.int32, count=4) for m in self._pinned]
         self.loop_part = None  # the cooperative loop's block results (sized at its first use)
         self.result_host = None  # pinned (status, frontier sizes, sum) read once per loop
+        # argument structs go up through a ring of pinned staging buffers (asynchronous copies);
+        # an event per slot guards its reuse
+        self.upload_host = [np.frombuffer(cp.cuda.alloc_pinned_memory(_UPLOAD_BYTES), dtype=np.uint8,
+                                          count=_UPLOAD_BYTES) for _ in range(_UPLOAD_SLOTS)]
+        self.upload_dev = [cp.zeros(_UPLOAD_BYTES, dtype=cp.uint8) for _ in range(_UPLOAD_SLOTS)]
+        self.upload_done = [None] * _UPLOAD_SLOTS
+        self.upload_next = 0
 
     def list_pair(self, which: int):
         """(small list, large list, counters view) of pair 0 (A), 1 (B), 2 (flags), 3 (C) or 4
@@ -170,8 +184,29 @@ def _workspace(graph: GpuGraph, dtype: str) -> _Workspace:
 
 
 # ---------------------------------------------------------------------- one run of iterations
-def _pack_args(graph, ws, x, config):
-    """The RankArgs struct of pagerank.cu as a device buffer (one 232-byte host-to-device copy)."""
+def _upload(cp, ws, parts) -> object:
+    """``parts`` ((offset, bytes) pairs) into one device buffer of the workspace: one asynchronous
+    host-to-device copy from pinned memory, ordered on the stream before the launches that read
+    it (no host wait, unless the slot's previous copy has not run yet)."""
+    k = ws.upload_next
+    ws.upload_next = (k + 1) % _UPLOAD_SLOTS
+    if ws.upload_done[k] is not None:
+        ws.upload_done[k].synchronize()  # sync: only if this slot's last copy is still queued
+    host, dev = ws.upload_host[k], ws.upload_dev[k]
+    end = 0
+    for offset, raw in parts:
+        host[offset: offset + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        end = max(end, offset + len(raw))
+    stream = cp.cuda.get_current_stream()
+    cp.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, end, 1, stream.ptr)
+    event = cp.cuda.Event(disable_timing=True)
+    event.record(stream)
+    ws.upload_done[k] = event
+    return dev
+
+
+def _args_bytes(graph, ws, x, config) -> bytes:
+    """The RankArgs struct of pagerank.cu."""
     cp = graph.xp
     if ws.hist.shape[0] < config.max_iter + 1:
         ws.hist = cp.zeros(config.max_iter + 1, dtype=cp.int32)
@@ -179,11 +214,15 @@ def _pack_args(graph, ws, x, config):
     arrays = [g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x, ws.c, ws.cn,
               ws.aff] + [ws.lists[i] for i in range(6)] + [ws.cnt, ws.status, ws.scalars[0:1],
                                                           ws.scalars[1:2], ws.part, ws.hist]
-    raw = struct.pack(_ARGS_FORMAT, *[int(a.data.ptr) for a in arrays],
-                      float(config.alpha), float(config.frontier_tol), float(config.prune_tol),
-                      float(config.tol), int(graph.num_vertices), int(config.max_iter),
-                      int(config.switch_degree), int(ws.gt), int(ws.gb))
-    return cp.asarray(np.frombuffer(raw, dtype=np.uint8))
+    return struct.pack(_ARGS_FORMAT, *[int(a.data.ptr) for a in arrays],
+                       float(config.alpha), float(config.frontier_tol), float(config.prune_tol),
+                       float(config.tol), int(graph.num_vertices), int(config.max_iter),
+                       int(config.switch_degree), int(ws.gt), int(ws.gb))
+
+
+def _pack_args(graph, ws, x, config):
+    """The RankArgs struct of pagerank.cu as a device buffer (one asynchronous upload)."""
+    return _upload(graph.xp, ws, [(0, _args_bytes(graph, ws, x, config))])
 
 
 class _Iterations:
@@ -492,6 +531,18 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     _stage(cp, "")
     ws = _workspace(graph, config.dtype)
     x = cp.empty(n, dtype=config.dtype)
+    mode = _MODES[label]
+    if mode in (1, 2) and _LOOP:
+        # The whole batch (start, initial marks, iterations) in one cooperative launch.
+        flood = int(_AUTO_FLOOD * n) if algorithm == "auto" else None
+        done = _frontier_loop(graph, ws, x, xp_, changes, config, mode, flood)
+        if done is not None:
+            _stage(cp, "start, marks and iterations (one cooperative launch)")
+            if done[0] is not None:  # the loop ran to the end
+                iterations, converged, affected, total = done
+                initially = affected[0] if affected else 0
+                return _result(x, iterations, converged, affected, total, label, initially)
+            return _continue(graph, ws, x, config, mode, done[3], algorithm, done[1], done[2])
     args = _init(graph, ws, x, xp_, config, standard=False)
     _stage(cp, "init (pass over |V|)")
     self_loop = config.dangling == "self-loop"
@@ -502,7 +553,6 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     if algorithm == "dt":
         return _dt(graph, ws, x, config, args, cp.concatenate([ins_src, ins_dst, del_src, del_dst]))
 
-    mode = _MODES[label]
     # Initial marking (into list pair A): targets of deletions (and in self-loop mode the sources
     # themselves), then the out-neighbours of every source of a changed edge (sorted on the
     # device; partition_unique takes each distinct source once, so no count comes back).
@@ -517,55 +567,61 @@ def _dynamic(algorithm, graph, changes, x_prev, config):
     _mark_out_neighbours(graph, ws, 2, graph._in.deg, 0, config)
     ws.cnt[4:6] = 0
     _stage(cp, "initial marking")
-    done = _frontier_loop(graph, ws, config, mode, args) if _LOOP else None
-    if done is not None and done[0] is not None:  # the loop ran to the end
-        iterations, converged, affected, total = done
-        _stage(cp, "iterations (one cooperative launch)")
-    elif done is not None and algorithm == "auto":  # the frontier flooded: warm sweeps finish
-        _stage(cp, "iterations (one cooperative launch)")
-        start, hist = done[1], done[2]
+    return _continue(graph, ws, x, config, mode, args, algorithm, 0, [])
+
+
+def _continue(graph, ws, x, config, mode, args, algorithm, start, hist):
+    """Iterations of the launch sequence from iteration ``start`` (frontier in pair start % 2),
+    or, for ``auto`` after the loop handed a flooded frontier over, warm sweeps."""
+    cp = graph.xp
+    if algorithm == "auto" and start:  # the frontier flooded: warm sweeps finish the batch
         _clear_marks(ws, (start % 2,), config)
         ws.cnt.fill(0)
         _restart(graph, ws, args, x, config, standard=True)
-        _partition(graph, ws, None, n, graph._in.deg, 0, config)
+        _partition(graph, ws, None, graph.num_vertices, graph._in.deg, 0, config)
         res = _warm_sweeps(graph, ws, x, config, args, start, hist, "dfp>warm")
         _stage(cp, "warm sweeps")
         res.initially_affected = hist[0] if hist else 0
         return res
-    else:  # the launch sequence, from the start or from where the loop handed over
-        start = 0 if done is None else done[1]
-        runner = _Iterations(graph, ws, config, mode, args)
-        iterations, converged, affected, total, _ = runner.run(start)
-        _stage(cp, "iterations")
-        _clear_marks(ws, (0, 1), config)
-        _stage(cp, "clear marks")
+    runner = _Iterations(graph, ws, config, mode, args)
+    iterations, converged, affected, total, _ = runner.run(start)
+    _stage(cp, "iterations")
+    _clear_marks(ws, (0, 1), config)
+    _stage(cp, "clear marks")
     initially = affected[0] if affected else 0
+    label = "dfp" if algorithm == "auto" else algorithm
     return _result(x, iterations, converged, affected, total, label, initially)
 
 
-def _loop_lists(ws, cp, grid: int, handover: int, warp_limit: int):
-    """The LoopLists struct of frontier_loop.cu as a device buffer: frontier pairs A, B, C, flag
-    pairs flags and flags 2, their counters, the block-result buffer, the hand-over size and the
-    longest list that takes a warp per vertex."""
-    if ws.loop_part is None or ws.loop_part.shape[0] < 4 * grid:
-        ws.loop_part = cp.zeros(4 * grid, dtype=cp.float64)
+def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, changes) -> bytes:
+    """The LoopLists struct of frontier_loop.cu: frontier pairs A, B, C, flag pairs flags and
+    flags 2, their counters, the block-result buffer, the hand-over size, the longest list that
+    takes a warp per vertex, and the batch (previous ranks, changed edges)."""
+    if ws.loop_part is None or ws.loop_part.shape[0] < 5 * grid:
+        ws.loop_part = cp.zeros(5 * grid, dtype=cp.float64)
     base = int(ws.cnt.data.ptr)
     rows = [int(ws.lists[r].data.ptr) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
     cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
     flags = [int(ws.lists[r].data.ptr) for r in (4, 5, 8, 9)]  # flags, flags 2
     fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
-    raw = struct.pack("<16Qqq", *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover),
-                      int(warp_limit))
-    return cp.asarray(np.frombuffer(raw, dtype=np.uint8))
+    edges = [cp.ascontiguousarray(a, dtype=cp.int64) for a in (changes.ins_src, changes.del_src, changes.del_dst)]
+    ws.loop_batch = edges  # kept alive until the launch has read them
+    ptr = lambda a: int(a.data.ptr) if a.shape[0] else 0  # noqa: E731
+    return struct.pack(_LISTS_FORMAT, *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover),
+                       int(warp_limit), ptr(x_prev), *(ptr(a) for a in edges), int(x_prev.shape[0]),
+                       int(edges[0].shape[0]), int(edges[1].shape[0]))
 
 
-def _frontier_loop(graph, ws, config, mode: int, args):
-    """Run the DF/DF-P loop as one cooperative launch (``frontier_loop.cu``).
+def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None):
+    """One batch of DF/DF-P as one cooperative launch (``frontier_loop.cu``): start of the
+    iterate, initial marks and iterations. ``flood`` (``auto``): hand over only past this many
+    frontier vertices (then warm sweeps take over).
 
-    Returns ``(iterations, converged, affected, total)`` when the loop ran to the end,
-    ``(None, iterations_done, affected)`` when it handed its frontier over to the launch sequence
-    (pair A or B as the sequence expects it), or None when cooperative launches are unavailable (the
-    sequence then runs from the start; the reason is kept in :data:`loop_unavailable`).
+    Returns ``(iterations, converged, affected, total)`` when the loop ran to the end;
+    ``(None, iterations_done, affected, args)`` when it handed its frontier over (the launch
+    sequence, or for ``auto`` warm sweeps, go on from pair A or B as the sequence expects it);
+    None when cooperative launches are unavailable (nothing ran; the reason is kept in
+    :data:`loop_unavailable`).
     """
     global loop_unavailable
     if loop_unavailable is not None:
@@ -578,14 +634,18 @@ def _frontier_loop(graph, ws, config, mode: int, args):
         k = get_kernel(_LOOP_CU, name, _loop_names(ct), cooperative=True)
         grid = min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
         handover = int(_LOOP_HANDOVER * grid * _THREADS)
-        lists = _loop_lists(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * grid * _THREADS // 32))
-        k((grid,), (_THREADS,), (args, lists))
+        if flood is not None:
+            handover = max(handover, int(flood))
+        lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * grid * _THREADS // 32), x_prev, changes)
+        buf = _upload(cp, ws, [(0, _args_bytes(graph, ws, x, config)), (_LISTS_OFFSET, lists)])
+        args = buf[:_LISTS_OFFSET]
+        k((grid,), (_THREADS,), (args, buf[_LISTS_OFFSET:]))
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"
         return None
-    status, hist, total = _read_status(ws, config)  # the one sync of the loop
-    if status[3]:  # handed over: frontier in loop pair status[3] - 1 after status[1] iterations
-        it = int(status[1])
+    status, hist, total = _read_status(ws, config)  # the one sync of the batch's rank update
+    it = int(status[1])
+    if status[3]:  # handed over: frontier in loop pair status[3] - 1 after `it` iterations
         src = (0, 1, 3)[int(status[3]) - 1]
         dst = it % 2
         if src != dst:
@@ -595,8 +655,7 @@ def _frontier_loop(graph, ws, config, mode: int, args):
         ws.cnt[_PAIR_CNT[1 - dst]: _PAIR_CNT[1 - dst] + 2] = 0
         ws.cnt[4:6] = 0
         ws.status[3:4] = 0
-        return None, it, hist[:it].tolist()
-    it = int(status[1])
+        return None, it, hist[:it].tolist(), args
     return it, bool(status[2]), hist[:it].tolist(), total
 
 

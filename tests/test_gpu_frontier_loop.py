@@ -84,3 +84,36 @@ def test_loop_stops_at_max_iter(cp, monkeypatch):
     assert len(res.affected) == 3
     for ws in gg.__dict__.get("_rank_workspaces", {}).values():
         assert int(ws.aff.sum()) == 0
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_auto_switches_to_warm_sweeps_when_the_frontier_floods(cp, monkeypatch, dangling):
+    from streamrank import pagerank_gpu
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(11)
+    s, d = _edges(rng)
+    gg = GpuGraph.from_edges(s, d)
+    cfg = RankConfig(dangling=dangling, switch_degree=8)
+    x = pagerank_gpu.static_pagerank(gg, config=cfg).x
+    es, ed = (_host(a) for a in gg.edges_external())
+    ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(es[:30]), cp.asarray(ed[:30]),
+                                        cp.zeros(30, dtype=bool), xp=cp))
+    ref = oracle_pagerank(gg, dangling=dangling)
+    # no flood: auto is DF-P
+    plain = pagerank_gpu.update_pagerank("auto", gg, ch, x, config=cfg)
+    dfp = pagerank_gpu.update_pagerank("dfp", gg, ch, x, config=cfg)
+    assert plain.algorithm == "dfp" and plain.iterations == dfp.iterations
+    # a flood after the first iteration: warm sweeps finish the batch
+    monkeypatch.setattr(pagerank_gpu, "_LOOP_HANDOVER", 1e-9)
+    monkeypatch.setattr(pagerank_gpu, "_AUTO_FLOOD", 1e-9)
+    res = pagerank_gpu.update_pagerank("auto", gg, ch, x, config=cfg)
+    assert res.algorithm == "dfp>warm" and res.converged
+    assert res.iterations > len(res.affected[:1])
+    warm = pagerank_gpu.update_pagerank("warm", gg, ch, x, config=cfg)
+    assert warm.algorithm == "warm" and warm.converged
+    for r in (res, warm):
+        assert l1_error(_host(r.ranks), ref) < 1e-8
+        assert abs(float(r.x.sum()) - r.total) < 1e-9 * r.total
+    for ws in gg.__dict__.get("_rank_workspaces", {}).values():
+        assert int(ws.aff.sum()) == 0

@@ -1,10 +1,11 @@
-// The whole DF / DF-P iteration loop of one batch in one cooperative launch
-// (streamrank.pagerank_gpu, docs/GPU.md "Rank update: one launch per batch").
+// One batch's DF / DF-P rank update in one cooperative launch: the start of the iterate, the
+// initial marks and the whole iteration loop (streamrank.pagerank_gpu, docs/GPU.md "Rank update:
+// one launch per batch").
 //
 // With a small frontier (a few thousand vertices) an iteration of pagerank.cu's launch sequence
 // is bound by launches and their grids, not by work. Here a grid that is resident all at once
 // runs the iterations itself, separated by grid-wide barriers, and decides convergence on the
-// device; the host launches once and reads the result once. Same semantics, decisions and
+// device; the host uploads one argument buffer, launches once and reads the result once. Same semantics, decisions and
 // arithmetic as the launch sequence (rank_small/rank_large/post_small/mark_large with MODE 1 or
 // 2), so both give the same ranks and iteration counts.
 //
@@ -35,28 +36,45 @@
 
 namespace cg = cooperative_groups;
 
-// The lists of the loop, in one device struct (streamrank.pagerank_gpu packs it): 16 pointers
-// and one long long.
-template <typename I>
+// Sources of at least this out-degree are marked by a block, smaller ones by a warp.
+#define SR_BLOCK_SOURCE 1024
+
+// The lists of the loop and the batch, in one device struct (streamrank.pagerank_gpu packs it).
+template <typename I, typename V>
 struct LoopLists {
   I* front[6];        // frontier pairs 0, 1, 2: small (in-degree < switch), large
   int* front_cnt[3];  // each pair's counters: [0] small, [1] large
   I* flags[4];        // flag pairs 0, 1: small (out-degree < switch), large
   int* flag_cnt[2];
-  double* part;       // [2][2][gridDim.x]: per parity, the blocks' max |dx|, then their sum dx
+  double* part;       // [gridDim.x] sums of x at the start, then [2][2][gridDim.x]: per parity,
+                      // the blocks' max |dx|, then their sum dx
   long long handover; // stop and hand over when a frontier exceeds this many vertices
   long long warp_limit;  // lists up to this long take a warp per vertex instead of a thread
+  const V* x_prev;    // the previous ranks (n_prev entries; new vertices start at 1)
+  const long long* ins_src;  // the batch's changed edges (internal ids, sorted by source)
+  const long long* del_src;
+  const long long* del_dst;
+  long long n_prev, n_ins, n_del;
 };
 
+// One batch's DF / DF-P rank update in one cooperative launch:
+//   phase I: x = x_prev (new vertices at 1), c = x / d, block sums of x; counters and status
+//            zeroed (the one pass over all vertices);
+//   barrier
+//   phase M: initial marking into F(0): the targets of deletions (and in self-loop mode the
+//            sources themselves), then the out-neighbours of every distinct source of a changed
+//            edge (warp per source, block per source of out-degree >= SR_BLOCK_SOURCE);
+//   barrier
+//   then the iterations described above.
 template <typename I, typename V, int SELF, int MODE>
 __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __restrict__ args,
-                                                     const LoopLists<I>* __restrict__ lists) {
+                                                     const LoopLists<I, V>* __restrict__ lists) {
   __shared__ double scratch[32];
   __shared__ V vscratch[32];
   __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
   cg::grid_group grid = cg::this_grid();
   const RankArgs<I, V>& a = *args;
-  const LoopLists<I>& L = *lists;
+  const LoopLists<I, V>& L = *lists;
   const I sw = static_cast<I>(a.switch_degree);
   const int nblocks = gridDim.x;
   const int lane = threadIdx.x & 31;
@@ -67,9 +85,78 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   w.c = a.cbuf[0];
   w.cn = a.cbuf[1];
   w.alpha = static_cast<V>(a.alpha);
-  w.base = static_cast<V>(a.base[0]);
+  w.base = V(1);  // the local form
   w.cur = 0;
-  double total = a.total[0];  // kept by thread 0 of every block, identically
+  double* const init_part = L.part;
+  double* const iter_part = L.part + nblocks;
+
+  // ---- phase I: the start of the iterate, one pass over all vertices
+  if (tid == 0) {
+    for (int j = 0; j < 3; ++j) L.front_cnt[j][0] = L.front_cnt[j][1] = 0;
+    for (int j = 0; j < 2; ++j) L.flag_cnt[j][0] = L.flag_cnt[j][1] = 0;
+    a.status[0] = a.status[1] = a.status[2] = a.status[3] = 0;
+    a.base[0] = 1.0;
+  }
+  double s0 = 0.0;
+  for (long long v = tid; v < a.n; v += stride) {
+    const V xv = v < L.n_prev ? L.x_prev[v] : V(1);
+    a.x[v] = xv;
+    a.cbuf[0][v] = contribution<V, SELF>(xv, a.out_deg[v]);
+    s0 += static_cast<double>(xv);
+  }
+  s0 = sr::block_sum(s0, scratch);
+  if (threadIdx.x == 0) init_part[blockIdx.x] = s0;
+  grid.sync();  // x, c and the block sums are complete; every counter is zero
+
+  // ---- phase M: the initial marks (into frontier pair 0)
+  double total = 0.0;  // sum(x), kept by thread 0 of every block, identically
+  {
+    double t = 0.0;
+    for (int j = threadIdx.x; j < nblocks; j += blockDim.x) t += init_part[j];
+    total = sr::block_sum(t, scratch);
+    if (tid == 0) a.total[0] = total;
+  }
+  const long long n_direct = SELF ? L.n_del + L.n_ins + L.n_del : L.n_del;
+  for (long long b0 = tid - lane; b0 < n_direct; b0 += stride) {  // uniform over the warp
+    const long long i = b0 + lane;
+    bool pred = false;
+    I u = 0, d = 0;
+    if (i < n_direct) {
+      const long long id = i < L.n_del ? L.del_dst[i]
+                           : (i < L.n_del + L.n_ins ? L.ins_src[i - L.n_del] : L.del_src[i - L.n_del - L.n_ins]);
+      u = static_cast<I>(id);
+      pred = try_mark<I>(a.aff, u, true);
+      if (pred) d = a.in_deg[u];
+    }
+    sr::warp_append_split<I>(pred, u, d, sw, L.front[0], L.front[1], L.front_cnt[0]);
+  }
+  const long long n_sources = L.n_ins + L.n_del;
+  for (long long j = wid; j < n_sources; j += nwarps) {  // a warp per source; uniform over the warp
+    const long long* arr = j < L.n_ins ? L.ins_src : L.del_src;
+    const long long k = j < L.n_ins ? j : j - L.n_ins;
+    if (k > 0 && arr[k - 1] == arr[k]) continue;  // sorted: a repeated source follows its first
+    const I u = static_cast<I>(arr[k]);
+    const I od = a.out_deg[u];
+    if (od >= SR_BLOCK_SOURCE) continue;
+    const long long o = a.out_off[u];
+    for (I k0 = 0; k0 < od; k0 += 32) {
+      const I q = k0 + lane;
+      const I t = q < od ? a.out_idx[o + q] : I(0);
+      const bool p = try_mark<I>(a.aff, t, q < od);
+      sr::warp_append_split<I>(p, t, p ? a.in_deg[t] : I(0), sw, L.front[0], L.front[1], L.front_cnt[0]);
+    }
+  }
+  for (long long j = blockIdx.x; j < n_sources; j += nblocks) {  // a block per large source
+    const long long* arr = j < L.n_ins ? L.ins_src : L.del_src;
+    const long long k = j < L.n_ins ? j : j - L.n_ins;
+    if (k > 0 && arr[k - 1] == arr[k]) continue;  // uniform over the block
+    const I u = static_cast<I>(arr[k]);
+    const I od = a.out_deg[u];
+    if (od < SR_BLOCK_SOURCE) continue;
+    mark_out_block<I>(a.out_idx, a.out_off[u], od, a.aff, a.in_deg, sw, L.front[0], L.front[1], L.front_cnt[0]);
+  }
+  grid.sync();  // frontier pair 0 holds every initially affected vertex
+
   int it = 0, fi = 0;
   int code = 0;
   while (true) {
@@ -85,7 +172,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     I* flag_small = L.flags[2 * par];
     I* flag_large = L.flags[2 * par + 1];
     int* flag_cnt = L.flag_cnt[par];
-    double* part = L.part + static_cast<long long>(par) * 2 * nblocks;
+    double* part = iter_part + static_cast<long long>(par) * 2 * nblocks;
 
     // ---- phase R: rank update of the frontier
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
