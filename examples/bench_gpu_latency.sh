@@ -40,12 +40,12 @@ for v in $VARIANTS; do
   tag=${v//[^A-Za-z0-9_]/_}
   echo "== temporal protocol, published setting (padded, self-loop), variant $v"
   env "${envs[@]}" python3 -m streamrank bench --graph "$graph" --protocol temporal --vertices 248180 \
-    --dangling self-loop --batch-fractions "$FRACTIONS" --batches "$BATCHES" --device gpu "${ref_arg[@]}" \
+    --dangling self-loop --batch-fractions "$FRACTIONS" --batches "$BATCHES" --device gpu --error-every "${ERROR_EVERY:-1}" "${ref_arg[@]}" \
     --json "$OUT/temporal_selfloop_$tag.json" 2> "$OUT/temporal_selfloop_$tag.log"
   if [ "${UNIFORM:-1}" = 1 ]; then
     echo "== temporal protocol, standard semantics (uniform dangling, no padding), variant $v"
     env "${envs[@]}" python3 -m streamrank bench --graph "$graph" --protocol temporal --dangling uniform \
-      --batch-fractions "$FRACTIONS" --batches "$BATCHES" --device gpu \
+      --batch-fractions "$FRACTIONS" --batches "$BATCHES" --device gpu --error-every "${ERROR_EVERY:-1}" \
       --json "$OUT/temporal_uniform_$tag.json" 2> "$OUT/temporal_uniform_$tag.log"
   fi
 done

@@ -52,6 +52,8 @@ def add_arguments(p):
     p.add_argument("--vertices", type=int, default=None, metavar="N",
                    help="temporal: create the vertex ids 0..N-1 up front (the published runs use 10x |V|)")
     p.add_argument("--base-fraction", type=float, default=0.9, help="temporal: share of the lines in the base graph")
+    p.add_argument("--error-every", type=int, default=1, metavar="K",
+                   help="temporal: take the L1 error against the oracle after every K-th batch and the last")
     p.add_argument("--reference-log", default=None, metavar="FILE",
                    help="temporal: output of shared/tools/seed-dfp-bench from the same device call; its DF-P "
                         "figures and the ratio join the table")
@@ -83,7 +85,8 @@ def run(args) -> int:
 
         opts = TemporalOptions(path=args.graph, fractions=fractions, algorithms=algorithms,
                                batches=args.batches or 20, vertices=args.vertices, base_fraction=args.base_fraction,
-                               device=args.device, config=cfg, reference_log=args.reference_log)
+                               device=args.device, config=cfg, reference_log=args.reference_log,
+                               error_every=args.error_every)
         report = run_temporal(opts, log=log)
         text, plot = format_temporal(report), plot_temporal
     else:
