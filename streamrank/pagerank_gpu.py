@@ -66,10 +66,11 @@ _LOOP_BLOCKS_PER_SM = int(os.environ.get("STREAMRANK_LOOP_BLOCKS_PER_SM", "2"))
 #: The loop hands over to the launch sequence when a frontier exceeds this many vertices per
 #: resident thread of the loop's grid (knob STREAMRANK_LOOP_HANDOVER).
 _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
-#: Frontier lists of up to this many vertices per warp of the loop's grid take a warp per vertex
-#: (in-edges gathered, out-edges marked by 32 lanes at once) instead of a thread per vertex
-#: (knob STREAMRANK_LOOP_WARP_FACTOR).
+#: Frontier lists of up to this many vertices per lane group of the loop's grid take a group of
+#: lanes per vertex (in-edges gathered, out-edges marked together) instead of a thread per vertex
+#: (knob STREAMRANK_LOOP_WARP_FACTOR); the group has _LOOP_GROUP lanes (STREAMRANK_LOOP_GROUP).
 _LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
+_LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
 #: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
 _AUTO_FLOOD = float(os.environ.get("STREAMRANK_AUTO_FLOOD", "0.05"))
@@ -630,13 +631,16 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
     self_loop = 1 if config.dangling == "self-loop" else 0
     ct = _CTYPE[config.dtype]
     name = f"frontier_loop<int, {ct}, {self_loop}, {mode}>"
+    if _LOOP_GROUP not in (2, 4, 8, 16, 32):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
     try:
-        k = get_kernel(_LOOP_CU, name, _loop_names(ct), cooperative=True)
+        k = get_kernel(_LOOP_CU, name, _loop_names(ct), (f"-DSR_GROUP={_LOOP_GROUP}",), cooperative=True)
         grid = min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
         handover = int(_LOOP_HANDOVER * grid * _THREADS)
         if flood is not None:
             handover = max(handover, int(flood))
-        lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * grid * _THREADS // 32), x_prev, changes)
+        groups = grid * _THREADS // _LOOP_GROUP
+        lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, changes)
         buf = _upload(cp, ws, [(0, _args_bytes(graph, ws, x, config)), (_LISTS_OFFSET, lists)])
         args = buf[:_LISTS_OFFSET]
         k((grid,), (_THREADS,), (args, buf[_LISTS_OFFSET:]))

@@ -10,14 +10,15 @@
 // 2), so both give the same ranks and iteration counts.
 //
 // Iteration i, frontier pair F(i) (small and large lists, split by in-degree):
-//   phase R: rank update of F(i) (block per vertex for the large list; for the small one a warp
-//            per vertex while the list is short, so that a vertex's in-edges are gathered in
-//            parallel and an iteration costs a few memory latencies, else a thread per vertex);
+//   phase R: rank update of F(i) (block per vertex for the large list; for the small one a group
+//            of SR_GROUP lanes per vertex while the list is short, so that a vertex's in-edges
+//            are gathered in parallel and an iteration costs a few memory latencies, else a
+//            thread per vertex);
 //            kept vertices go to F(i+1), vertices whose out-neighbours need marking
 //            to the flag pair G(i mod 2) (split by out-degree); block results (max |dx|, sum dx)
 //            to part[i mod 2];
 //   barrier
-//   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1) (warp or
+//   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1) (group or
 //            thread per flagged vertex of small out-degree by the same rule, block per large); thread 0
 //            of the grid zeroes the counters of F(i+2) and G((i+1) mod 2), which nobody reads or
 //            writes during this phase;
@@ -38,6 +39,11 @@ namespace cg = cooperative_groups;
 
 // Sources of at least this out-degree are marked by a block, smaller ones by a warp.
 #define SR_BLOCK_SOURCE 1024
+// Lanes per vertex of the group mode (short lists of small degree): 2, 4, 8, 16 or 32
+// (NVRTC option -DSR_GROUP=..., knob STREAMRANK_LOOP_GROUP).
+#ifndef SR_GROUP
+#define SR_GROUP 8
+#endif
 
 // The lists of the loop and the batch, in one device struct (streamrank.pagerank_gpu packs it).
 template <typename I, typename V>
@@ -49,7 +55,7 @@ struct LoopLists {
   double* part;       // [gridDim.x] sums of x at the start, then [2][2][gridDim.x]: per parity,
                       // the blocks' max |dx|, then their sum dx
   long long handover; // stop and hand over when a frontier exceeds this many vertices
-  long long warp_limit;  // lists up to this long take a warp per vertex instead of a thread
+  long long warp_limit;  // lists up to this long take a group of lanes per vertex, not a thread
   const V* x_prev;    // the previous ranks (n_prev entries; new vertices start at 1)
   const long long* ins_src;  // the batch's changed edges (internal ids, sorted by source)
   const long long* del_src;
@@ -81,6 +87,8 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(nblocks) * blockDim.x;
   const long long wid = tid >> 5, nwarps = stride >> 5;
+  constexpr int kGroups = 32 / SR_GROUP;  // vertices a warp takes at once in the group mode
+  const int group = lane / SR_GROUP, sub = lane % SR_GROUP;
   View<I, V> w;
   w.c = a.cbuf[0];
   w.cn = a.cbuf[1];
@@ -191,24 +199,26 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       }
     }
     if (n0 <= L.warp_limit) {
-      for (long long i = wid; i < n0; i += nwarps) {  // uniform over the warp
-        const I v = cur_small[i];
-        const long long o = a.in_off[v];
-        const I dg = a.in_deg[v];
+      for (long long b = wid * kGroups; b < n0; b += nwarps * kGroups) {  // uniform over the warp
+        const long long i = b + group;
+        const bool valid = i < n0;
+        const I v = valid ? cur_small[i] : I(0);
+        const long long o = valid ? a.in_off[v] : 0;
+        const I dg = valid ? a.in_deg[v] : I(0);
         I od = 0;
         V xo = V(0);
-        if (lane == 0) {  // issued before the gather so their latency overlaps it
+        if (valid && sub == 0) {  // issued before the gather so their latency overlaps it
           od = a.out_deg[v];
           xo = a.x[v];
         }
         V s = V(0);
-        for (I k = lane; k < dg; k += 32) s += w.c[a.in_idx[o + k]];
-        s = sr::warp_sum(s);
-        if (lane == 0) {
-          const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
-          if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
-          if (dec.flag) append_split_one<I>(v, od, sw, flag_small, flag_large, flag_cnt);
-        }
+        for (I k = sub; k < dg; k += SR_GROUP) s += w.c[a.in_idx[o + k]];
+#pragma unroll
+        for (int off = SR_GROUP / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, SR_GROUP);
+        Decision dec{false, false};
+        if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+        sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
+        sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);
       }
     } else {
       for (long long b0 = tid - lane; b0 < n0; b0 += stride) {  // uniform over the warp
@@ -245,12 +255,16 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     }
     const long long f0 = flag_cnt[0], f1 = flag_cnt[1];
     if (f0 <= L.warp_limit) {
-      for (long long i = wid; i < f0; i += nwarps) {  // uniform over the warp
-        const I v = flag_small[i];
-        const long long o = a.out_off[v];
-        const I od = a.out_deg[v];
-        for (I k0 = 0; k0 < od; k0 += 32) {  // uniform over the warp
-          const I k = k0 + lane;
+      for (long long b = wid * kGroups; b < f0; b += nwarps * kGroups) {  // uniform over the warp
+        const long long i = b + group;
+        const bool valid = i < f0;
+        const I v = valid ? flag_small[i] : I(0);
+        const long long o = valid ? a.out_off[v] : 0;
+        const I od = valid ? a.out_deg[v] : I(0);
+        // the same trip count in every lane, for the warp-aggregated append
+        const I widest = static_cast<I>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(od)));
+        for (I k0 = 0; k0 < widest; k0 += SR_GROUP) {
+          const I k = k0 + sub;
           const I u = k < od ? a.out_idx[o + k] : I(0);
           const bool p = try_mark<I>(a.aff, u, k < od);
           sr::warp_append_split<I>(p, u, p ? a.in_deg[u] : I(0), sw, w.next_small, w.next_large, w.next_count);
