@@ -141,7 +141,7 @@ class Engine:
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         t0 = time.perf_counter()
-        changes = self.graph.apply(batch.to(self.backend.xp))
+        changes = self.graph.apply(batch)  # the store moves the batch to its backend
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
         algorithm = self.policy.choose(changes) if self.policy else self.algorithm
