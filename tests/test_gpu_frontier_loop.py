@@ -22,6 +22,9 @@ def _edges(rng, n=3000, m=20000, hubs=6):
     hs = rng.choice(n, hubs, replace=False)
     s = np.concatenate([s, np.repeat(hs, 400), rng.integers(0, n, 400 * hubs)])
     d = np.concatenate([d, rng.integers(0, n, 400 * hubs), np.repeat(hs, 400)])
+    # one hub past 1024 in- and out-edges: the block-per-vertex paths of the loop
+    s = np.concatenate([s, np.full(1600, hs[0]), rng.integers(0, n, 1600)])
+    d = np.concatenate([d, rng.integers(0, n, 1600), np.full(1600, hs[0])])
     return s, d
 
 
