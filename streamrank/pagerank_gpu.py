@@ -82,6 +82,9 @@ _PAIR_CNT = (0, 2, 4, 8, 10)
 #: Set to a dict to accumulate per-stage wall times (ms) of the dynamic updates; each stage then
 #: ends with a device synchronization, so profile only outside timed runs.
 STAGE_MS = None
+#: Set to a device uint64 array of at least max_iter + 1 entries to have the frontier loop write
+#: the device clock (ns) at the start of each iteration and at its end (profiling).
+LOOP_TICKS = None
 _T = [0.0]
 
 
@@ -96,7 +99,7 @@ def _stage(cp, name: str) -> None:
 
 
 _ARGS_FORMAT = "<22Q4dq4i"  # RankArgs<I, V> in pagerank.cu: 22 pointers, 4 doubles, 1 long long, 4 ints
-_LISTS_FORMAT = "<16Qqq4Q3q"  # LoopLists<I, V> in frontier_loop.cu
+_LISTS_FORMAT = "<16Qqq4Q3qQ"  # LoopLists<I, V> in frontier_loop.cu
 _LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
 _UPLOAD_BYTES = 512
 _UPLOAD_SLOTS = 4
@@ -610,7 +613,8 @@ def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, chan
     ptr = lambda a: int(a.data.ptr) if a.shape[0] else 0  # noqa: E731
     return struct.pack(_LISTS_FORMAT, *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover),
                        int(warp_limit), ptr(x_prev), *(ptr(a) for a in edges), int(x_prev.shape[0]),
-                       int(edges[0].shape[0]), int(edges[1].shape[0]))
+                       int(edges[0].shape[0]), int(edges[1].shape[0]),
+                       0 if LOOP_TICKS is None else int(LOOP_TICKS.data.ptr))
 
 
 def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None):

@@ -64,7 +64,15 @@ struct LoopLists {
   const long long* del_src;
   const long long* del_dst;
   long long n_prev, n_ins, n_del;
+  unsigned long long* ticks;  // profiling (or null): the device clock (ns) at the start of each
+                              // iteration and at the end, written by thread 0 of the grid
 };
+
+__device__ __forceinline__ unsigned long long device_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 // One batch's DF / DF-P rank update in one cooperative launch:
 //   phase I: x = x_prev (new vertices at 1), c = x / d, block sums of x; counters and status
@@ -171,6 +179,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   int it = 0, fi = 0;
   int code = 0;
   while (true) {
+    if (L.ticks && tid == 0) L.ticks[it] = device_ns();
     const int ni = fi == 2 ? 0 : fi + 1;
     const int zi = ni == 2 ? 0 : ni + 1;
     const int par = it & 1;
@@ -359,6 +368,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     if (code) break;
     // stop_code is written again only after the barriers of the next iteration's reductions.
   }
+  if (L.ticks && tid == 0) L.ticks[it] = device_ns();
   if (code == 2) {  // the launch sequence takes over from frontier pair fi
     if (tid == 0) a.status[3] = fi + 1;
     return;
