@@ -10,8 +10,7 @@
 // 2), so both give the same ranks and iteration counts.
 //
 // Iteration i, frontier pair F(i) (small and large lists, split by in-degree):
-//   phase R: rank update of F(i) (warp per vertex for the large list, block per vertex of
-//            degree >= SR_BLOCK_SOURCE; for the small one a group
+//   phase R: rank update of F(i) (block per vertex for the large list; for the small one a group
 //            of SR_GROUP lanes per vertex while the list is short, so that a vertex's in-edges
 //            are gathered in parallel and an iteration costs a few memory latencies, else a
 //            thread per vertex);
@@ -20,8 +19,7 @@
 //            to part[i mod 2];
 //   barrier
 //   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1) (group or
-//            thread per flagged vertex of small out-degree by the same rule, warp or block per
-//            large); thread 0
+//            thread per flagged vertex of small out-degree by the same rule, block per large); thread 0
 //            of the grid zeroes the counters of F(i+2) and G((i+1) mod 2), which nobody reads or
 //            writes during this phase;
 //   barrier
@@ -39,8 +37,7 @@
 
 namespace cg = cooperative_groups;
 
-// Vertices of the large lists (degree at or above the switch degree) take a warp each, those of
-// at least this degree a block; the same for the sources of a batch.
+// Sources of at least this out-degree are marked by a block, smaller ones by a warp.
 #define SR_BLOCK_SOURCE 1024
 // Lanes per vertex of the group mode (short lists of small degree): 2, 4, 8, 16 or 32
 // (NVRTC option -DSR_GROUP=..., knob STREAMRANK_LOOP_GROUP).
@@ -196,32 +193,10 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
 
     // ---- phase R: rank update of the frontier
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
-    for (long long i = wid; i < n1; i += nwarps) {  // a warp per large vertex; uniform over the warp
+    for (long long i = blockIdx.x; i < n1; i += nblocks) {  // uniform over the block
       const I v = cur_large[i];
-      const I dg = a.in_deg[v];
-      if (dg >= SR_BLOCK_SOURCE) continue;  // a block takes it below
       const long long o = a.in_off[v];
-      I od = 0;
-      V xo = V(0);
-      if (lane == 0) {  // issued before the gather so their latency overlaps it
-        od = a.out_deg[v];
-        xo = a.x[v];
-      }
-      V s = V(0);
-#pragma unroll 4
-      for (I k = lane; k < dg; k += 32) s += w.c[a.in_idx[o + k]];
-      s = sr::warp_sum(s);
-      if (lane == 0) {
-        const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
-        if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
-        if (dec.flag) append_split_one<I>(v, od, sw, flag_small, flag_large, flag_cnt);
-      }
-    }
-    for (long long i = blockIdx.x; i < n1; i += nblocks) {  // a block per hub; uniform over the block
-      const I v = cur_large[i];
       const I dg = a.in_deg[v];
-      if (dg < SR_BLOCK_SOURCE) continue;
-      const long long o = a.in_off[v];
       V s = V(0);
 #pragma unroll 8
       for (I k = threadIdx.x; k < dg; k += blockDim.x) s += w.c[a.in_idx[o + k]];
@@ -314,23 +289,9 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
         mark_out_thread<I>(a.out_idx, o, od, a.aff, a.in_deg, sw, w.next_small, w.next_large, w.next_count);
       }
     }
-    for (long long i = wid; i < f1; i += nwarps) {  // a warp per large flagged vertex
+    for (long long i = blockIdx.x; i < f1; i += nblocks) {  // uniform over the block
       const I v = flag_large[i];
-      const I od = a.out_deg[v];
-      if (od >= SR_BLOCK_SOURCE) continue;  // uniform over the warp; a block takes it below
-      const long long o = a.out_off[v];
-      for (I k0 = 0; k0 < od; k0 += 32) {
-        const I k = k0 + lane;
-        const I u = k < od ? a.out_idx[o + k] : I(0);
-        const bool p = try_mark<I>(a.aff, u, k < od);
-        sr::warp_append_split<I>(p, u, p ? a.in_deg[u] : I(0), sw, w.next_small, w.next_large, w.next_count);
-      }
-    }
-    for (long long i = blockIdx.x; i < f1; i += nblocks) {  // a block per hub; uniform over the block
-      const I v = flag_large[i];
-      const I od = a.out_deg[v];
-      if (od < SR_BLOCK_SOURCE) continue;
-      mark_out_block<I>(a.out_idx, a.out_off[v], od, a.aff, a.in_deg, sw, w.next_small, w.next_large,
+      mark_out_block<I>(a.out_idx, a.out_off[v], a.out_deg[v], a.aff, a.in_deg, sw, w.next_small, w.next_large,
                         w.next_count);
     }
     if (tid == 0) {
