@@ -28,6 +28,7 @@ for Static/ND the work itself.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import time
@@ -169,6 +170,10 @@ class _Workspace:
         self.upload_done = [None] * _UPLOAD_SLOTS
         self.upload_next = 0
 
+    def row_ptr(self, row: int) -> int:
+        """Device address of list row ``row`` (no array view made: views cost microseconds)."""
+        return int(self.lists.data.ptr) + 4 * row * int(self.lists.shape[1])
+
     def list_pair(self, which: int):
         """(small list, large list, counters view) of pair 0 (A), 1 (B), 2 (flags), 3 (C) or 4
         (flags 2)."""
@@ -215,10 +220,12 @@ def _args_bytes(graph, ws, x, config) -> bytes:
     if ws.hist.shape[0] < config.max_iter + 1:
         ws.hist = cp.zeros(config.max_iter + 1, dtype=cp.int32)
     g = graph
-    arrays = [g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x, ws.c, ws.cn,
-              ws.aff] + [ws.lists[i] for i in range(6)] + [ws.cnt, ws.status, ws.scalars[0:1],
-                                                          ws.scalars[1:2], ws.part, ws.hist]
-    return struct.pack(_ARGS_FORMAT, *[int(a.data.ptr) for a in arrays],
+    arrays = [g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x, ws.c, ws.cn, ws.aff]
+    scal = int(ws.scalars.data.ptr)
+    ptrs = ([int(a.data.ptr) for a in arrays] + [ws.row_ptr(r) for r in range(6)]
+            + [int(ws.cnt.data.ptr), int(ws.status.data.ptr), scal, scal + 8, int(ws.part.data.ptr),
+               int(ws.hist.data.ptr)])
+    return struct.pack(_ARGS_FORMAT, *ptrs,
                        float(config.alpha), float(config.frontier_tol), float(config.prune_tol),
                        float(config.tol), int(graph.num_vertices), int(config.max_iter),
                        int(config.switch_degree), int(ws.gt), int(ws.gb))
@@ -604,9 +611,9 @@ def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, chan
     if ws.loop_part is None or ws.loop_part.shape[0] < 5 * grid:
         ws.loop_part = cp.zeros(5 * grid, dtype=cp.float64)
     base = int(ws.cnt.data.ptr)
-    rows = [int(ws.lists[r].data.ptr) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
+    rows = [ws.row_ptr(r) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
     cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
-    flags = [int(ws.lists[r].data.ptr) for r in (4, 5, 8, 9)]  # flags, flags 2
+    flags = [ws.row_ptr(r) for r in (4, 5, 8, 9)]  # flags, flags 2
     fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
     edges = [cp.ascontiguousarray(a, dtype=cp.int64) for a in (changes.ins_src, changes.del_src, changes.del_dst)]
     ws.loop_batch = edges  # kept alive until the launch has read them
@@ -633,13 +640,10 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
         return None
     cp = graph.xp
     self_loop = 1 if config.dangling == "self-loop" else 0
-    ct = _CTYPE[config.dtype]
-    name = f"frontier_loop<int, {ct}, {self_loop}, {mode}>"
     if _LOOP_GROUP not in (2, 4, 8, 16, 32):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
     try:
-        k = get_kernel(_LOOP_CU, name, _loop_names(ct), (f"-DSR_GROUP={_LOOP_GROUP}",), cooperative=True)
-        grid = min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
+        k, grid = _loop_kernel(config.dtype, self_loop, mode)
         handover = int(_LOOP_HANDOVER * grid * _THREADS)
         if flood is not None:
             handover = max(handover, int(flood))
@@ -665,6 +669,15 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
         ws.status[3:4] = 0
         return None, it, hist[:it].tolist(), args
     return it, bool(status[2]), hist[:it].tolist(), total
+
+
+@functools.lru_cache(maxsize=None)
+def _loop_kernel(dtype: str, self_loop: int, mode: int):
+    """(kernel, grid) of the cooperative loop, compiled and sized once per process."""
+    ct = _CTYPE[dtype]
+    k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
+                   (f"-DSR_GROUP={_LOOP_GROUP}",), cooperative=True)
+    return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
 def _loop_names(ct: str) -> tuple:
