@@ -85,11 +85,20 @@ def text_kind(token) -> str:
     return "int" if pattern.match(token) else "string"
 
 
-def mixed_error(found: str, stream: str, name: str = "id") -> IdError:
-    """The error for an id of kind ``found`` in a stream of kind ``stream``."""
-    hint = " (pass id_type='string' / --id-type string to take every id as a string)" if stream == "string" else ""
-    return IdError("mixed_id_types", f"{name}: {'an integer' if found == 'int' else 'a string'} id in a "
-                                     f"{'string' if stream == 'string' else 'integer'}-id stream{hint}")
+def mixed_error(found: str, stream: str, name: str = "id", value=None) -> IdError:
+    """The error (reason ``mixed_id_types``) for an id of kind ``found`` in a stream of kind ``stream``."""
+    if found == "string":
+        shown = "" if value is None else f" {_shown(value)}"
+        return IdError("mixed_id_types", f"non-integer {name} id{shown} (a string id in an integer-id stream)")
+    shown = "" if value is None else f" {_shown(value)}"
+    return IdError("mixed_id_types", f"integer-looking {name} id{shown} in a string-id stream (a stream's ids "
+                                     "are all integers or all strings; id type 'string' takes every id as a string)")
+
+
+def _shown(value) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    return repr(value[:40] if isinstance(value, str) else value)
 
 
 def check_string_id(value, *, max_bytes: int = DEFAULT_MAX_ID_BYTES, name: str = "id") -> str:

@@ -1,4 +1,8 @@
-"""CSV with a header naming ``src``, ``dst`` and optionally ``op`` and ``ts``."""
+"""CSV with a header naming ``src``, ``dst`` and optionally ``op`` and ``ts``.
+
+In ``"auto"`` id mode the first data line with the header's field count and a non-blank ``src``
+fixes the id type, in both the fast and the line-by-line path. Whitespace around an id is dropped.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import pyarrow.csv as pcsv
 
 from streamrank.errors import SourceError
 
-from .fields import _parse_id, _parse_op_field, _parse_ts
+from .fields import _parse_op_field, _parse_ts
+from .ids import IdSpec
 from .report import _Bad
 from .table import _checked_fast_table, _Parsed, _schema
 from .text import _UTF8_BOM, _line_blocks, _parse_blocks
@@ -39,11 +44,33 @@ def _csv_header(stream, path: Path) -> list[str] | None:
     return names
 
 
-def _csv_fast(block: bytes, names: list[str]) -> pa.Table | None:
+def _fix_kind(block: bytes, names: list[str], ids: IdSpec) -> None:
+    """In auto mode, fix the id type from the block's first data line (if it qualifies)."""
+    start = 0
+    while start < len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end < 0 else end
+        line = block[start:end].decode("utf-8", "surrogateescape").rstrip("\r")
+        start = end + 1
+        if line.strip():
+            try:
+                values = next(csv.reader([line]))
+            except csv.Error:
+                return
+            if len(values) == len(names):
+                ids.fix_from_text(values[names.index("src")])
+            return
+
+
+def _csv_fast(block: bytes, names: list[str], ids: IdSpec) -> pa.Table | None:
     """Parse an all-good block with pyarrow's CSV reader; ``None`` when anything is off."""
+    if ids.kind is None:
+        _fix_kind(block, names, ids)
+        if ids.kind is None:
+            return None
     used = [n for n in _CSV_KNOWN if n in names]
     has_ts = "ts" in used
-    types = {n: (pa.string() if n == "op" else pa.int64()) for n in used}
+    types = {n: (pa.string() if n == "op" else ids.arrow_type if n in ("src", "dst") else pa.int64()) for n in used}
     try:
         table = pcsv.read_csv(
             io.BytesIO(block),
@@ -55,12 +82,12 @@ def _csv_fast(block: bytes, names: list[str]) -> pa.Table | None:
         )
     except pa.ArrowInvalid:
         return None
-    return _checked_fast_table(table, has_ts)
+    return _checked_fast_table(table, has_ts, ids, trim=True)
 
 
-def _csv_line(raw: bytes, names: list[str], has_ts: bool) -> tuple | None:
+def _csv_line(raw: bytes, names: list[str], has_ts: bool, ids: IdSpec) -> tuple | None:
     """One line's row, parsed with :mod:`csv` (``None`` for a blank line); raises :class:`_Bad`."""
-    text = raw.decode("utf-8", errors="replace").rstrip("\r")
+    text = raw.decode("utf-8", errors="surrogateescape").rstrip("\r")  # bad UTF-8 is found in the id check
     if not text.strip():
         return None
     try:
@@ -70,15 +97,16 @@ def _csv_line(raw: bytes, names: list[str], has_ts: bool) -> tuple | None:
     if len(values) != len(names):
         raise _Bad(f"expected {len(names)} fields, got {len(values)}")
     record = dict(zip(names, values))
-    src = _parse_id(record["src"], "src")
-    dst = _parse_id(record["dst"], "dst")
+    ids.fix_from_text(record["src"])
+    src = ids.parse_text(record["src"], "src")
+    dst = ids.parse_text(record["dst"], "dst")
     op = _parse_op_field(record.get("op"))
     if has_ts:
         return src, dst, op, _parse_ts(record["ts"])
     return src, dst, op
 
 
-def _csv_chunks(stream, chunk_rows: int, path: Path) -> Iterator[_Parsed]:
+def _csv_chunks(stream, chunk_rows: int, path: Path, ids: IdSpec) -> Iterator[_Parsed]:
     names = _csv_header(stream, path)
     if names is None:
         return
@@ -86,7 +114,7 @@ def _csv_chunks(stream, chunk_rows: int, path: Path) -> Iterator[_Parsed]:
     yield _Parsed(_schema(pa.int64() if has_ts else None).empty_table(), [])  # schema first
     yield from _parse_blocks(
         _line_blocks(stream, max_lines=chunk_rows, first_line=2),
-        fast=lambda block: _csv_fast(block, names),
-        parse_line=lambda raw: _csv_line(raw, names, has_ts),
+        fast=lambda block: _csv_fast(block, names, ids),
+        parse_line=lambda raw: _csv_line(raw, names, has_ts, ids),
         has_ts=lambda: has_ts,
     )

@@ -12,9 +12,11 @@ import pyarrow as pa
 
 from streamrank.batch import EdgeBatch
 from streamrank.errors import BatchFormatError, InvalidArgumentError, SourceError, StreamrankError
+from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES
 
 from ..ordering import OrderStats, order_by_time
 from .csv_text import _csv_chunks
+from .ids import IdSpec
 from .jsonl import _jsonl_chunks
 from .parquet import _parquet_chunks
 from .report import DEFAULT_MAX_BAD_KEPT, ReadReport
@@ -120,6 +122,8 @@ class EdgeFileReader:
     keep_order : bool
     strict : bool
     max_bad_kept : int
+    id_type : {"auto", "int", "string"}
+    max_id_bytes : int
     report : ReadReport
         Counts and bad lines of the current (or last) iteration; complete once the iteration
         has finished. Bad lines of a chunk are recorded before that chunk is yielded (with
@@ -138,7 +142,12 @@ class EdgeFileReader:
         keep_order: bool = False,
         strict: bool = False,
         max_bad_kept: int = DEFAULT_MAX_BAD_KEPT,
+        id_type: str = "auto",
+        max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
     ):
+        self._ids = IdSpec(id_type, max_id_bytes)  # validates both
+        self.id_type = id_type
+        self.max_id_bytes = self._ids.max_bytes
         self.path = _check_path(path)
         self.format = _check_format(self.path, format)
         self.chunk_rows = _check_positive_int(chunk_rows, "chunk_rows")
@@ -163,6 +172,7 @@ class EdgeFileReader:
             raise SourceError(f"{self.path}: the reader is closed")
         self._close_active()
         self.report = self._new_report()
+        self._ids = IdSpec(self.id_type, self.max_id_bytes)  # auto mode detects afresh on every pass
         self.schema = None
         self._active = self._generate(self.report)
         return self._active
@@ -206,6 +216,7 @@ class EdgeFileReader:
                     if not settled:
                         self.schema = parsed.table.schema
                         report.has_ts = "ts" in self.schema.names
+                        report.id_type = self._ids.kind
                     if parsed.table.num_rows:
                         settled = True
                         yield parsed.table
@@ -225,14 +236,15 @@ class EdgeFileReader:
         report.skipped += parsed.skipped
 
     def _chunk_source(self) -> "_ChunkSource":
+        ids = self._ids
         if self.format == "parquet":
-            return _ChunkSource(None, lambda _: _parquet_chunks(self.path, self.chunk_rows))
+            return _ChunkSource(None, lambda _: _parquet_chunks(self.path, self.chunk_rows, ids))
         stream = _open_binary(self.path)
         if self.format == "snap":
-            return _ChunkSource(stream, lambda s: _snap_chunks(s, self.chunk_rows))
+            return _ChunkSource(stream, lambda s: _snap_chunks(s, self.chunk_rows, ids))
         if self.format == "csv":
-            return _ChunkSource(stream, lambda s: _csv_chunks(s, self.chunk_rows, self.path))
-        return _ChunkSource(stream, lambda s: _jsonl_chunks(s, self.chunk_rows))
+            return _ChunkSource(stream, lambda s: _csv_chunks(s, self.chunk_rows, self.path, ids))
+        return _ChunkSource(stream, lambda s: _jsonl_chunks(s, self.chunk_rows, ids))
 
 
 class _ChunkSource:
@@ -259,6 +271,8 @@ def open_edge_file(
     keep_order: bool = False,
     strict: bool = False,
     max_bad_kept: int = DEFAULT_MAX_BAD_KEPT,
+    id_type: str = "auto",
+    max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
 ) -> EdgeFileReader:
     """Open an edge file for streaming.
 
@@ -276,12 +290,18 @@ def open_edge_file(
         Raise on the first bad line instead of counting and skipping it.
     max_bad_kept : int, default 1000
         Most bad-line records kept in the report (the counts stay exact).
+    id_type : {"auto", "int", "string"}, default "auto"
+        Vertex id type (:mod:`streamrank.vertex_ids`); ``"auto"`` detects it from the first data
+        line (Parquet: the column type). Ids of the other kind are bad lines (``mixed_id_types``).
+    max_id_bytes : int, default 1024
+        Longest string id in UTF-8 bytes; longer ones are bad lines (``id_too_long``).
 
     Returns
     -------
     EdgeFileReader
-        Iterable of :class:`pyarrow.Table` with columns ``src: int64``, ``dst: int64``,
-        ``op: int8`` and, where the file has them, ``ts``; a context manager.
+        Iterable of :class:`pyarrow.Table` with columns ``src``, ``dst`` (``int64``, or
+        ``string`` for string ids), ``op: int8`` and, where the file has them, ``ts``; a
+        context manager.
 
     Raises
     ------
@@ -300,7 +320,8 @@ def open_edge_file(
     ...     print(reader.report.summary())
     """
     return EdgeFileReader(
-        path, format=format, chunk_rows=chunk_rows, keep_order=keep_order, strict=strict, max_bad_kept=max_bad_kept
+        path, format=format, chunk_rows=chunk_rows, keep_order=keep_order, strict=strict, max_bad_kept=max_bad_kept,
+        id_type=id_type, max_id_bytes=max_id_bytes,
     )
 
 
@@ -385,9 +406,11 @@ def _rechunk(reader: EdgeFileReader, batch_size: int) -> Iterator[EdgeBatch]:
 
 
 def _to_batch(table: pa.Table) -> EdgeBatch:
+    insert = table.column("op").to_numpy() > 0
+    if pa.types.is_string(table.schema.field("src").type):  # validated string ids stay Arrow arrays
+        return EdgeBatch(table.column("src").combine_chunks(), table.column("dst").combine_chunks(), insert)
     src = table.column("src").to_numpy()
     dst = table.column("dst").to_numpy()
-    insert = table.column("op").to_numpy() > 0
     return EdgeBatch(src, dst, insert)
 
 

@@ -24,11 +24,15 @@ class BadLine:
         Why it was rejected.
     text : str
         The original text, truncated to :data:`TEXT_KEPT` characters.
+    code : str or None
+        The dead-letter reason code (:data:`connectors.records.REASONS`) where the parser gave
+        one (string-id checks do); ``None`` otherwise.
     """
 
     line: int
     reason: str
     text: str
+    code: str | None = None
 
 
 @dataclass
@@ -53,6 +57,8 @@ class ReadReport:
         Cap on ``bad_lines``.
     has_ts : bool or None
         Whether the file has timestamps (``None`` until known).
+    id_type : {"int", "string"} or None
+        The file's vertex id type once known (declared or detected).
     sorted_input : bool or None
         Whether the timestamps were already in non-decreasing order (``None`` when not
         checked: no timestamps, ``keep_order=True``, or no rows).
@@ -68,6 +74,7 @@ class ReadReport:
     bad_lines: list[BadLine] = field(default_factory=list)
     max_kept: int = DEFAULT_MAX_BAD_KEPT
     has_ts: bool | None = None
+    id_type: str | None = None
     sorted_input: bool | None = None
     runs: int = 0
 
@@ -92,11 +99,15 @@ class ReadReport:
         return text
 
 
-def _bad(line: int, reason: str, raw: bytes | str) -> BadLine:
+def _bad(line: int, reason: str, raw: bytes | str, code: str | None = None) -> BadLine:
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
-    return BadLine(line, reason, raw.rstrip("\r\n")[:TEXT_KEPT])
+    return BadLine(line, reason, raw.rstrip("\r\n")[:TEXT_KEPT], code)
 
 
 class _Bad(Exception):
-    """A line is rejected; internal to the line-by-line parsers."""
+    """A line is rejected; internal to the line-by-line parsers (``code``: the reason code, if known)."""
+
+    def __init__(self, message: str, *, code: str | None = None):
+        super().__init__(message)
+        self.code = code

@@ -22,22 +22,35 @@ class _Parsed:
     skipped: int = 0
 
 
-def _schema(ts_type: pa.DataType | None) -> pa.Schema:
-    fields = [("src", pa.int64()), ("dst", pa.int64()), ("op", pa.int8())]
+def _schema(ts_type: pa.DataType | None, id_type: pa.DataType = pa.int64()) -> pa.Schema:
+    fields = [("src", id_type), ("dst", id_type), ("op", pa.int8())]
     if ts_type is not None:
         fields.append(("ts", ts_type))
     return pa.schema(fields)
 
 
+def _id_column(values) -> pa.Array:
+    """Ids as an Arrow column: string arrays (or sequences of ``str``) as ``string``, else ``int64``."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values if pa.types.is_string(values.type) else pa.array(values.to_numpy(zero_copy_only=False),
+                                                                        type=pa.int64())
+    if len(values) and isinstance(values[0], str):
+        return pa.array(list(values), type=pa.string())
+    return pa.array(np.asarray(values, dtype=np.int64))
+
+
 def _edge_table(src, dst, op=None, ts=None, ts_type: pa.DataType | None = None) -> pa.Table:
-    """Build an output table from arrays (NumPy or Arrow); ``op`` defaults to all inserts."""
-    src = np.asarray(src, dtype=np.int64)
+    """Build an output table from arrays (NumPy or Arrow; ids integers or strings); ``op`` defaults
+    to all inserts."""
+    src, dst = _id_column(src), _id_column(dst)
     if op is None:
         op = np.ones(len(src), dtype=np.int8)
-    columns = [src, np.asarray(dst, dtype=np.int64), np.asarray(op, dtype=np.int8)]
+    columns = [src, dst, pa.array(np.asarray(op, dtype=np.int8))]
     if ts_type is not None:
-        columns.append(np.asarray(ts, dtype=ts_type.to_pandas_dtype()))
-    return pa.Table.from_arrays([pa.array(c) for c in columns], schema=_schema(ts_type))
+        columns.append(pa.array(np.asarray(ts, dtype=ts_type.to_pandas_dtype())))
+    return pa.Table.from_arrays(columns, schema=_schema(ts_type, src.type))
 
 
 def _rows_table(rows: list[tuple], has_ts: bool) -> pa.Table:
@@ -77,15 +90,27 @@ def _in_set(values: pa.Array, members: list) -> np.ndarray:
     return mask.fill_null(False).to_numpy(zero_copy_only=False)
 
 
-def _checked_fast_table(table: pa.Table, has_ts: bool) -> pa.Table | None:
-    """Turn a fast-parsed table into an output table, or ``None`` if any row is bad."""
+def _checked_fast_table(table: pa.Table, has_ts: bool, ids=None, *, trim: bool = False) -> pa.Table | None:
+    """Turn a fast-parsed table into an output table, or ``None`` if any row is bad.
+
+    String id columns are checked (and trimmed when ``trim``) by ``ids`` (an
+    :class:`~connectors.files.ids.IdSpec`).
+    """
     ts_type = pa.int64() if has_ts else None
+    string_ids = pa.types.is_string(table.schema.field("src").type)
     if table.num_rows == 0:
-        return _schema(ts_type).empty_table()
+        return _schema(ts_type, pa.string() if string_ids else pa.int64()).empty_table()
     id_names = ["src", "dst"] + (["ts"] if has_ts else [])
     if any(table.column(n).null_count for n in id_names):
         return None
-    if pc.min(table.column("src")).as_py() < 0 or pc.min(table.column("dst")).as_py() < 0:
+    if string_ids:
+        src = ids.string_column(table.column("src"), "src", trim=trim)
+        dst = None if src is None else ids.string_column(table.column("dst"), "dst", trim=trim)
+        if dst is None:
+            return None
+        table = table.set_column(table.schema.get_field_index("src"), "src", src)
+        table = table.set_column(table.schema.get_field_index("dst"), "dst", dst)
+    elif pc.min(table.column("src")).as_py() < 0 or pc.min(table.column("dst")).as_py() < 0:
         return None
     if "op" in table.column_names:
         codes, unknown = _op_codes(table.column("op"))
@@ -95,7 +120,7 @@ def _checked_fast_table(table: pa.Table, has_ts: bool) -> pa.Table | None:
     else:
         op = pa.array(np.ones(table.num_rows, dtype=np.int8))
     columns = [table.column("src"), table.column("dst"), op] + ([table.column("ts")] if has_ts else [])
-    return pa.Table.from_arrays(columns, schema=_schema(ts_type))
+    return pa.Table.from_arrays(columns, schema=_schema(ts_type, table.schema.field("src").type))
 
 
 def _mark(reasons: dict[int, str], mask: np.ndarray, reason: str) -> None:

@@ -52,7 +52,7 @@ def _parse_blocks(
             try:
                 row = parse_line(raw)
             except _Bad as exc:
-                bad.append(_bad(first_line + offset, str(exc), raw))
+                bad.append(_bad(first_line + offset, str(exc), raw, exc.code))
                 continue
             if row is None:
                 skipped += 1
