@@ -91,7 +91,8 @@ def mixed_error(found: str, stream: str, name: str = "id", value=None) -> IdErro
         shown = "" if value is None else f" {_shown(value)}"
         return IdError("mixed_id_types", f"non-integer {name} id{shown} (a string id in an integer-id stream)")
     shown = "" if value is None else f" {_shown(value)}"
-    return IdError("mixed_id_types", f"integer-looking {name} id{shown} in a string-id stream (a stream's ids "
+    what = "integer" if isinstance(value, (int, np.integer)) else "integer-looking"
+    return IdError("mixed_id_types", f"{what} {name} id{shown} in a string-id stream (a stream's ids "
                                      "are all integers or all strings; id type 'string' takes every id as a string)")
 
 

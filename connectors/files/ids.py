@@ -24,12 +24,17 @@ class IdSpec:
     ----------
     id_type : {"auto", "int", "string"}
     max_id_bytes : int
+    stream_kind : {"int", "string"}, optional
+        In ``"auto"`` mode, the kind the stream (e.g. earlier files of a directory) already has.
     """
 
-    def __init__(self, id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
+    def __init__(self, id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+                 stream_kind: str | None = None):
         self.declared = check_id_type(id_type)
         self.max_bytes = check_max_id_bytes(max_id_bytes)
         self.lock = IdTypeLock(id_type)
+        if stream_kind is not None:
+            self.lock.admit(check_id_type(stream_kind, "stream_kind"))
 
     @property
     def kind(self) -> str | None:

@@ -144,9 +144,11 @@ class EdgeFileReader:
         max_bad_kept: int = DEFAULT_MAX_BAD_KEPT,
         id_type: str = "auto",
         max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+        stream_kind: str | None = None,
     ):
-        self._ids = IdSpec(id_type, max_id_bytes)  # validates both
+        self._ids = IdSpec(id_type, max_id_bytes, stream_kind)  # validates all three
         self.id_type = id_type
+        self.stream_kind = stream_kind
         self.max_id_bytes = self._ids.max_bytes
         self.path = _check_path(path)
         self.format = _check_format(self.path, format)
@@ -172,7 +174,7 @@ class EdgeFileReader:
             raise SourceError(f"{self.path}: the reader is closed")
         self._close_active()
         self.report = self._new_report()
-        self._ids = IdSpec(self.id_type, self.max_id_bytes)  # auto mode detects afresh on every pass
+        self._ids = IdSpec(self.id_type, self.max_id_bytes, self.stream_kind)  # auto: detected afresh each pass
         self.schema = None
         self._active = self._generate(self.report)
         return self._active
@@ -273,6 +275,7 @@ def open_edge_file(
     max_bad_kept: int = DEFAULT_MAX_BAD_KEPT,
     id_type: str = "auto",
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+    stream_kind: str | None = None,
 ) -> EdgeFileReader:
     """Open an edge file for streaming.
 
@@ -295,6 +298,9 @@ def open_edge_file(
         line (Parquet: the column type). Ids of the other kind are bad lines (``mixed_id_types``).
     max_id_bytes : int, default 1024
         Longest string id in UTF-8 bytes; longer ones are bad lines (``id_too_long``).
+    stream_kind : {"int", "string"}, optional
+        With ``id_type="auto"``: the kind already fixed for the stream this file belongs to (a
+        directory's earlier files); ids of the other kind are bad lines.
 
     Returns
     -------
@@ -321,7 +327,7 @@ def open_edge_file(
     """
     return EdgeFileReader(
         path, format=format, chunk_rows=chunk_rows, keep_order=keep_order, strict=strict, max_bad_kept=max_bad_kept,
-        id_type=id_type, max_id_bytes=max_id_bytes,
+        id_type=id_type, max_id_bytes=max_id_bytes, stream_kind=stream_kind,
     )
 
 
