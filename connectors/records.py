@@ -151,7 +151,7 @@ class _MessageIds:
         if self.lock.kind is None:
             if isinstance(v, int) and not isinstance(v, bool):
                 self.lock.admit("int")
-            elif isinstance(v, str) and v:
+            elif isinstance(v, str) and (v or not text):  # a JSON "" is a (bad) string id
                 self.lock.admit(text_kind(v))
         if self.lock.kind == "string":
             return self._string(v, name)

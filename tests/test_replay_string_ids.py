@@ -93,3 +93,20 @@ def test_replay_cli_three_names(tmp_path):
                           capture_output=True, text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": ""})
     assert proc.returncode == 0, proc.stderr
     assert "vertex alice" in proc.stdout and "vertex carol" in proc.stdout
+
+
+def test_ppr_cli_on_string_file_matches_integer_file(tmp_path, named_college):
+    import json
+
+    from streamrank.cli import main as cli_main
+
+    ints, names = named_college
+    out_i, out_s = tmp_path / "i.json", tmp_path / "s.json"
+    assert cli_main(["ppr", str(ints), "--seed", "9", "--seed", "9,12", "--k", "10", "--device", "cpu",
+                     "--json", str(out_i)]) == 0
+    assert cli_main(["ppr", str(names), "--seed", name_of(9), "--seed", f"{name_of(9)},{name_of(12)}", "--k", "10",
+                     "--device", "cpu", "--json", str(out_s)]) == 0
+    for ri, rs in zip(json.loads(out_i.read_text())["results"], json.loads(out_s.read_text())["results"]):
+        assert [name_of(v) for v in ri["seeds"]] == rs["seeds"]
+        assert [name_of(v) for v, _ in ri["top_k"]] == [v for v, _ in rs["top_k"]]
+        np.testing.assert_allclose([s for _, s in ri["top_k"]], [s for _, s in rs["top_k"]], rtol=1e-9)
