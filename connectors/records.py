@@ -32,7 +32,7 @@ import pyarrow as pa
 from streamrank.batch import MAX_VERTEX_ID, parse_op
 from streamrank.errors import BatchFormatError
 from streamrank.vertex_ids import (DEFAULT_MAX_ID_BYTES, ID_REASONS, IdError, IdTypeLock, check_string_id,
-                                   mixed_error, string_id_problems, text_kind, to_string_array)
+                                   id_kind, mixed_error, string_id_problems, text_kind, to_string_array)
 
 #: Why a message was rejected (the ``reason`` header of a dead letter).
 REASONS = (
@@ -78,7 +78,7 @@ class ParsedEdges:
 
     Attributes
     ----------
-    src, dst : ndarray of int64, or pyarrow.Array of strings
+    src, dst : ndarray of int64, or of ``str`` objects (JSON/CSV), or pyarrow.Array of strings (Arrow)
     insert : ndarray of bool
     """
 
@@ -92,7 +92,7 @@ class ParsedEdges:
     @property
     def id_kind(self) -> str:
         """``"int"`` or ``"string"``."""
-        return "int" if isinstance(self.src, np.ndarray) else "string"
+        return id_kind(self.src)
 
 
 def parse_message(value, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type: str = "int",
@@ -225,10 +225,12 @@ def _edges(rows, ids: _MessageIds) -> ParsedEdges:
     n = len(rows)
     if n == 0:
         raise RecordError("empty", "message holds no edges")
-    if ids.lock.kind == "string":
+    if ids.lock.kind == "string":  # NumPy object arrays: cheap per message; the engine makes Arrow of a batch
         cols = list(zip(*rows))
-        return ParsedEdges(pa.array(cols[0], type=pa.string()), pa.array(cols[1], type=pa.string()),
-                           np.array(cols[2], dtype=bool))
+        src = np.empty(n, dtype=object)
+        dst = np.empty(n, dtype=object)
+        src[:], dst[:] = cols[0], cols[1]
+        return ParsedEdges(src, dst, np.array(cols[2], dtype=bool))
     src = np.empty(n, dtype=np.int64)
     dst = np.empty(n, dtype=np.int64)
     ins = np.empty(n, dtype=bool)

@@ -131,7 +131,8 @@ class EdgeBatch:
     Attributes
     ----------
     src, dst : array of int64, or pyarrow.Array of strings
-        External vertex ids (non-negative integers, or strings on the host).
+        External vertex ids (non-negative integers, or strings on the host). Built directly (not
+        by :meth:`from_arrays`), string ids may also be NumPy ``object`` arrays of ``str``.
     insert : array of bool
         ``True`` for an insertion, ``False`` for a deletion.
     """
@@ -227,7 +228,7 @@ class EdgeBatch:
         """The batch as an Arrow table (``src``, ``dst``, ``op`` int8); copies to the host."""
         op = np.where(to_host(self.insert), 1, -1).astype(np.int8)
         if self.id_kind == "string":
-            return pa.table({"src": self.src, "dst": self.dst, "op": op})
+            return pa.table({"src": to_string_array(self.src), "dst": to_string_array(self.dst), "op": op})
         return pa.table({"src": to_host(self.src), "dst": to_host(self.dst), "op": op})
 
     @property

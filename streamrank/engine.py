@@ -20,7 +20,7 @@ from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, StreamrankError
 from .result import RankResult
 from .string_ids import StringIdMap
-from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes
+from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
 
 
 @dataclass
@@ -121,7 +121,8 @@ class Engine:
             self.string_ids = StringIdMap()
         n = len(batch)
         insert = self.backend.to_host(batch.insert)
-        both = pa.concat_arrays([batch.src, batch.dst.cast(batch.src.type)])
+        src, dst = to_string_array(batch.src), to_string_array(batch.dst)
+        both = pa.concat_arrays([src, dst.cast(src.type)])
         codes = self.string_ids.encode(both, add=np.concatenate([insert, insert]))
         return EdgeBatch(codes[:n], codes[n:], insert)
 

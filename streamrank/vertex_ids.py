@@ -111,14 +111,12 @@ def check_string_id(value, *, max_bytes: int = DEFAULT_MAX_ID_BYTES, name: str =
             raise IdError("bad_utf8_id", f"{name} id is not valid UTF-8") from None
     if value == "":
         raise IdError("empty_id", f"{name} id is empty")
-    if len(value) * 4 > max_bytes or len(value) > max_bytes:  # cheap bound first, exact length below
-        size = len(value.encode("utf-8", "surrogatepass"))
-        if size > max_bytes:
-            raise IdError("id_too_long", f"{name} id of {size} bytes exceeds the limit of {max_bytes}")
     try:
-        value.encode("utf-8")
+        size = len(value.encode("utf-8"))
     except UnicodeEncodeError:  # lone surrogates (e.g. from JSON "\ud800")
         raise IdError("bad_utf8_id", f"{name} id is not valid UTF-8 (lone surrogate)") from None
+    if size > max_bytes:
+        raise IdError("id_too_long", f"{name} id of {size} bytes exceeds the limit of {max_bytes}")
     return value
 
 
@@ -182,19 +180,24 @@ def string_id_problems(values: pa.Array, *, max_bytes: int = DEFAULT_MAX_ID_BYTE
 
 
 def id_kind(ids) -> str:
-    """``"string"`` for Arrow (string) arrays, ``"int"`` for NumPy/CuPy integer arrays."""
-    return "string" if isinstance(ids, (pa.Array, pa.ChunkedArray)) else "int"
+    """``"string"`` for Arrow arrays and NumPy ``object``/``str`` arrays (string ids), ``"int"`` for
+    NumPy/CuPy integer arrays."""
+    if isinstance(ids, (pa.Array, pa.ChunkedArray)):
+        return "string"
+    return "string" if isinstance(ids, np.ndarray) and ids.dtype.kind in "OUS" else "int"
 
 
 def concat_ids(parts: list):
-    """Concatenate id arrays of one kind (NumPy int64 or Arrow strings)."""
+    """Concatenate id arrays of one kind: NumPy arrays (int64, or ``object`` arrays of ``str``) with
+    NumPy, Arrow string arrays (or a mix of Arrow and NumPy string arrays) into one Arrow array."""
     if len(parts) == 1:
         return parts[0]
-    if parts and id_kind(parts[0]) == "string":
-        if any(p.type != parts[0].type for p in parts):
-            parts = [p.cast(pa.large_string()) for p in parts]
-        return pa.concat_arrays(parts)
-    return np.concatenate(parts)
+    if all(isinstance(p, np.ndarray) for p in parts):
+        return np.concatenate(parts)
+    parts = [to_string_array(p) for p in parts]
+    if any(p.type != parts[0].type for p in parts):
+        parts = [p.cast(pa.large_string()) for p in parts]
+    return pa.concat_arrays(parts)
 
 
 class IdTypeLock:
