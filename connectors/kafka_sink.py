@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 
@@ -163,8 +164,16 @@ def _key(v) -> bytes:
     return (v if isinstance(v, str) else str(int(v))).encode("utf-8")
 
 
+_JSON_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]|[\ud800-\udfff]')
+
+
 def _json_vertex(v) -> bytes:
-    return json.dumps(v, ensure_ascii=False).encode("utf-8") if isinstance(v, str) else b"%d" % v
+    """A vertex id as JSON bytes (a string id is quoted; escaped by :mod:`json` only when it must be)."""
+    if isinstance(v, str):
+        if _JSON_ESCAPE.search(v):
+            return json.dumps(v, ensure_ascii=False).encode("utf-8")
+        return b'"%s"' % v.encode("utf-8")
+    return b"%d" % v
 
 
 class KafkaDeadLetters:
