@@ -311,3 +311,21 @@ def test_ppr_and_query_on_a_string_checkpoint(dir_clean, tmp_path, capsys):
     capsys.readouterr()
     assert cli_main(["ppr", ck_dir, "--seed", "nobody", "--device", "cpu"]) != 0
     assert "not in the graph: ['nobody']" in capsys.readouterr().err
+
+
+def test_rank_messages_quote_string_ids_as_json():
+    from connectors.kafka_sink import TOP_K_KEY, RankPublisher
+
+    sent = []
+
+    class Producer:
+        def send(self, topic, key=None, value=None, headers=None):
+            sent.append((key, value))
+
+    ids = np.array(["alice", 'q"uote', "back\\slash", "tab\there", "ünï", "\u2028"], dtype=object)
+    p = np.linspace(0.1, 0.2, ids.shape[0])
+    RankPublisher(Producer(), "t", threshold=0.0, top_k=3, top_k_every=1).publish(1, ids, p)
+    bodies = {k: json.loads(v) for k, v in sent}
+    for v in ids.tolist():
+        assert bodies[v.encode("utf-8")]["vertex"] == v
+    assert [v for v, _ in bodies[TOP_K_KEY]["top"]] == ids[::-1][:3].tolist()
