@@ -329,3 +329,30 @@ def test_rank_messages_quote_string_ids_as_json():
     for v in ids.tolist():
         assert bodies[v.encode("utf-8")]["vertex"] == v
     assert [v for v, _ in bodies[TOP_K_KEY]["top"]] == ids[::-1][:3].tolist()
+
+
+def test_string_base_graph_then_directory_in_process(tmp_path):
+    from streamrank.daemon.config import load_config
+    from streamrank.daemon.loop import Daemon
+    from streamrank.errors import InvalidArgumentError
+
+    base = tmp_path / "base.csv"
+    base.write_text("src,dst,op\nalice,bob,+\nbob,carol,+\ncarol,dave,-\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("carol alice\ndave alice\n17 18\n")
+    cfg = load_config(env={}, overrides={"input_dir": str(tmp_path / "in"), "checkpoint_dir": str(tmp_path / "ck"),
+                                         "base_graph": str(base), "exit_when_done": True, "device": "cpu",
+                                         "batch_wait_ms": 10})
+    assert Daemon(cfg).run() == 0
+    ck = load_latest(tmp_path / "ck")
+    ranks = ranks_by_id(*ck.ranks)
+    assert set(ranks) == {"alice", "bob", "carol", "dave"}
+    import networkx as nx
+
+    ref = nx.pagerank(nx.DiGraph([("alice", "bob"), ("bob", "carol"), ("carol", "alice"), ("dave", "alice")]),
+                      tol=1e-13, max_iter=1000)
+    assert l1(ranks, ref) < 1e-5
+    with open(tmp_path / "ck" / "dead-letters.jsonl") as fh:
+        assert [json.loads(x)["reason"] for x in fh] == ["mixed_id_types"]  # "17 18" in a string stream
+    with pytest.raises(InvalidArgumentError):
+        load_config(env={}, overrides={"input_dir": "d", "checkpoint_dir": "c", "id_type": "text"})
