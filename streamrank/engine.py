@@ -154,10 +154,16 @@ class Engine:
         Parameters
         ----------
         batch : EdgeBatch
+            Integer or string ids (string ids are encoded to codes first; ``graph_ms`` includes it).
 
         Returns
         -------
         StepResult
+
+        Raises
+        ------
+        IdError
+            For ids of the other kind than the engine's (reason ``mixed_id_types``).
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")

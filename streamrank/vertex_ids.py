@@ -140,6 +140,8 @@ def to_string_array(values, *, name: str = "id") -> pa.Array:
             values = pa.array(values.ravel() if isinstance(values, np.ndarray) else list(values))
         except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
             raise IdError("mixed_id_types", f"{name} ids mix strings with other values ({exc})") from None
+        except UnicodeEncodeError:  # lone surrogates
+            raise IdError("bad_utf8_id", f"{name} holds ids that are not valid UTF-8 (lone surrogate)") from None
     t = values.type
     if pa.types.is_dictionary(t):
         values, t = values.dictionary_decode(), values.type.value_type
