@@ -65,11 +65,15 @@ def test_string_stream_gives_the_ranks_of_the_integer_stream(device, algorithm):
     ids_s, p_s = e_str.ranks()
     assert ids_s.dtype == object
     # internal numbering differs (the store orders a batch by its integer keys), so sums run in
-    # another order: equal up to rounding and the frontier decisions it can flip
+    # another order: equal up to rounding, and for DF-P up to the frontier decisions rounding can
+    # flip (each run is within its tolerance of the oracle)
     want = {name_of(v): r for v, r in zip(ids_i.tolist(), p_i.tolist())}
     got = by_name(ids_s, p_s)
     assert set(got) == set(want)
-    assert max(abs(got[k] - want[k]) for k in want) < 1e-9
+    if algorithm == "static":
+        assert max(abs(got[k] - want[k]) for k in want) < 1e-12
+    else:
+        assert sum(abs(got[k] - want[k]) for k in want) < 1e-6
     top_i, _ = e_int.top_k(20)
     top_s, _ = e_str.top_k(20)
     assert [name_of(v) for v in top_i.tolist()] == top_s.tolist()
@@ -221,7 +225,7 @@ def test_engine_state_round_trip(device):
     ids1, p1 = e.ranks()
     ids2, p2 = e2.ranks()
     assert ids1.tolist() == ids2.tolist()
-    np.testing.assert_allclose(p1, p2, atol=1e-15)
+    np.testing.assert_allclose(p1, p2, atol=1e-10)  # a rebuilt GPU store may sum in another order
     with pytest.raises(StreamrankError):
         Engine.from_state(st, device=device, id_type="int")
     old = {k: v for k, v in Engine(device).state().items() if k != "id_type"}
