@@ -45,7 +45,7 @@ def test_temporal_protocol_matches_the_oracle(device, dangling, tmp_path):
     for r in rows:
         assert r["batch_lines"] == int(r["fraction"] * 59835) and r["batches"] == 2
         assert r["converged"] and r["iterations_median"] >= 1
-        assert r["l1_max"] < (2e-6 if r["algorithm"] == "dfp" else 1e-8)
+        assert r["l1_max"] < (2e-6 if r["algorithm"] == "dfp" else 1e-7)
         assert r["graph_ms_median"] > 0 and r["rank_ms_median"] > 0
     assert rows[0]["reference_ms"] == 0.8 and rows[0]["ratio_vs_reference"] == pytest.approx(0.8 / rows[0]["total_ms_median"])
     assert "x ref" in format_temporal(report)
