@@ -32,19 +32,6 @@ from .result import RankResult
 
 
 # ---------------------------------------------------------------------------- helpers
-def graph_tuple(graph) -> tuple:
-    """The store's arrays in the layout the kernels take:
-    ``(in_off, in_deg, in_idx, out_off, out_deg, out_idx)``, int64 / int64 / int32."""
-    n = graph.num_vertices
-
-    def arr(a, dtype, length=None):
-        a = np.ascontiguousarray(a, dtype=dtype)
-        return a if length is None else a[:length]
-
-    return (arr(graph.in_offset, np.int64, n), arr(graph.in_degree, np.int64, n), arr(graph.in_indices, np.int32),
-            arr(graph.out_offset, np.int64, n), arr(graph.out_degree, np.int64, n), arr(graph.out_indices, np.int32))
-
-
 def _validate(graph, x_prev, config):
     if not isinstance(config, RankConfig):
         raise InvalidArgumentError(f"config must be a RankConfig, got {type(config).__name__}")
@@ -75,7 +62,7 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
         return RankResult(x, 0.0, 0, True, [], algorithm, "cpu")
     affected = np.zeros(config.max_iter, dtype=np.int64)
     kernel = SWEEPS[(standard, config.dangling == "self-loop")]
-    x, it, conv, total, base = kernel(graph_tuple(graph), graph.num_edges, x, config.alpha, config.tol,
+    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol,
                                       config.max_iter, affected)
     if standard:
         x /= base
@@ -126,14 +113,14 @@ def _update_warm(graph, changes, x, config):
 
 
 def _update_dt(graph, changes, x, config):
-    g = graph_tuple(graph)
+    g = graph.kernel_arrays()
     marked = reachable_frontier(g, graph.num_vertices, _ids(changes.ins_src), _ids(changes.ins_dst),
                                 _ids(changes.del_src), _ids(changes.del_dst))
     return _frontier(graph, g, x, marked, config, "dt")
 
 
 def _update_df(graph, changes, x, config, *, algorithm="df"):
-    g = graph_tuple(graph)
+    g = graph.kernel_arrays()
     marked = initial_frontier(g, graph.num_vertices, _ids(changes.ins_src), _ids(changes.del_src),
                               _ids(changes.del_dst), config.dangling == "self-loop")
     return _frontier(graph, g, x, marked, config, algorithm)
@@ -175,4 +162,4 @@ def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
     return UPDATES[algorithm](graph, changes, _extend(x_prev, graph.num_vertices), config)
 
 
-__all__ = ["ALGORITHMS", "UPDATES", "graph_tuple", "static_pagerank", "update_pagerank"]
+__all__ = ["ALGORITHMS", "UPDATES", "static_pagerank", "update_pagerank"]

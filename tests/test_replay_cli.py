@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamrank.cli import main
+from streamrank.config import ALGORITHMS
 from streamrank.replay import BUNDLED_GRAPH
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ def test_replay_all_algorithms_json_plot_ranks(tmp_path, capsys):
     assert doc["graph"]["batches"] == 12 and doc["graph"]["batch_size"] == 50
     assert doc["graph"]["vertices"] > 1000
     runs = {r["algorithm"]: r for r in doc["runs"]}
-    assert set(runs) == {"static", "nd", "dt", "df", "dfp"}
+    assert set(runs) == set(ALGORITHMS)
     for name, r in runs.items():
         for key in ("batches", "batch_ms_median", "batch_ms_p95", "iterations_median", "affected_median",
                     "l1_error", "linf_error", "top20_precision", "top100_precision"):
