@@ -4,8 +4,8 @@ Each direction is a gapped CSR (:mod:`.cpu_kernels.gapped_csr`): per vertex an o
 and a room, neighbours kept sorted inside the room. A batch touches only the vertices it
 changes (compiled merge per vertex; a vertex that outgrows its room moves to the end of the
 arrays with twice the room), so its cost follows the batch, not the graph: no pass over all
-edges or vertices per batch. When the arrays fill up they are compacted (if over half is
-garbage) or doubled. A batch that carries more edges than a quarter of the graph (the base
+edges or vertices per batch. When the arrays fill up they are compacted (if over a quarter
+is garbage) or doubled. A batch that carries more edges than a quarter of the graph (the base
 graph, a bulk load) rebuilds the layout instead.
 
 Both stores (this one and :class:`streamrank.graph_gpu.GpuGraph`) expose a vertex's neighbours
@@ -58,7 +58,7 @@ class _Side:
     def update(self, n, d_own, d_nbr, i_own, i_nbr):
         need = csr.room_needed(self.deg, self.cap, d_own, i_own)
         if self.end + need > self.idx.shape[0]:
-            if self.garbage * 2 > self.end:
+            if self.garbage * 4 > self.end:
                 self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
                                                                      SLACK_NUM, SLACK_ADD)
                 self.garbage = 0

@@ -52,6 +52,18 @@ def test_replay_with_deletions(tmp_path):
     assert doc["runs"][0]["l1_error"] < 1e-5
 
 
+def test_replay_networkx_baseline(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    rc = main(["replay", str(BUNDLED_GRAPH), "--batch-size", "20", "--max-batches", "9", "--baseline", "networkx",
+               "--baseline-samples", "3", "--json", str(out), "--no-progress", "--device", "cpu"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "baseline: networkx.pagerank" in text and "under the NetworkX recompute" in text
+    bl = json.loads(out.read_text())["baseline"]
+    assert bl["baseline"] == "networkx" and bl["batches"] == [1, 5, 9]
+    assert len(bl["ms"]) == 3 and all(m > 0 for m in bl["ms"]) and bl["median_ms"] == sorted(bl["ms"])[1]
+
+
 def test_replay_bad_lines_are_counted_and_skipped(tmp_path, capsys):
     f = tmp_path / "edges.txt"
     lines = [f"{i} {i + 1} {i}" for i in range(200)]

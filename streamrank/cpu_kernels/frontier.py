@@ -29,28 +29,34 @@ from numba import njit, prange
 
 from .common import CHUNK, PARALLEL_EDGES, closed_form, inverse_degrees, nchunks
 
-#: Frontier status bits written by the sparse rank step.
+#: Frontier status bits written by the sparse rank step: pruned, spreads, spreads but did
+#: not in the previous iteration.
 PRUNE = 1
 SPREAD = 2
-#: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
-#: out-edges exceed this share of all edges.
-DENSE_SHARE = 0.25
+NEW = 4
+#: The next iteration runs dense when ``DENSE_WEIGHT`` times the kept vertices' in-edges
+#: plus the spreaders' out-edges exceed all edges: a dense pass reads every edge once in
+#: order, a sparse one the frontier's in-edges at random and the spreaders' out-edges.
+DENSE_WEIGHT = 1.5
 
 
 # ------------------------------------------------------------------------------ sparse step
 @njit(cache=True)
-def _rank_range(lo, hi, k, F, g, c, x, xnew, status, alpha, selfloop, ftol, ptol, grow, prune, parts):
+def _rank_range(lo, hi, k, F, g, c, x, xnew, status, last_spread, it, alpha, selfloop, ftol, ptol, grow, prune,
+                parts):
     """New values of ``F[lo:hi]`` into ``xnew``, their status bits, partials into slot ``k``.
 
     The relative change ``|new - old| / max(new, old)`` is compared by multiplying the
     tolerances instead (ranks are positive): no division per vertex.
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
-    part_max, part_sum, part_keep_in, part_push = parts
+    part_max, part_sum, part_keep_in, part_push, part_new_push, part_pruned_in = parts
     m = 0.0
     s = 0.0
     keep_in = 0
     push = 0
+    new_push = 0
+    pruned_in = 0
     for i in range(lo, hi):
         v = F[i]
         acc = 0.0
@@ -66,11 +72,15 @@ def _rank_range(lo, hi, k, F, g, c, x, xnew, status, alpha, selfloop, ftol, ptol
         st = np.uint8(0)
         if prune and ad <= ptol * top:
             st |= PRUNE
+            pruned_in += in_deg[v]
         else:
             keep_in += in_deg[v]
         if grow and ad > ftol * top:
             st |= SPREAD
             push += out_deg[v]
+            if last_spread[v] != it - 1:
+                st |= NEW
+                new_push += out_deg[v]
         status[i] = st
         if ad > m:
             m = ad
@@ -79,10 +89,12 @@ def _rank_range(lo, hi, k, F, g, c, x, xnew, status, alpha, selfloop, ftol, ptol
     part_sum[k] = s
     part_keep_in[k] = keep_in
     part_push[k] = push
+    part_new_push[k] = new_push
+    part_pruned_in[k] = pruned_in
 
 
 @njit(cache=True)
-def _commit_range(lo, hi, F, inv, c, x, xnew, status, flags, spreading):
+def _commit_range(lo, hi, F, inv, c, x, xnew, status, flags, spreading, last_spread, it):
     """Write the new values (after every read of the iteration), unmark the pruned, flag the
     spreaders."""
     for i in range(lo, hi):
@@ -95,79 +107,123 @@ def _commit_range(lo, hi, F, inv, c, x, xnew, status, flags, spreading):
             flags[v] = 0
         if st & SPREAD:
             spreading[v] = 1
+            last_spread[v] = it
 
 
 @njit(cache=True, parallel=True)
-def _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, alpha, selfloop, ftol, ptol, grow,
-                prune, parts):
+def _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, last_spread, it, alpha, selfloop, ftol,
+                ptol, grow, prune, parts):
     for k in prange(nch):
         lo = k * CHUNK
-        _rank_range(lo, min(lo + CHUNK, nf), k, F, g, c, x, xnew, status, alpha, selfloop, ftol, ptol, grow,
-                    prune, parts)
+        _rank_range(lo, min(lo + CHUNK, nf), k, F, g, c, x, xnew, status, last_spread, it, alpha, selfloop, ftol,
+                    ptol, grow, prune, parts)
     for k in prange(nch):
         lo = k * CHUNK
-        _commit_range(lo, min(lo + CHUNK, nf), F, inv, c, x, xnew, status, flags, spreading)
-
-
-@njit(cache=True, parallel=True)
-def _push_candidates_par(nch, nf, F, g, status, flags, cand, cand_start, cand_count):
-    """Per chunk of the frontier, the unmarked out-neighbours of its spreaders, into the
-    chunk's region of ``cand``."""
-    out_off, out_deg, out_idx = g[3], g[4], g[5]
-    for k in prange(nch):
-        p = cand_start[k]
-        for i in range(k * CHUNK, min(k * CHUNK + CHUNK, nf)):
-            if status[i] & SPREAD:
-                v = F[i]
-                o = out_off[v]
-                for j in range(o, o + out_deg[v]):
-                    w = out_idx[j]
-                    if flags[w] == 0:
-                        cand[p] = w
-                        p += 1
-        cand_count[k] = p - cand_start[k]
+        _commit_range(lo, min(lo + CHUNK, nf), F, inv, c, x, xnew, status, flags, spreading, last_spread, it)
 
 
 @njit(cache=True)
-def _push_marks(nf, F, g, status, flags, out, p):
-    """Mark the unmarked out-neighbours of the spreaders among ``F[:nf]``; append to ``out``."""
+def _push_marks(lo, hi, F, g, status, sel, flags, out, p, claim):
+    """The unmarked out-neighbours of ``F[i]`` for ``i`` in ``[lo, hi)`` with status bit ``sel``,
+    appended to ``out`` from ``p``; ``claim`` marks them (else the caller merges)."""
     out_off, out_deg, out_idx = g[3], g[4], g[5]
-    for i in range(nf):
-        if status[i] & SPREAD:
+    for i in range(lo, hi):
+        if status[i] & sel:
             v = F[i]
             o = out_off[v]
             for j in range(o, o + out_deg[v]):
                 w = out_idx[j]
                 if flags[w] == 0:
-                    flags[w] = 1
+                    if claim:
+                        flags[w] = 1
                     out[p] = w
                     p += 1
     return p
 
 
 @njit(cache=True)
-def _mark_sparse(nf, F, Fnext, g, status, flags, par, nch, chunk_push, cand, cand_start, cand_count):
+def _repull_pruned(lo, hi, F, g, status, flags, last_spread, it, out, p, claim):
+    """The vertices pruned in this iteration (``F[i]``, ``i`` in ``[lo, hi)``) that are unmarked
+    and have an in-neighbour that spread in it, appended to ``out`` from ``p``."""
+    in_off, in_deg, in_idx = g[0], g[1], g[2]
+    for i in range(lo, hi):
+        if status[i] & PRUNE:
+            w = F[i]
+            if flags[w] != 0:
+                continue
+            o = in_off[w]
+            for j in range(o, o + in_deg[w]):
+                if last_spread[in_idx[j]] == it:
+                    if claim:
+                        flags[w] = 1
+                    out[p] = w
+                    p += 1
+                    break
+    return p
+
+
+@njit(cache=True, parallel=True)
+def _candidates_par(nch, nf, F, g, status, sel, flags, last_spread, it, incremental, cand, cand_start, cand_count,
+                    pulled, pulled_count):
+    """Per chunk of the frontier, its push candidates into its region of ``cand`` and (when
+    ``incremental``) its re-pulled pruned vertices into its region of ``pulled``; read-only
+    on ``flags`` (the caller merges in chunk order)."""
+    for k in prange(nch):
+        lo = k * CHUNK
+        hi = min(lo + CHUNK, nf)
+        cand_count[k] = _push_marks(lo, hi, F, g, status, sel, flags, cand, cand_start[k], False) - cand_start[k]
+        pulled_count[k] = 0
+        if incremental:
+            pulled_count[k] = _repull_pruned(lo, hi, F, g, status, flags, last_spread, it, pulled, lo, False) - lo
+
+
+@njit(cache=True)
+def _mark_sparse(nf, F, Fnext, g, status, flags, last_spread, it, par, nch, parts, cand, cand_start, cand_count,
+                 pulled, pulled_count):
     """Next frontier list: the processed vertices still marked (in order), then the newly
-    marked out-neighbours of the spreaders (in chunk order). Returns ``(size, cand)``."""
+    marked vertices. Those are the unmarked out-neighbours of the spreaders, found either by
+    pushing from every spreader, or (incremental, when it reads fewer edges) by pushing only
+    from the spreaders that did not spread in the previous iteration (the others' out-neighbours
+    are all marked already, except those pruned just now) and pulling for the pruned: a
+    pruned vertex is marked again when an in-neighbour spread. Returns ``(size, cand)``."""
     m = 0
     for i in range(nf):
         if status[i] & PRUNE == 0:
             Fnext[m] = F[i]
             m += 1
     push = 0
+    new_push = 0
+    pruned_in = 0
     for k in range(nch):
-        cand_start[k] = push
-        push += chunk_push[k]
+        push += parts[3][k]
+        new_push += parts[4][k]
+        pruned_in += parts[5][k]
     if push == 0:
         return m, cand
+    incremental = new_push + pruned_in < push
+    sel = NEW if incremental else SPREAD
     if not par:
-        return _push_marks(nf, F, g, status, flags, Fnext, m), cand
-    if cand.shape[0] < push:
-        cand = np.empty(max(push, 2 * cand.shape[0]), dtype=np.int32)
-    _push_candidates_par(nch, nf, F, g, status, flags, cand, cand_start, cand_count)
+        m = _push_marks(0, nf, F, g, status, sel, flags, Fnext, m, True)
+        if incremental:
+            m = _repull_pruned(0, nf, F, g, status, flags, last_spread, it, Fnext, m, True)
+        return m, cand
+    start = 0
+    for k in range(nch):
+        cand_start[k] = start
+        start += parts[4][k] if incremental else parts[3][k]
+    if cand.shape[0] < start:
+        cand = np.empty(max(start, 2 * cand.shape[0]), dtype=np.int32)
+    _candidates_par(nch, nf, F, g, status, sel, flags, last_spread, it, incremental, cand, cand_start, cand_count,
+                    pulled, pulled_count)
     for k in range(nch):
         for j in range(cand_start[k], cand_start[k] + cand_count[k]):
             w = cand[j]
+            if flags[w] == 0:
+                flags[w] = 1
+                Fnext[m] = w
+                m += 1
+        for j in range(k * CHUNK, k * CHUNK + pulled_count[k]):
+            w = pulled[j]
             if flags[w] == 0:
                 flags[w] = 1
                 Fnext[m] = w
@@ -187,7 +243,7 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, a
     spreader reads fewer edges but mispredicts a branch per vertex: slower.)
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
-    part_max, part_sum, part_keep_in, part_push = parts
+    part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
     m = 0.0
     s = 0.0
     keep_in = 0
@@ -245,9 +301,10 @@ def _dense_serial(nch, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2
 
 
 @njit(cache=True)
-def _to_sparse(n, g, flags, spreading, F):
-    """After a dense iteration: the frontier list (kept vertices in id order, then the unmarked
-    out-neighbours of the spreaders) and a cleared ``spreading``. Returns its size."""
+def _to_sparse(n, g, flags, spreading, last_spread, it, F):
+    """After dense iteration ``it``: the frontier list (kept vertices in id order, then the
+    unmarked out-neighbours of the spreaders), ``last_spread`` of the spreaders and a cleared
+    ``spreading``. Returns its size."""
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     m = 0
     for v in range(n):
@@ -257,6 +314,7 @@ def _to_sparse(n, g, flags, spreading, F):
     for v in range(n):
         if spreading[v]:
             spreading[v] = 0
+            last_spread[v] = it
             for j in range(out_off[v], out_off[v] + out_deg[v]):
                 w = out_idx[j]
                 if flags[w] == 0:
@@ -285,7 +343,8 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
     n = x.shape[0]
     nch_max = nchunks(n)
     parts = (np.zeros(nch_max), np.zeros(nch_max), np.zeros(nch_max, dtype=np.int64),
-             np.zeros(nch_max, dtype=np.int64))
+             np.zeros(nch_max, dtype=np.int64), np.zeros(nch_max, dtype=np.int64), np.zeros(nch_max, dtype=np.int64))
+    pulled_count = np.zeros(nch_max, dtype=np.int64)
     part_count = np.zeros(nch_max, dtype=np.int64)
     cand_start = np.zeros(nch_max, dtype=np.int64)
     cand_count = np.zeros(nch_max, dtype=np.int64)
@@ -299,8 +358,10 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
     xnew = np.empty(n)
     status = np.zeros(n, dtype=np.uint8)
     spreading = np.zeros(n, dtype=np.uint8)
+    last_spread = np.full(n, -2, dtype=np.int32)
     Fnext = np.empty(n, dtype=F.dtype)
     cand = np.empty(0, dtype=np.int32)
+    pulled = np.empty(n, dtype=np.int32)
     # dense-mode buffers, made on first use
     cnew = np.empty(0)
     keep2 = np.empty(0, dtype=np.uint8)
@@ -340,11 +401,12 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par else 1
             if par:
-                _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, alpha, selfloop, ftol, ptol,
-                            grow, prune, parts)
+                _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, last_spread, it, alpha,
+                            selfloop, ftol, ptol, grow, prune, parts)
             else:
-                _rank_range(0, nf, 0, F, g, c, x, xnew, status, alpha, selfloop, ftol, ptol, grow, prune, parts)
-                _commit_range(0, nf, F, inv, c, x, xnew, status, flags, spreading)
+                _rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, it, alpha, selfloop, ftol, ptol, grow,
+                            prune, parts)
+                _commit_range(0, nf, F, inv, c, x, xnew, status, flags, spreading, last_spread, it)
         err = 0.0
         dsum = 0.0
         keep_in = 0
@@ -360,15 +422,15 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
         if err / total < tol:
             converged = True
             break
-        next_dense = grow and keep_in + push > DENSE_SHARE * num_edges
+        next_dense = grow and DENSE_WEIGHT * keep_in + push > num_edges
         if next_dense:
             dense = True  # keeps flags (kept) and spreading (spreaders) as they are
         elif dense:
-            nf = _to_sparse(n, g, flags, spreading, F)
+            nf = _to_sparse(n, g, flags, spreading, last_spread, it, F)
             dense = False
         else:
-            m, cand = _mark_sparse(nf, F, Fnext, g, status, flags, par, nch, parts[3], cand, cand_start,
-                                   cand_count)
+            m, cand = _mark_sparse(nf, F, Fnext, g, status, flags, last_spread, it, par, nch, parts, cand,
+                                   cand_start, cand_count, pulled, pulled_count)
             for i in range(nf):
                 if status[i] & SPREAD:
                     spreading[F[i]] = 0
