@@ -34,10 +34,10 @@ from .common import CHUNK, PARALLEL_EDGES, closed_form, inverse_degrees, nchunks
 PRUNE = 1
 SPREAD = 2
 NEW = 4
-#: The next iteration runs dense when ``DENSE_WEIGHT`` times the kept vertices' in-edges
-#: plus the spreaders' out-edges exceed all edges: a dense pass reads every edge once in
-#: order, a sparse one the frontier's in-edges at random and the spreaders' out-edges.
-DENSE_WEIGHT = 1.5
+#: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
+#: out-edges exceed ``DENSE_WEIGHT`` times all edges: a dense pass reads every edge once, a
+#: sparse one the frontier's in-edges and the edges its marking needs.
+DENSE_WEIGHT = 1.0
 
 
 # ------------------------------------------------------------------------------ sparse step
@@ -422,7 +422,7 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
         if err / total < tol:
             converged = True
             break
-        next_dense = grow and DENSE_WEIGHT * keep_in + push > num_edges
+        next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
             dense = True  # keeps flags (kept) and spreading (spreaders) as they are
         elif dense:
