@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from .baseline import BaselineTimes, check_baseline, sample_batches, time_networkx
 from .batch import EdgeBatch
 from .config import ALGORITHMS, RankConfig, check_algorithm
 from .engine import Engine
@@ -123,16 +124,21 @@ class ReplayReport:
 
     graph: dict
     runs: list
+    baseline: BaselineTimes | None = None
 
     def to_dict(self) -> dict:
-        return {"graph": self.graph, "runs": [r.summary() for r in self.runs]}
+        out = {"graph": self.graph, "runs": [r.summary() for r in self.runs]}
+        if self.baseline is not None:
+            out["baseline"] = self.baseline.to_dict()
+        return out
 
 
 def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.9,
            batch_fraction: float | None = 1e-4, batch_size: int | None = None,
            delete_fraction: float = 0.0, config: RankConfig = RankConfig(), device="auto",
            check: bool = False, check_every: int | None = None, max_batches: int | None = None,
-           seed: int = 0, progress: bool = True) -> ReplayReport:
+           seed: int = 0, progress: bool = True, baseline: str | None = None,
+           baseline_samples: int = 5) -> ReplayReport:
     """Replay ``stream`` through one engine per algorithm.
 
     Parameters
@@ -159,12 +165,17 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         Seed of the random deletions.
     progress : bool
         Show a progress line on stderr.
+    baseline : {None, "networkx"}
+        Also time a NetworkX PageRank recompute of the graph after ``baseline_samples``
+        batches spread over the replay (:mod:`streamrank.baseline`; not part of the batch times).
+    baseline_samples : int
 
     Returns
     -------
     ReplayReport
     """
     algorithms = [check_algorithm(a) for a in algorithms]
+    check_baseline(baseline)
     if not algorithms:
         raise InvalidArgumentError("give at least one algorithm")
     if not 0.0 <= base_fraction < 1.0:
@@ -188,6 +199,10 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         num_batches = min(num_batches, int(max_batches))
     if check_every is None:
         check_every = max(1, num_batches // 10)
+    base_times = None
+    if baseline is not None:
+        base_times = BaselineTimes(baseline)
+        base_at = sample_batches(num_batches, baseline_samples)
 
     runs = []
     for alg in algorithms:
@@ -220,6 +235,9 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
             run.iterations.append(step.rank.iterations)
             run.affected.append(step.rank.affected_total)
             run.converged.append(step.rank.converged)
+        if base_times is not None and b + 1 in base_at:
+            base_times.batches.append(b + 1)
+            base_times.ms.append(time_networkx(ref_graph, alpha=config.alpha, dangling=config.dangling))
         if check and ((b + 1) % check_every == 0 or b == num_batches - 1):
             _check(runs, ref_graph, config, b + 1)
         bar.update(b + 1, " ".join(f"{r.algorithm}:{r.rank_ms[-1]:.1f}ms" for r in runs))
@@ -242,7 +260,7 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         "tol": config.tol,
         "oracle": oracle_name(ref_graph) if check else None,
     }
-    return ReplayReport(info, runs)
+    return ReplayReport(info, runs, base_times)
 
 
 def _check(runs, graph, config: RankConfig, batch: int) -> None:

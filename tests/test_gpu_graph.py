@@ -44,10 +44,10 @@ def _assert_same(gg, cg):
     assert np.array_equal(_host(gg.in_degree), cg.in_degree)
     # every in-list holds exactly the in-neighbours (order free)
     off, deg, idx = _host(gg.in_offset), _host(gg.in_degree), _host(gg.in_indices)
-    ioff, iidx = cg.in_indptr, cg.in_indices
+    ioff, ideg, iidx = cg.in_offset, cg.in_degree, cg.in_indices
     for v in range(0, cg.num_vertices, max(1, cg.num_vertices // 50)):
         got = np.sort(idx[off[v]: off[v] + deg[v]])
-        assert np.array_equal(got, np.sort(iidx[ioff[v]: ioff[v + 1]]))
+        assert np.array_equal(got, np.sort(iidx[ioff[v]: ioff[v] + ideg[v]]))
 
 
 def test_from_edges_matches_cpu(cp):

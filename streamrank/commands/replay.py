@@ -57,6 +57,10 @@ def add_arguments(p):
     p.add_argument("--dtype", default="float64", choices=DTYPES)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--baseline", default=None, choices=["networkx"],
+                   help="also time networkx.pagerank of the graph after a few sampled batches and print "
+                        "it beside each algorithm's time per batch (needs NetworkX)")
+    p.add_argument("--baseline-samples", type=int, default=5, help="batches whose graph the baseline ranks (default 5)")
 
 
 def run(args) -> int:
@@ -77,7 +81,8 @@ def run(args) -> int:
                     batch_fraction=args.batch_fraction, batch_size=args.batch_size,
                     delete_fraction=args.delete_fraction, config=config, device=args.device,
                     check=args.check, check_every=args.check_every, max_batches=args.max_batches,
-                    seed=args.seed, progress=not args.no_progress)
+                    seed=args.seed, progress=not args.no_progress, baseline=args.baseline,
+                    baseline_samples=args.baseline_samples)
     g = report.graph
     eng = report.runs[0].engine
     print(f"graph: {g['path']}")
@@ -93,6 +98,8 @@ def run(args) -> int:
     print()
     rows = [r.summary() for r in report.runs]
     print(format_table(rows, COLUMNS))
+    if report.baseline is not None:
+        _print_baseline(report)
     if args.check:
         if g["oracle"] == "cugraph":
             print("\nerrors are against cuGraph's static PageRank (float64) of the final graph")
@@ -116,3 +123,15 @@ def run(args) -> int:
         plot_replay(report, args.plot)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _print_baseline(report) -> None:
+    """The baseline's median beside every algorithm's median time per batch."""
+    bl = report.baseline
+    print(f"\nbaseline: networkx.pagerank (defaults, alpha={report.graph['alpha']}) of the graph after batches "
+          f"{', '.join(str(b) for b in bl.batches)}: median {bl.median_ms:.1f} ms "
+          f"({', '.join(f'{m:.1f}' for m in bl.ms)})")
+    for run in report.runs:
+        med = run.summary()["batch_ms_median"]
+        print(f"  {run.algorithm}: {med:.3g} ms per batch (graph update included), "
+              f"{bl.median_ms / med:.0f}x under the NetworkX recompute")
