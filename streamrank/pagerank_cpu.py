@@ -133,7 +133,9 @@ def _update_dfp(graph, changes, x, config):
 #: algorithm name -> update function ``(graph, changes, x, config) -> RankResult`` (``x``: the
 #: previous ranks grown to the current vertex count, a fresh array the function may overwrite)
 UPDATES = {"static": _update_static, "nd": _update_nd, "dt": _update_dt, "df": _update_df,
-           "dfp": _update_dfp, "warm": _update_warm}
+           "dfp": _update_dfp, "warm": _update_warm,
+           # no in-batch switch on the CPU: auto runs DF-P; AutoPolicy chooses warm after a flood
+           "auto": _update_dfp}
 
 
 def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
@@ -142,7 +144,7 @@ def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
 
     Parameters
     ----------
-    algorithm : {"static", "nd", "dt", "df", "dfp", "warm"}
+    algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
     graph : CpuGraph
         The graph *after* the batch.
     changes : AppliedChanges

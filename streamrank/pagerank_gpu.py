@@ -518,8 +518,7 @@ def update_pagerank(algorithm: str, graph, changes, x_prev, *, config: RankConfi
     -------
     RankResult
     """
-    if algorithm != "auto":
-        check_algorithm(algorithm)
+    check_algorithm(algorithm)
     config = _check(graph, config)
     if algorithm == "static":
         return static_pagerank(graph, config=config)

@@ -90,6 +90,7 @@ class RunStats:
     iterations: list = field(default_factory=list)
     affected: list = field(default_factory=list)
     converged: list = field(default_factory=list)
+    ran: list = field(default_factory=list)  # what ran per batch (auto: dfp, warm or dfp>warm)
     checks: list = field(default_factory=list)  # (batch index, error report dict)
     engine: Engine | None = None
 
@@ -106,6 +107,7 @@ class RunStats:
             "iterations_median": _q(self.iterations, 50),
             "affected_median": _q(self.affected, 50),
             "not_converged": int(len(self.converged) - sum(self.converged)),
+            "ran": {a: self.ran.count(a) for a in sorted(set(self.ran))},
         }
         if self.checks:
             out.update(self.checks[-1][1])
@@ -235,6 +237,7 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
             run.iterations.append(step.rank.iterations)
             run.affected.append(step.rank.affected_total)
             run.converged.append(step.rank.converged)
+            run.ran.append(step.rank.algorithm)
         if base_times is not None and b + 1 in base_at:
             base_times.batches.append(b + 1)
             base_times.ms.append(time_networkx(ref_graph, alpha=config.alpha, dangling=config.dangling))

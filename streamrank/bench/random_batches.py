@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..auto_policy import AutoPolicy
 from ..backend import resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..errors import InvalidArgumentError
@@ -182,7 +183,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         x = {a: start.x for a in names}
         p_prev = {b: start.ranks for b in extra}
         rec = {a: {"graph_ms": [], "rank_ms": [], "iterations": [], "affected": [], "initial": [],
-                   "converged": []} for a in names + extra}
+                   "converged": [], "ran": []} for a in names + extra}
+        policies = {a: AutoPolicy() for a in names if a == "auto"}
         for b in range(int(opts.batches) + 1):  # batch 0 warms up
             batch = maker.make(size)
             backend.synchronize()
@@ -192,11 +194,15 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             graph_ms = (time.perf_counter() - t) * 1e3
             for a in names:
                 t = time.perf_counter()
-                res = rank.update_pagerank(a, graph, changes, x[a], config=cfg)
+                chosen = policies[a].choose(changes) if a in policies else a
+                res = rank.update_pagerank(chosen, graph, changes, x[a], config=cfg)
                 backend.synchronize()
                 ms = (time.perf_counter() - t) * 1e3
                 x[a] = res.x
+                if a in policies:
+                    policies[a].observe(res, changes, graph.num_vertices)
                 if b:
+                    rec[a]["ran"].append(res.algorithm)
                     r = rec[a]
                     r["graph_ms"].append(graph_ms)
                     r["rank_ms"].append(ms)
@@ -230,6 +236,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 "initial_median": float(np.median(r["initial"])) if r["initial"] else float("nan"),
                 "converged": all(r["converged"]) if r["converged"] else True,
                 "l1_error": l1_error(p_final, ref),
+                "ran": {k: r["ran"].count(k) for k in sorted(set(r["ran"]))},
             })
         for row in rows[-len(names + extra):]:
             a = row["algorithm"]

@@ -187,7 +187,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             report["graph"].update(vertices=eng.graph.num_vertices, base_edges=eng.graph.num_edges)
             log(f"fraction {frac:g}, {algo}: base graph {eng.graph.num_vertices} vertices, "
                 f"{eng.graph.num_edges} edges ({time.perf_counter() - t:.2f} s)")
-            rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "converged")}
+            rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "converged", "ran")}
             for b in range(int(opts.batches)):
                 lo = base_end + b * size
                 s, d = edges(lo, lo + size)
@@ -197,6 +197,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                 rec["iterations"].append(step.rank.iterations)
                 rec["inserted"].append(step.changes.num_insertions)
                 rec["converged"].append(bool(step.rank.converged))
+                rec["ran"].append(step.rank.algorithm)
                 if (b + 1) % int(opts.error_every) == 0 or b + 1 == int(opts.batches):
                     rec["l1"].append(l1_error(eng.ranks()[1], oracle(eng.graph)))  # untimed
             rows.append(_row(frac, size, algo, rec, seed))
@@ -222,7 +223,8 @@ def _row(frac, size, algo, rec, seed) -> dict:
            "rank_ms_median": med("rank_ms"), "total_ms_median": float(np.median(total)),
            "total_ms_p95": float(np.percentile(total, 95)), "iterations_median": med("iterations"),
            "l1_median": med("l1"), "l1_max": float(np.max(rec["l1"])), "converged": all(rec["converged"]),
-           "batches": len(rec["l1"])}
+           "batches": len(rec["converged"]), "error_checks": len(rec["l1"]),
+           "ran": {k: rec["ran"].count(k) for k in sorted(set(rec["ran"]))}}
     ref = _reference_for(seed, frac)
     if ref is not None:
         row.update(reference_method=ref[0], reference_ms=ref[1]["ms"],
