@@ -129,7 +129,7 @@ def _run_property(device, dangling, data):
             if p.size == 0:
                 continue
             # DF-P prunes vertices whose relative change is <= 1e-6: its error is bounded by that
-            bound = 1e-5 if algorithm == "dfp" else 1e-8
+            bound = 1e-5 if algorithm in ("dfp", "auto") else 1e-8
             assert l1_error(p, ref) < bound, (algorithm, l1_error(p, ref))
             assert abs(p.sum() - 1) < 1e-12
 
