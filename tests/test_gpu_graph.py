@@ -248,7 +248,7 @@ def test_fast_path_hub_lists(cp, on):
         bd = np.concatenate([ed[pick], rng.integers(30000, 90000, 700), np.ones(300, np.int64), [3, 4]])
         bi = np.concatenate([np.zeros(600, bool), np.ones(1000, bool), [True, False]])
         _apply_both(cp, gg, cg, bs, bd, bi)
-    assert int(_host(gg.out_degree).max()) > 20000
+    assert int(_host(gg.out_degree).max()) > 4 * 2048  # still far above the block threshold
     assert gg.fast_fallbacks == 0 and gg.fast_batches == (8 if on else 0)
 
 
