@@ -6,7 +6,9 @@ from dataclasses import asdict, dataclass
 
 from .errors import InvalidArgumentError
 
-ALGORITHMS = ("static", "nd", "dt", "df", "dfp")
+#: Rank update algorithms (docs/ARCHITECTURE.md, "Rank contract"). ``warm``: the standard-form
+#: power iteration warm-started from the previous ranks (issue 11).
+ALGORITHMS = ("static", "nd", "dt", "df", "dfp", "warm")
 DANGLING_MODES = ("uniform", "self-loop")
 DTYPES = ("float64", "float32")
 

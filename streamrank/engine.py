@@ -15,6 +15,7 @@ import numpy as np
 from .backend import Backend, resolve_backend
 from .batch import EdgeBatch
 from .changes import AppliedChanges
+from .auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, StreamrankError
 from .result import RankResult
@@ -61,8 +62,10 @@ class Engine:
     Parameters
     ----------
     device : {"auto", "cpu", "gpu"} or Backend
-    algorithm : {"static", "nd", "dt", "df", "dfp"}
-        Rank update used by :meth:`apply`. Default ``"dfp"``.
+    algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
+        Rank update used by :meth:`apply`. Default ``"dfp"``. ``"auto"`` chooses per batch
+        between DF-P and warm sweeps (:mod:`streamrank.auto_policy`); ``step.rank.algorithm``
+        records what ran.
     config : RankConfig
     """
 
@@ -77,16 +80,45 @@ class Engine:
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
         self.last: RankResult | None = None
+        self.policy = AutoPolicy() if self.algorithm == "auto" else None
 
     # ------------------------------------------------------------------ building
-    def load_edges(self, src, dst, insert=None) -> RankResult:
+    def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
         """Apply base edges (external ids) and recompute the ranks statically.
 
         ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
-        :meth:`EdgeBatch.from_arrays`. Does not advance :attr:`seq`.
+        :meth:`EdgeBatch.from_arrays`. ``vertices`` (external ids) are created first, in their
+        order, edges or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
         """
+        if vertices is not None:
+            self.add_vertices(vertices)
         self.graph.apply(EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp))
         return self.recompute()
+
+    def add_vertices(self, ids) -> int:
+        """Create the vertices ``ids`` (external ids, in this order) that the graph lacks, without
+        edges: isolated vertices, as the published DF-P protocol creates ``0 .. N-1`` up front.
+
+        The ranks are not recomputed (call :meth:`recompute` or :meth:`load_edges` after).
+        Returns how many vertices were created.
+        """
+        xp = self.backend.xp
+        ids = xp.asarray(ids, dtype=xp.int64)
+        if ids.ndim != 1:
+            raise InvalidArgumentError(f"ids must be one-dimensional, got shape {ids.shape}")
+        fresh = ids[self.graph.ids.lookup(ids) < 0]
+        if fresh.shape[0] == 0:
+            return 0
+        # A vertex is created by its first insertion: insert a self-loop on every new id (no
+        # unknown vertex can hold one already), then delete those loops again.
+        before = self.graph.num_vertices
+        self.graph.apply(EdgeBatch.from_arrays(fresh, fresh, xp=xp))
+        self.graph.apply(EdgeBatch.from_arrays(fresh, fresh, xp.zeros(fresh.shape[0], dtype=bool), xp=xp))
+        n = self.graph.num_vertices
+        x = xp.ones(n, dtype=self.x.dtype)
+        x[: self.x.shape[0]] = self.x
+        self.x = x
+        return n - before
 
     def recompute(self) -> RankResult:
         """Replace the ranks with a static computation of the current graph."""
@@ -109,12 +141,15 @@ class Engine:
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         t0 = time.perf_counter()
-        changes = self.graph.apply(batch.to(self.backend.xp))
+        changes = self.graph.apply(batch)  # the store moves the batch to its backend
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
-        res = self._rank.update_pagerank(self.algorithm, self.graph, changes, self.x, config=self.config)
+        algorithm = self.policy.choose(changes) if self.policy else self.algorithm
+        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config)
         self.backend.synchronize()
         t2 = time.perf_counter()
+        if self.policy:
+            self.policy.observe(res, changes, self.graph.num_vertices)
         self._take(res)
         self.seq += 1
         return StepResult(self.seq, changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)

@@ -35,9 +35,8 @@ from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .errors import InvalidArgumentError, KernelError
 from .gpu_launch import BLOCK, _cupy, grid_for_warps, launch
-from .gpu_launch import grid_for_threads, sm_count  # noqa: F401 (pagerank_gpu imports them from here)
 from .graph_gpu_fast import FastUpdate, FastUpdater
-from .graph_gpu_lists import BIG_LIST as _BIG_LIST  # noqa: F401 (tests read it)
+
 from .graph_gpu_lists import Direction, update_kernel
 from .idmap_gpu import GpuIdMap
 from .normalize import collapse_last_op
@@ -252,6 +251,12 @@ class GpuGraph:
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
+            m = len(batch)
+            if self._fast_eligible(m) and not isinstance(batch.src, cp.ndarray):
+                # a small host batch: one pinned staging copy instead of three transfers
+                if self._fast is None:
+                    self._fast = FastUpdater(cp)
+                batch = EdgeBatch(*self._fast.upload(batch.src, batch.dst, batch.insert))
             return self._apply(batch.to(cp))
         except (InvalidArgumentError, KernelError):
             raise
@@ -260,13 +265,16 @@ class GpuGraph:
 
     def _apply(self, batch: EdgeBatch) -> AppliedChanges:
         m = len(batch)
-        fast = self.fast
-        if fast.enabled and 0 < m <= fast.max_edges and self.num_vertices + 2 * m <= MAX_VERTICES:
+        if self._fast_eligible(m):
             changes = self._apply_fast(batch)
             if changes is not None:
                 return changes
             self.fast_fallbacks += 1
         return self._apply_slow(batch)
+
+    def _fast_eligible(self, m: int) -> bool:
+        fast = self.fast
+        return fast.enabled and 0 < m <= fast.max_edges and self.num_vertices + 2 * m <= MAX_VERTICES
 
     def _apply_fast(self, batch: EdgeBatch):
         """The batch through the fused kernel (one sync); None when it did not fit the reserved

@@ -124,6 +124,25 @@ class FastUpdater:
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
         self.kernel = get_kernel(_CU, "fast_update", _NAMES)  # compiled once per process
+        # a host batch goes up in one asynchronous copy: src, dst (int64) and insert (bool)
+        self._stage_mem = cp.cuda.alloc_pinned_memory(17 * FAST_MAX_EDGES)
+        self._stage_host = np.frombuffer(self._stage_mem, dtype=np.uint8, count=17 * FAST_MAX_EDGES)
+        self._stage_dev = cp.empty(17 * FAST_MAX_EDGES, dtype=cp.uint8)
+
+    def upload(self, src, dst, insert):
+        """Host arrays of one batch (at most FAST_MAX_EDGES edges) as device arrays, through one
+        pinned buffer and one asynchronous copy (the previous batch's copy has completed: every
+        batch ends with the counters' sync)."""
+        cp = self.cp
+        m = int(src.shape[0])
+        h = self._stage_host
+        h[: 8 * m] = np.ascontiguousarray(src, dtype=np.int64).view(np.uint8)
+        h[8 * m: 16 * m] = np.ascontiguousarray(dst, dtype=np.int64).view(np.uint8)
+        h[16 * m: 17 * m] = np.ascontiguousarray(insert, dtype=np.bool_).view(np.uint8)
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self._stage_dev.data.ptr, h.ctypes.data, 17 * m, 1, stream.ptr)
+        d = self._stage_dev
+        return d[: 8 * m].view(cp.int64), d[8 * m: 16 * m].view(cp.int64), d[16 * m: 17 * m].view(cp.bool_)
 
     def run(self, batch, ids, out, inn, n: int, room: int) -> FastOutcome:
         """Launch the fused kernel on ``batch`` (device arrays, 1..FAST_MAX_EDGES edges) and read
