@@ -2,8 +2,10 @@
 
 Rank-update messages (topic ``publish_topic``):
 
-- key ``b"<vertex id>"``, value JSON ``{"seq": S, "vertex": V, "rank": R}`` for each vertex whose
-  rank moved by more than the threshold since it was last published (new vertices included);
+- key ``b"<vertex id>"`` (the id as text: digits, or the string id in UTF-8), value JSON
+  ``{"seq": S, "vertex": V, "rank": R}`` (``V`` a JSON number, or a JSON string for string ids)
+  for each vertex whose rank moved by more than the threshold since it was last published (new
+  vertices included);
 - key ``b"__top_k__"``, value JSON ``{"seq": S, "k": K, "top": [[vertex, rank], ...]}`` every
   ``top_k_every`` batches.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 
@@ -132,15 +135,16 @@ class RankPublisher:
             vids = ids[idx].tolist()
             vals = p[idx].tolist()
             for v, r in zip(vids, vals):
-                send(topic, key=str(v).encode(),
-                     value=b'{"seq":%d,"vertex":%d,"rank":%s}' % (seq, v, repr(r).encode()), headers=headers)
+                send(topic, key=_key(v),
+                     value=b'{"seq":%d,"vertex":%s,"rank":%s}' % (seq, _json_vertex(v), repr(r).encode()),
+                     headers=headers)
             sent["vertex"] = len(vids)
             if self.top_k and self.top_k_every and (seq % self.top_k_every == 0 or force_top_k) and p.shape[0]:
                 k = min(self.top_k, p.shape[0])
                 top = np.argpartition(-p, k - 1)[:k]
                 top = top[np.lexsort((ids[top], -p[top]))]
-                body = {"seq": int(seq), "k": int(k), "top": [[int(ids[i]), float(p[i])] for i in top]}
-                send(topic, key=TOP_K_KEY, value=json.dumps(body).encode(), headers=headers)
+                body = {"seq": int(seq), "k": int(k), "top": [[_vertex(ids[i]), float(p[i])] for i in top]}
+                send(topic, key=TOP_K_KEY, value=json.dumps(body, ensure_ascii=False).encode(), headers=headers)
                 sent["top_k"] = 1
         except (KafkaError, OSError) as exc:
             raise SinkError(f"publishing batch {seq} to {self.topic} failed: {exc}") from exc
@@ -148,6 +152,28 @@ class RankPublisher:
         for k, n in sent.items():
             self.sent[k] += n
         return sent
+
+
+def _vertex(v):
+    """A vertex id as a JSON value: an int, or the string id."""
+    return v if isinstance(v, str) else int(v)
+
+
+def _key(v) -> bytes:
+    """A rank message's key: the vertex id as UTF-8 text."""
+    return (v if isinstance(v, str) else str(int(v))).encode("utf-8")
+
+
+_JSON_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]|[\ud800-\udfff]')
+
+
+def _json_vertex(v) -> bytes:
+    """A vertex id as JSON bytes (a string id is quoted; escaped by :mod:`json` only when it must be)."""
+    if isinstance(v, str):
+        if _JSON_ESCAPE.search(v):
+            return json.dumps(v, ensure_ascii=False).encode("utf-8")
+        return b'"%s"' % v.encode("utf-8")
+    return b"%d" % v
 
 
 class KafkaDeadLetters:

@@ -9,6 +9,7 @@ per-stage time split from the daemon's Prometheus metrics.
 
     python examples/bench_daemon.py --format json --seconds 60           # one JSON edge per message
     python examples/bench_daemon.py --format arrow --edges-per-message 1000 --seconds 60
+    python examples/bench_daemon.py --format json --seconds 60 --string-ids  # ids rewritten as user_<id>
 
 Prints one JSON report.
 """
@@ -54,6 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--publish-threshold", type=float, default=1e-6)
+    ap.add_argument("--string-ids", action="store_true",
+                    help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
     args = ap.parse_args(argv)
 
     from kafka_broker import free_port
@@ -61,6 +64,11 @@ def main(argv=None) -> int:
     bootstrap, broker = start_broker(args.bootstrap_servers)
     work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
     procs = []
+    if args.string_ids:
+        from bench_string_ids import rewrite
+
+        rewrite(Path(args.file), work / "named.txt.gz", "user_{}")
+        args.file = str(work / "named.txt.gz")
     try:
         topic, publish = f"bench-{os.getpid()}", f"bench-ranks-{os.getpid()}"
         if broker is not None:
@@ -79,7 +87,8 @@ def main(argv=None) -> int:
                                "--batch-wait-ms", str(args.batch_wait_ms), "--metrics-port", str(port),
                                "--applied-log", str(applied), "--device", args.device, "--publish-threshold",
                                str(args.publish_threshold), "--checkpoint-interval", "30",
-                               "--checkpoint-every", "1000000"], work / "daemon.log")
+                               "--checkpoint-every", "1000000", "--id-type", "string" if args.string_ids else "int"],
+                              work / "daemon.log")
         procs.append(daemon)
         time.sleep(args.warmup)
         t_start = time.time()
@@ -102,6 +111,7 @@ def main(argv=None) -> int:
                                                metrics))
         report = {
             "format": args.format, "edges_per_message": args.edges_per_message, "file": os.path.basename(args.file),
+            "id_type": "string" if args.string_ids else "int",
             "window_s": round(t_end - t_start, 1), "batches": len(win), "edges": edges,
             "edges_per_s": round(edges_in_span / span) if span == span and span > 0 else None,
             "median_batch_edges": sorted(e["edges"] for e in win)[len(win) // 2] if win else 0,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 
 from ..config import ALGORITHMS, RankConfig
 from ..errors import InvalidArgumentError
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
 ENV_PREFIX = "STREAMRANK_"
 
@@ -54,6 +55,8 @@ class DaemonConfig:
     poll_max_records: int = 5000
     lag_interval: float = 5.0
     applied_log: str | None = None
+    id_type: str = "auto"
+    max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     rank: RankConfig = field(default_factory=RankConfig)
 
     def validate(self) -> "DaemonConfig":
@@ -76,7 +79,10 @@ class DaemonConfig:
             raise InvalidArgumentError(f"--algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.start_from not in ("earliest", "latest"):
             raise InvalidArgumentError("--start-from must be 'earliest' or 'latest'")
-        for name in ("checkpoint_every", "checkpoint_keep", "batch_size", "poll_max_records", "max_message_bytes"):
+        if self.id_type not in ID_TYPES:
+            raise InvalidArgumentError(f"--id-type must be one of {ID_TYPES}, got {self.id_type!r}")
+        for name in ("checkpoint_every", "checkpoint_keep", "batch_size", "poll_max_records", "max_message_bytes",
+                     "max_id_bytes"):
             if int(getattr(self, name)) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",
