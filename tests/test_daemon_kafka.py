@@ -19,7 +19,7 @@ from kafka_broker import (Broker, DaemonProcess, free_port, kafka_broker, l1, li
 
 from connectors.records import encode_arrow, encode_json
 from streamrank.batch import EdgeBatch
-from streamrank.checkpoint import load_latest
+from streamrank.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
 

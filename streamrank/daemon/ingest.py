@@ -1,0 +1,98 @@
+"""The daemon's ingest stage: poll and decode on a worker thread, ahead of the loop.
+
+While the loop applies batch N to the graph and ranks and publishes it, the worker polls and
+decodes the records of batch N+1 into a bounded queue (a few polls deep, so memory stays
+bounded when the loop falls behind). The source client is used under one lock, so the loop's
+calls (commit, lag) never run concurrently with a poll. When shutdown is requested the worker
+stops polling; decoded items still queued are simply not applied (their positions never reach a
+checkpoint, so the next run reads them again).
+
+``threaded=False`` polls on the caller's thread (directory mode, where "the input is exhausted"
+must be decided between polls).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+from ..errors import SourceError
+
+log = logging.getLogger("streamrank.daemon")
+
+
+class Ingest:
+    """Polls ``source`` into a queue.
+
+    Parameters
+    ----------
+    source
+        ``poll(timeout_s) -> list`` of source items.
+    shutdown : ShutdownFlag
+    metrics : DaemonMetrics
+    threaded : bool
+    depth : int
+        Polls decoded ahead at most.
+    """
+
+    def __init__(self, source, *, shutdown, metrics, threaded: bool = True, depth: int = 4):
+        self.source = source
+        self.shutdown = shutdown
+        self.metrics = metrics
+        self.threaded = threaded
+        self.lock = threading.Lock()
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self) -> None:
+        if self.threaded and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="streamrank-ingest", daemon=True)
+            self._thread.start()
+
+    def _poll_once(self, timeout_s: float) -> list:
+        t0 = time.perf_counter()
+        try:
+            with self.lock:
+                items = self.source.poll(timeout_s)
+        except SourceError as exc:
+            self.metrics.source_errors.labels(where="poll").inc()
+            log.warning("source poll failed: %s", exc)
+            self.shutdown.wait(1.0)
+            return []
+        self.metrics.stage_seconds.labels(stage="poll").observe(time.perf_counter() - t0)
+        return items
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and not self.shutdown.requested:
+            items = self._poll_once(0.1)
+            if not items:
+                continue
+            while not self._stop.is_set() and not self.shutdown.requested:
+                try:
+                    self._queue.put(items, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def get(self, timeout_s: float) -> list:
+        """The next polled items (an empty list when none arrived within ``timeout_s``)."""
+        if not self.threaded:
+            return self._poll_once(timeout_s)
+        try:
+            return self._queue.get(timeout=max(0.0, timeout_s))
+        except queue.Empty:
+            return []
+
+    def call(self, fn):
+        """Run ``fn()`` with the source to itself (no poll in flight)."""
+        with self.lock:
+            return fn()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
