@@ -6,6 +6,8 @@
   sequence number applied exactly once in the lineage of the final state;
 - each kind of bad record is dead-lettered with its reason while the good records around it apply;
 - SIGTERM leaves a checkpoint and exits 0; a broker that is not there yet is waited for.
+
+Every test runs with both Kafka clients (confluent-kafka and kafka-python).
 """
 
 from __future__ import annotations
@@ -26,6 +28,22 @@ from streamrank.engine import Engine
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 3
+
+
+def _confluent():
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param("confluent", marks=pytest.mark.skipif(not _confluent(), reason="confluent-kafka not installed")),
+    "kafka-python"])
+def client(request):
+    """The Kafka client the daemon uses (``--kafka-client``)."""
+    return request.param
 
 
 def encode(rng, chunk):
@@ -98,14 +116,15 @@ def stream(kafka_broker):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(kafka_broker, stream, tmp_path_factory):
+def uninterrupted(kafka_broker, stream, client, tmp_path_factory):
     """One uninterrupted daemon run over the stream (publishing ranks)."""
     work = tmp_path_factory.mktemp("uninterrupted")
     publish = kafka_broker.create_topic(partitions=1)
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"],
                        "--publish-topic", publish, "--checkpoint-dir", work / "ckpt", "--batch-size", 200,
                        "--batch-wait-ms", 50, "--checkpoint-every", 5, "--top-k", 5, "--top-k-every", 3,
-                       "--group-id", "g-" + stream["topic"], "--snapshot-every", 4], work)
+                       "--group-id", f"g-{client}-{stream['topic']}", "--snapshot-every", 4,
+                       "--kafka-client", client, "--full-checkpoint-every", 3], work)
     events = d.wait_edges(len(EVENTS))
     rc = d.terminate()
     ck = load_latest(work / "ckpt")
@@ -162,9 +181,10 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
     assert snaps and all(int(s.stem.split("-")[1]) % 4 == 0 for s in snaps)
 
 
-def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, tmp_path):
+def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, client, tmp_path):
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--checkpoint-dir",
-            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4]
+            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4,
+            "--kafka-client", client, "--full-checkpoint-every", 3]
     env = {"STREAMRANK_POLL_MAX_RECORDS": "10"}  # many small polls: the kill lands mid-stream
     d1 = DaemonProcess(args, tmp_path, env=env)
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2
@@ -209,7 +229,7 @@ BAD = [
 ]
 
 
-def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, tmp_path):
+def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, client, tmp_path):
     topic = kafka_broker.create_topic(partitions=1)
     dlq = kafka_broker.create_topic(partitions=1)
     good = make_events(11, 60, 30)
@@ -229,7 +249,7 @@ def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, tmp_path):
     prod.close()
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic, "--dead-letter-topic", dlq,
                        "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 16, "--batch-wait-ms", 20,
-                       "--max-message-bytes", 500, "--metrics-port", free_port()], tmp_path)
+                       "--max-message-bytes", 500, "--metrics-port", free_port(), "--kafka-client", client], tmp_path)
     d.wait_edges(len(good))
     assert d.terminate() == 0, d.log_tail()
     letters = kafka_broker.read_all(dlq, expect=len(BAD))
@@ -246,10 +266,10 @@ def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, tmp_path):
     assert "dead letter: negative_id" in log and "Traceback" not in log
 
 
-def test_sigterm_idle_leaves_checkpoint(kafka_broker, tmp_path):
+def test_sigterm_idle_leaves_checkpoint(kafka_broker, client, tmp_path):
     topic = kafka_broker.create_topic(partitions=2)
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic,
-                       "--checkpoint-dir", tmp_path / "ckpt"], tmp_path)
+                       "--checkpoint-dir", tmp_path / "ckpt", "--kafka-client", client], tmp_path)
     d.wait_for(lambda ev: any(e["event"] == "restore" for e in ev))
     d.wait_for(lambda ev: "serving" in d.output.read_text(), timeout=30)
     assert d.terminate() == 0, d.log_tail()
@@ -257,11 +277,11 @@ def test_sigterm_idle_leaves_checkpoint(kafka_broker, tmp_path):
     assert ck is not None and ck.seq == 0
 
 
-def test_broker_not_there_yet_is_waited_for(tmp_path):
+def test_broker_not_there_yet_is_waited_for(client, tmp_path):
     """The daemon starts before the broker, retries with backoff, and runs once it appears."""
     port = free_port()
     d = DaemonProcess(["--bootstrap-servers", f"127.0.0.1:{port}", "--topic", "late", "--checkpoint-dir",
-                       tmp_path / "ckpt", "--batch-wait-ms", 20], tmp_path)
+                       tmp_path / "ckpt", "--batch-wait-ms", 20, "--kafka-client", client], tmp_path)
     d.wait_for(lambda ev: "unreachable" in d.output.read_text() or "waiting for topics" in d.output.read_text(),
                timeout=30)
     broker = Broker(port)
