@@ -151,3 +151,22 @@ def test_empty_fetch_and_none_values():
     assert len(got) == 0 and got.src.shape == (0,)
     got = decode_values([None, b"1,2"])
     assert got.errors[0].reason == "empty" and got.counts.tolist() == [0, 1]
+
+
+def test_fetch_items_runs_split_between_messages():
+    from connectors.fetch import EdgeRun, fetch_items
+
+    values = [b"1,2", b'[{"src":3,"dst":4},{"src":5,"dst":6}]', b"bad", b"7,8,-", b"9,10"]
+    items = fetch_items(["k:0"] * 3 + ["k:1"] * 2, ["t"] * 5, [0, 0, 0, 1, 1], [10, 11, 12, 0, 1],
+                        [None] * 5, values, [1000, 1001, 1002, 1003, 1004])
+    kinds = [type(i).__name__ for i in items]
+    assert kinds == ["EdgeRun", "BadRecord", "EdgeRun"]
+    run, bad, run2 = items
+    assert run.src.tolist() == [1, 3, 5] and run.ends.tolist() == [1, 3] and run.pos_value == 12
+    assert (bad.reason, bad.offset, bad.pos_value) == ("bad_csv", 12, 13)
+    assert run2.insert.tolist() == [False, True] and run2.pos_key == "k:1" and run2.pos_value == 2
+    head, tail = run.split(2)  # room for 2 edges: only the first message fits
+    assert head.src.tolist() == [1] and head.pos_value == 11 and head.timestamps_ms.tolist() == [1000]
+    assert tail.src.tolist() == [3, 5] and tail.ends.tolist() == [2] and tail.pos_value == 12
+    assert run.split(0) == (None, run) and run.split(3) == (run, None)
+    assert isinstance(head, EdgeRun) and head.message_edges().tolist() == [1]

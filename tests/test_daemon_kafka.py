@@ -19,6 +19,7 @@ import pytest
 from kafka_broker import (Broker, DaemonProcess, free_port, kafka_broker, l1, lineage,  # noqa: F401
                           make_events, oracle_error, ranks_by_id)
 
+from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
 from streamrank.batch import EdgeBatch
 from streamrank.recovery import load_latest_state as load_latest
@@ -124,7 +125,7 @@ def uninterrupted(kafka_broker, stream, client, tmp_path_factory):
                        "--publish-topic", publish, "--checkpoint-dir", work / "ckpt", "--batch-size", 200,
                        "--batch-wait-ms", 50, "--checkpoint-every", 5, "--top-k", 5, "--top-k-every", 3,
                        "--group-id", f"g-{client}-{stream['topic']}", "--snapshot-every", 4,
-                       "--kafka-client", client, "--full-checkpoint-every", 3], work)
+                       "--kafka-client", client, "--full-checkpoint-every", 3, "--publish-format", "both"], work)
     events = d.wait_edges(len(EVENTS))
     rc = d.terminate()
     ck = load_latest(work / "ckpt")
@@ -154,9 +155,16 @@ def test_kafka_ranks_match_replay_of_same_batches(stream, uninterrupted):
 def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
     u = uninterrupted
     got = ranks_by_id(*u["ckpt"].ranks)
-    latest, tops = {}, []
+    latest, tops, keyed, batched = {}, [], {}, {}
     for r in kafka_broker.read_all(u["publish"]):
+        if r.key == BATCH_KEY:  # --publish-format both: one Arrow message per batch as well
+            seq, vertex, rank = decode_rank_batch(r.value)
+            assert dict(r.headers)["seq"] == str(seq).encode()
+            batched[seq] = dict(zip(vertex.tolist(), rank.tolist()))
+            continue
         body = json.loads(r.value)
+        if r.key != b"__top_k__":
+            keyed.setdefault(body["seq"], {})[body["vertex"]] = body["rank"]
         assert dict(r.headers)["seq"] == str(body["seq"]).encode()
         if r.key == b"__top_k__":
             tops.append(body)
@@ -165,6 +173,7 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
             if body["seq"] >= latest.get(body["vertex"], (-1, 0))[0]:
                 latest[body["vertex"]] = (body["seq"], body["rank"])
     assert set(latest) == set(got)  # every vertex was published at least once
+    assert batched == keyed  # the Arrow batch of each seq holds exactly its keyed messages
     assert max(abs(latest[v][1] - got[v]) for v in got) <= 1e-6 + 1e-15  # the publish threshold
     assert tops and all(t["k"] == 5 and len(t["top"]) == 5 for t in tops)
     assert [t["seq"] % 3 for t in tops] == [0] * len(tops)

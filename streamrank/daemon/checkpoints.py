@@ -90,7 +90,8 @@ class CheckpointStage:
     def _full_due(self) -> bool:
         if self._force_full or self._log is None or self._since_full + 1 >= self.full_every:
             return True
-        return self._full_bytes > 0 and self._log.nbytes > LOG_TO_FULL_RATIO * self._full_bytes
+        pending = sum(int(b.src.shape[0]) for b in self._pending) * 17  # ~bytes per logged edge
+        return self._full_bytes > 0 and self._log.nbytes + pending > LOG_TO_FULL_RATIO * self._full_bytes
 
     def write(self, engine, *, positions: dict, ranks, meta: dict) -> CheckpointInfo:
         """Write a checkpoint of ``engine`` at ``positions``.

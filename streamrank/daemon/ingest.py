@@ -1,8 +1,8 @@
 """The daemon's ingest stage: poll and decode on a worker thread, ahead of the loop.
 
 While the loop applies batch N to the graph and ranks and publishes it, the worker polls and
-decodes the records of batch N+1 into a bounded queue (a few polls deep, so memory stays
-bounded when the loop falls behind). The source client is used under one lock, so the loop's
+decodes the records of batch N+1 into a bounded queue (at most ``max_edges`` decoded edges, so
+memory stays bounded when the loop falls behind). The source client is used under one lock, so the loop's
 calls (commit, lag) never run concurrently with a poll. When shutdown is requested the worker
 stops polling; decoded items still queued are simply not applied (their positions never reach a
 checkpoint, so the next run reads them again).
@@ -33,17 +33,20 @@ class Ingest:
     shutdown : ShutdownFlag
     metrics : DaemonMetrics
     threaded : bool
-    depth : int
-        Polls decoded ahead at most.
+    max_edges : int
+        The worker stops polling while this many decoded edges wait (one poll may exceed it).
     """
 
-    def __init__(self, source, *, shutdown, metrics, threaded: bool = True, depth: int = 4):
+    def __init__(self, source, *, shutdown, metrics, threaded: bool = True, max_edges: int = 100_000):
         self.source = source
         self.shutdown = shutdown
         self.metrics = metrics
         self.threaded = threaded
+        self.max_edges = max(1, int(max_edges))
         self.lock = threading.Lock()
-        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._queue: queue.Queue = queue.Queue()
+        self._queued = 0               # decoded edges waiting in the queue
+        self._room = threading.Condition()
         self._stop = threading.Event()
         self._thread = None
 
@@ -67,24 +70,27 @@ class Ingest:
 
     def _run(self) -> None:
         while not self._stop.is_set() and not self.shutdown.requested:
+            with self._room:
+                while self._queued >= self.max_edges and not self._stop.is_set() and not self.shutdown.requested:
+                    self._room.wait(0.1)
             items = self._poll_once(0.1)
-            if not items:
-                continue
-            while not self._stop.is_set() and not self.shutdown.requested:
-                try:
-                    self._queue.put(items, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
+            if items:
+                with self._room:
+                    self._queued += _edges(items)
+                self._queue.put(items)
 
     def get(self, timeout_s: float) -> list:
         """The next polled items (an empty list when none arrived within ``timeout_s``)."""
         if not self.threaded:
             return self._poll_once(timeout_s)
         try:
-            return self._queue.get(timeout=max(0.0, timeout_s))
+            items = self._queue.get(timeout=max(0.0, timeout_s))
         except queue.Empty:
             return []
+        with self._room:
+            self._queued -= _edges(items)
+            self._room.notify()
+        return items
 
     def call(self, fn):
         """Run ``fn()`` with the source to itself (no poll in flight)."""
@@ -96,3 +102,7 @@ class Ingest:
         if self._thread is not None:
             self._thread.join(timeout_s)
             self._thread = None
+
+
+def _edges(items: list) -> int:
+    return sum(len(i) for i in items if hasattr(i, "insert"))

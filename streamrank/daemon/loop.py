@@ -39,13 +39,12 @@ from .drift import DriftGuard
 from .ingest import Ingest
 from .metrics import DaemonMetrics
 from .signals import ShutdownFlag
+from .staleness import staleness_fields
 
 log = logging.getLogger("streamrank.daemon")
 
 #: Longest a shutdown waits for the broker to acknowledge published messages.
 SHUTDOWN_FLUSH_DEADLINE_S = 30.0
-#: Staleness histogram bucket edges (milliseconds) written per batch to the applied log.
-STALENESS_EDGES_MS = np.concatenate([[0.0], np.geomspace(1.0, 120000.0, 86)])
 
 
 class Daemon:
@@ -167,7 +166,7 @@ class Daemon:
                                               every=cfg.snapshot_every)
         self.source.open(self.positions)
         self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
-                             threaded=cfg.input_dir is None)
+                             threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size)
         self.ingest.start()
 
     # ================================================================== helpers
@@ -285,31 +284,9 @@ class Daemon:
                  ch.num_new_vertices, step.rank.iterations, step.rank.affected_total, step.graph_ms,
                  step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices, eng.graph.num_edges)
         self._log_event("apply", seq=step.seq, edges=len(batch), positions=pos, t=time.time(),
-                        **self._staleness(chunks))
+                        **(staleness_fields(chunks) if self._applied_log is not None else {}))
         if self.drift.due(step.seq):
             self.drift.submit(step.seq, eng)
-
-    def _staleness(self, chunks: list) -> dict:
-        """Produce-to-publish time of the batch's edges: quantiles and a histogram (applied log)."""
-        if self._applied_log is None:
-            return {}
-        runs = [c for c in chunks if isinstance(c, EdgeRun) and c.timestamps_ms is not None]
-        if not runs:
-            return {}
-        ts = np.concatenate([c.timestamps_ms for c in runs])
-        w = np.concatenate([c.message_edges() for c in runs])
-        keep = ts > 0
-        if not keep.any():
-            return {}
-        age = np.maximum(0.0, time.time() * 1e3 - ts[keep])
-        w = w[keep]
-        order = np.argsort(age)
-        cum = np.cumsum(w[order])
-        q = [float(age[order][min(len(cum) - 1, np.searchsorted(cum, f * cum[-1]))]) for f in (0.5, 0.99)]
-        hist = np.histogram(age, bins=STALENESS_EDGES_MS, weights=w)[0].astype(np.int64)
-        nz = np.flatnonzero(hist)
-        return {"stale_ms": [round(q[0], 2), round(q[1], 2), round(float(age.max()), 2)],
-                "stale_hist": [int(nz[0]), hist[nz[0]:nz[-1] + 1].tolist()]}
 
     def _publish(self, seq: int) -> int:
         snapshot = self.snapshots is not None and self.snapshots.due(seq)
