@@ -20,6 +20,11 @@ from .fetch import fetch_items
 from .kafka_source import Backoff, parse_position_key, position_key
 from .records import DEFAULT_MAX_MESSAGE_BYTES
 
+#: Longest the broker may hold a fetch without data. Apache Kafka answers a fetch as soon as data
+#: arrives; some Kafka-protocol brokers (Tansu) hold it for the whole wait, which then becomes
+#: latency (measured: 145 ms median produce-to-consume with librdkafka's 500 ms default, 23 ms with 20).
+FETCH_WAIT_MS = 20
+
 log = logging.getLogger(__name__)
 
 
@@ -66,6 +71,7 @@ class ConfluentEdgeSource:
                 "max.partition.fetch.bytes": max(1048576, self.max_message_bytes + 1024),
                 "receive.message.max.bytes": max(52428800, self.max_message_bytes * 2) + 1024 * 1024,
                 "reconnect.backoff.max.ms": 5000,
+                "fetch.wait.max.ms": FETCH_WAIT_MS,
                 "logger": logging.getLogger("confluent_kafka.consumer")}
         try:
             self._consumer = Consumer(conf)

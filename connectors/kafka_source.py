@@ -20,6 +20,9 @@ from streamrank.errors import SourceError
 from .fetch import fetch_items
 from .records import DEFAULT_MAX_MESSAGE_BYTES
 
+#: Longest the broker may hold a fetch without data (see ``kafka_confluent.FETCH_WAIT_MS``).
+FETCH_WAIT_MS = 20
+
 log = logging.getLogger(__name__)
 
 
@@ -108,6 +111,7 @@ class KafkaEdgeSource:
                     fetch_max_bytes=max(52428800, self.max_message_bytes * 2),
                     max_partition_fetch_bytes=max(1048576, self.max_message_bytes + 1024),
                     reconnect_backoff_max_ms=5000,
+                    fetch_max_wait_ms=FETCH_WAIT_MS,
                     bootstrap_timeout_ms=5000,
                 )
             except (KafkaError, OSError) as exc:

@@ -196,6 +196,11 @@ class BatchLog:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:
+            try:  # cut a partial frame off, so that a retried append follows the last good one
+                self._fh.truncate(self.nbytes)
+                self._fh.seek(self.nbytes)
+            except OSError:
+                pass
             raise CheckpointError(f"cannot append to checkpoint log {self.path}: {exc}") from exc
         self.nbytes += len(frame)
         return len(frame)

@@ -22,6 +22,9 @@ from ..errors import SourceError
 
 log = logging.getLogger("streamrank.daemon")
 
+#: A poll returns after this long even when it got fewer records than it may take (latency bound).
+POLL_TIMEOUT_S = 0.02
+
 
 class Ingest:
     """Polls ``source`` into a queue.
@@ -73,7 +76,7 @@ class Ingest:
             with self._room:
                 while self._queued >= self.max_edges and not self._stop.is_set() and not self.shutdown.requested:
                     self._room.wait(0.1)
-            items = self._poll_once(0.1)
+            items = self._poll_once(POLL_TIMEOUT_S)
             if items:
                 with self._room:
                     self._queued += _edges(items)

@@ -84,7 +84,6 @@ class Daemon:
         self._broker_ok = True
         self._applied_log = None
         self._ranks = None             # (ids, p) of the last batch, when computed
-        self._stamps = []              # (produce time ms, edges) per message of the batch in hand
         self.edges_applied = 0
 
     # ================================================================== setup
@@ -181,9 +180,8 @@ class Daemon:
 
         Gives up (re-raises) once shutdown is requested and ``deadline`` (monotonic) has passed.
         """
-        from connectors.kafka_source import Backoff
-
         from connectors.kafka_clients import DeliveryFailed
+        from connectors.kafka_source import Backoff
 
         backoff = Backoff(initial=0.2, maximum=10.0)
         while True:
