@@ -37,7 +37,9 @@ class Ingest:
     metrics : DaemonMetrics
     threaded : bool
     max_edges : int
-        The worker stops polling while this many decoded edges wait (one poll may exceed it).
+        The worker stops polling while this many decoded edges wait; a poll asks for about this
+        many edges' worth of records (from the edges per message seen so far), so that a poll of
+        many-edge messages cannot hold much more.
     """
 
     def __init__(self, source, *, shutdown, metrics, threaded: bool = True, max_edges: int = 100_000):
@@ -49,6 +51,7 @@ class Ingest:
         self.lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._queued = 0               # decoded edges waiting in the queue
+        self._per_message = 1.0        # edges per message in the last poll
         self._room = threading.Condition()
         self._stop = threading.Event()
         self._thread = None
@@ -62,13 +65,21 @@ class Ingest:
         t0 = time.perf_counter()
         try:
             with self.lock:
-                items = self.source.poll(timeout_s)
+                if self.threaded:  # Kafka: records per poll sized to max_edges
+                    cap = getattr(self.source, "max_poll_records", 5000)
+                    items = self.source.poll(timeout_s, max_records=int(max(1, min(cap, self.max_edges
+                                                                                      / self._per_message))))
+                else:
+                    items = self.source.poll(timeout_s)
         except SourceError as exc:
             self.metrics.source_errors.labels(where="poll").inc()
             log.warning("source poll failed: %s", exc)
             self.shutdown.wait(1.0)
             return []
         self.metrics.stage_seconds.labels(stage="poll").observe(time.perf_counter() - t0)
+        if items:
+            messages = sum(getattr(i, "num_messages", 1) for i in items)
+            self._per_message = max(1.0, _edges(items) / messages)
         return items
 
     def _run(self) -> None:
