@@ -10,7 +10,8 @@ of a shape in one call:
 - one-line JSON arrays of edge objects: each wrapped as ``{"e": [...]}`` and read the same way,
   the list offsets giving each message's edge count;
 - one-line CSV ``src,dst`` and ``src,dst,op`` (no quotes): read by ``pyarrow.csv.read_csv``;
-- Arrow IPC streams: each message read into arrays by pyarrow (no loop over edges).
+- Arrow IPC streams: each message read into arrays by pyarrow (no loop over edges, except for an
+  ``op`` column of strings, which :mod:`connectors.records` maps value by value).
 
 A message is accepted by the vectorized path only when the per-message parser
 (:func:`connectors.records.parse_message`) would accept it with the same edges; everything else
@@ -76,8 +77,8 @@ def _routes(values: list, max_bytes: int):
     np.cumsum(lens[:-1] + 1, out=starts[1:])
     ends = starts + lens
 
-    def per_message(byte_value: int, within=None):
-        """How often ``byte_value`` occurs in each message (only ``within`` messages when given)."""
+    def per_message(byte_value: int):
+        """How often ``byte_value`` occurs in each message."""
         pos = np.flatnonzero(buf == byte_value)
         msg = np.searchsorted(starts, pos, side="right") - 1
         inside = pos < ends[msg]  # the separators lie between messages
