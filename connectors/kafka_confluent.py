@@ -104,15 +104,16 @@ class ConfluentEdgeSource:
                 return True
             new = [tp for tp in found if tp not in set(self._assigned)]
             tps = []
-            for topic, p in found:
+            for topic, p in new:
                 off = positions.get(position_key(topic, p))
-                if (topic, p) not in new:
-                    off = c.position([TopicPartition(topic, p)])[0].offset
-                elif off is None:
+                if off is None:
                     off = OFFSET_END if self.start_from == "latest" else OFFSET_BEGINNING
                 tps.append(TopicPartition(topic, p, int(off)))
-            c.assign(tps)
-            self._assigned = found
+            if self._assigned:
+                c.incremental_assign(tps)  # partitions already assigned keep their fetch positions
+            else:
+                c.assign(tps)
+            self._assigned = self._assigned + new
             self._last_refresh = time.monotonic()
             log.info("assigned %d partitions of %s (%d sought from the checkpoint)", len(found), self.topics,
                      sum(position_key(t, p) in positions for t, p in new))
