@@ -306,3 +306,43 @@ def test_broker_not_there_yet_is_waited_for(client, tmp_path):
     finally:
         broker.stop()
     assert load_latest(tmp_path / "ckpt").positions == {"kafka:late:0": 50}
+
+
+def test_source_picks_up_a_new_topic_keeping_positions(kafka_broker, client):
+    """A refresh that finds new partitions assigns them without moving the assigned ones, whether
+    or not they yielded records since they were assigned."""
+    import time
+
+    from connectors.kafka_clients import make_source
+
+    def read(source, n):
+        got, deadline = [], time.monotonic() + 20
+        while sum(len(i) for i in got) < n and time.monotonic() < deadline:
+            got += source.poll(0.2)
+        return {i.pos_key: i.src.tolist() for i in got}
+
+    t1 = kafka_broker.create_topic(partitions=1)
+    prod = kafka_broker.producer()
+    for i in range(10):
+        prod.send(t1, b"%d,%d" % (i, i + 1))
+    prod.flush()
+    busy = make_source(client, bootstrap_servers=kafka_broker.bootstrap, topics=[t1])
+    quiet = make_source(client, bootstrap_servers=kafka_broker.bootstrap, topics=[t1])
+    try:
+        busy.open({f"kafka:{t1}:0": 4})  # resume after offset 3: reads 4..9 first
+        quiet.open({f"kafka:{t1}:0": 10})  # nothing to read on t1 before the refresh
+        assert read(busy, 6) == {f"kafka:{t1}:0": list(range(4, 10))}
+        t2 = kafka_broker.create_topic(partitions=1)
+        for i in range(3):
+            prod.send(t2, b"%d,1" % (100 + i))
+        prod.send(t1, b"7,7")
+        prod.flush()
+        want = {f"kafka:{t1}:0": [7], f"kafka:{t2}:0": [100, 101, 102]}
+        for source in (busy, quiet):
+            source.topics.append(t2)  # as if a topic had gained a partition
+            source._last_refresh = 0.0  # the next poll refreshes the assignment
+            assert read(source, 4) == want
+    finally:
+        busy.close()
+        quiet.close()
+        prod.close()
