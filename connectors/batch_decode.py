@@ -13,6 +13,13 @@ of a shape in one call:
 - Arrow IPC streams: each message read into arrays by pyarrow (no loop over edges, except for an
   ``op`` column of strings, which :mod:`connectors.records` maps value by value).
 
+Vertex ids follow the stream's id kind (:mod:`streamrank.vertex_ids`), one kind per stream: an
+:class:`~streamrank.vertex_ids.IdTypeLock` shared with the source keeps it across fetches. While
+an ``"auto"`` stream has no kind yet, messages go one by one until the first accepted one fixes
+it; after that the readers above take the stream's kind (int64 columns, or string columns for a
+string stream, CSV then taking any unquoted one-line ``a,b[,op]``), and a message of the other
+kind is dead-lettered as ``mixed_id_types`` by the per-message parser.
+
 A message is accepted by the vectorized path only when the per-message parser
 (:func:`connectors.records.parse_message`) would accept it with the same edges; everything else
 (and every message of a block pyarrow refuses, found by bisecting the block) goes through the
@@ -26,6 +33,10 @@ import io
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamrank.vertex_ids import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids, string_id_problems)
 
 from .records import DEFAULT_MAX_MESSAGE_BYTES, RecordError, parse_message
 
@@ -41,7 +52,7 @@ class DecodedValues:
 
     Attributes
     ----------
-    src, dst : ndarray of int64
+    src, dst : ndarray of int64, or (string ids) pyarrow string array or ndarray of ``str`` objects
         Edges of the accepted messages, concatenated.
     insert : ndarray of bool
     counts : ndarray of int64
@@ -52,8 +63,8 @@ class DecodedValues:
         Messages decoded by a batch reader (the rest went one by one).
     """
 
-    src: np.ndarray
-    dst: np.ndarray
+    src: object
+    dst: object
     insert: np.ndarray
     counts: np.ndarray
     errors: dict = field(default_factory=dict)
@@ -67,8 +78,9 @@ class _Refused(Exception):
     """A block pyarrow cannot read as a whole (bisect it)."""
 
 
-def _routes(values: list, max_bytes: int):
-    """Decoder route of each message, from the joined bytes (no per-message Python work)."""
+def _routes(values: list, max_bytes: int, kind: str):
+    """Decoder route of each message, from the joined bytes (no per-message Python work beyond
+    messages starting with ``A``)."""
     n = len(values)
     lens = np.fromiter(map(len, values), dtype=np.int64, count=n)
     data = b"\n".join(values)
@@ -95,17 +107,26 @@ def _routes(values: list, max_bytes: int):
     one_line = nonempty & ~breaks & (lens <= max_bytes)
     routes[one_line & (heads == ord("{"))] = _JSON_OBJ
     routes[one_line & (heads == ord("["))] = _JSON_ARR
-    digits = one_line & (heads >= ord("0")) & (heads <= ord("9"))
-    if digits.any():
-        digits &= per_message(ord('"')) == 0
+    arrow = nonempty & (lens <= max_bytes) & (heads == 0xFF)
+    for i in np.flatnonzero(heads == ord("A")).tolist():
+        arrow[i] = values[i].startswith(b"ARROW1") and lens[i] <= max_bytes
+    if kind == "string":  # JSON escapes (surrogates) go one by one; CSV: any unquoted a,b[,op] line
+        text = one_line & ~arrow & (heads != ord("{")) & (heads != ord("[")) & (heads != ord("#"))
+        slash = per_message(ord("\\")) > 0
+        routes[slash & ((routes == _JSON_OBJ) | (routes == _JSON_ARR))] = _OTHER
+    else:
+        text = one_line & (heads >= ord("0")) & (heads <= ord("9"))
+    if text.any():
+        text &= per_message(ord('"')) == 0
         commas = per_message(ord(","))
-        routes[digits & (commas == 1)] = _CSV2
-        routes[digits & (commas == 2)] = _CSV3
-    routes[nonempty & (lens <= max_bytes) & ((heads == 0xFF) | (heads == ord("A")))] = _ARROW
+        routes[text & (commas == 1)] = _CSV2
+        routes[text & (commas == 2)] = _CSV3
+    routes[arrow] = _ARROW
     return routes, data, lens
 
 
-def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> DecodedValues:
+def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type: str = "int",
+                  id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> DecodedValues:
     """Decode the values of many messages.
 
     Parameters
@@ -114,6 +135,13 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Deco
         Message values in arrival order.
     max_bytes : int, optional
         Larger messages are rejected as ``"oversize"``.
+    id_type : {"int", "string", "auto"}, optional
+        Vertex id kind of the stream (:func:`connectors.records.parse_message`).
+    id_lock : streamrank.vertex_ids.IdTypeLock, optional
+        The stream's id kind across calls (admitted here in message order); default a fresh lock
+        of ``id_type``.
+    max_id_bytes : int, optional
+        Longest string id (UTF-8 bytes).
 
     Returns
     -------
@@ -121,14 +149,40 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Deco
     """
     values = [v if isinstance(v, bytes) else b"" if v is None else bytes(v) for v in values]
     n = len(values)
-    if n == 0:
-        z = np.zeros(0, dtype=np.int64)
-        return DecodedValues(z, z.copy(), np.zeros(0, dtype=bool), z.copy(), {}, 0)
-    routes, joined, lens = _routes(values, max_bytes)
-    whole = {"data": joined, "longest": int(lens.max())}  # the joined bytes, reused when one route has all
+    lock = id_lock if id_lock is not None else IdTypeLock(id_type)
+    one = _OneByOne(values, max_bytes, id_type, max_id_bytes, lock)
     pieces = []     # (message index per edge, src, dst, insert) from each decoder
-    counts = np.zeros(n, dtype=np.int64)
     errors: dict = {}
+    start = 0
+    while lock.kind is None and start < n:  # "auto": the first accepted message fixes the stream's kind
+        one.decode(start, pieces, errors)
+        start += 1
+    vectorized = 0
+    if start < n:
+        rules = _IdRules(lock.kind, id_type == "auto", max_id_bytes)
+        vectorized = _decode_fixed(values, start, max_bytes, rules, one, pieces, errors)
+    counts = np.zeros(n, dtype=np.int64)
+    if not pieces:
+        z = np.zeros(0, dtype=np.int64)
+        return DecodedValues(z, z.copy(), np.zeros(0, dtype=bool), counts, errors, 0)
+    rec = np.concatenate([p[0] for p in pieces])
+    src = _concat([p[1] for p in pieces])
+    dst = _concat([p[2] for p in pieces])
+    ins = np.concatenate([p[3] for p in pieces])
+    if len(pieces) > 1 and rec.size > 1 and bool(np.any(rec[1:] < rec[:-1])):
+        order = np.argsort(rec, kind="stable")  # message order; edges keep their order within a message
+        rec, src, dst, ins = rec[order], _select(src, order), _select(dst, order), ins[order]
+    counts += np.bincount(rec, minlength=n)
+    return DecodedValues(src, dst, ins, counts, errors, vectorized)
+
+
+def _decode_fixed(values: list, start: int, max_bytes: int, rules: "_IdRules", one: "_OneByOne", pieces: list,
+                  errors: dict) -> int:
+    """Decode ``values[start:]`` of a stream whose id kind is fixed; returns the messages vectorized."""
+    sub = values[start:] if start else values
+    m = len(sub)
+    routes, joined, lens = _routes(sub, max_bytes, rules.kind)
+    whole = {"data": joined, "longest": int(lens.max())}  # the joined bytes, reused when one route has all
     fallback = [np.flatnonzero(routes == _OTHER)]
     vectorized = 0
     for route, reader in ((_JSON_OBJ, _json_objects), (_JSON_ARR, _json_arrays), (_CSV2, _csv(2)),
@@ -136,32 +190,77 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Deco
         idx = np.flatnonzero(routes == route)
         if idx.size == 0:
             continue
-        ok_pieces, refused = _bisect(values, idx, reader, whole if idx.size == n else None)
+        ok_pieces, refused = _bisect(sub, idx, reader, rules, whole if idx.size == m else None)
         fallback.append(refused)
-        pieces.extend(ok_pieces)
+        pieces.extend((rec + start, s, d, i) for rec, s, d, i in ok_pieces)
         vectorized += idx.size - refused.size
-    for i in np.flatnonzero(routes == _ARROW).tolist() + np.concatenate(fallback).tolist():
+    rest = np.concatenate([np.flatnonzero(routes == _ARROW)] + fallback)
+    for i in np.sort(rest).tolist():  # in message order: the lock sees them as the stream has them
+        one.decode(start + i, pieces, errors)
+    return vectorized
+
+
+class _OneByOne:
+    """The per-message parser, with the stream's id lock (a message of the other kind is rejected
+    as ``mixed_id_types``)."""
+
+    def __init__(self, values, max_bytes, id_type, max_id_bytes, lock):
+        self.values, self.max_bytes, self.id_type, self.max_id_bytes, self.lock = \
+            values, max_bytes, id_type, max_id_bytes, lock
+
+    def decode(self, i: int, pieces: list, errors: dict) -> None:
         try:
-            e = parse_message(values[i], max_bytes=max_bytes)
+            e = parse_message(self.values[i], max_bytes=self.max_bytes, id_type=self.id_type,
+                              max_id_bytes=self.max_id_bytes)
+            self.lock.admit(e.id_kind)  # one id kind per stream
         except RecordError as exc:
             errors[i] = exc
-            continue
+            return
+        except IdError as exc:
+            errors[i] = RecordError(exc.reason, exc.detail)
+            return
         pieces.append((np.full(len(e), i, dtype=np.int64), e.src, e.dst, e.insert))
-    if not pieces:
-        z = np.zeros(0, dtype=np.int64)
-        return DecodedValues(z, z.copy(), np.zeros(0, dtype=bool), counts, errors, 0)
-    rec = np.concatenate([p[0] for p in pieces])
-    src = np.concatenate([p[1] for p in pieces])
-    dst = np.concatenate([p[2] for p in pieces])
-    ins = np.concatenate([p[3] for p in pieces])
-    if len(pieces) > 1 and rec.size > 1 and bool(np.any(rec[1:] < rec[:-1])):
-        order = np.argsort(rec, kind="stable")  # message order; edges keep their order within a message
-        rec, src, dst, ins = rec[order], src[order], dst[order], ins[order]
-    counts += np.bincount(rec, minlength=n)
-    return DecodedValues(src, dst, ins, counts, errors, vectorized)
 
 
-def _bisect(values, idx: np.ndarray, reader, whole):
+@dataclass
+class _IdRules:
+    """What a vectorized reader accepts as ids: the stream's kind (``"int"``/``"string"``), whether
+    it was detected (``auto``: integer-looking strings are then the other kind), the longest id."""
+
+    kind: str
+    auto: bool
+    max_bytes: int
+
+    def column(self, col, *, rows: int, text: bool = False):
+        """``(ids, valid mask)`` of an id column; ``text``: CSV fields (surrounding blanks refused)."""
+        if col is None:
+            raise _Refused()
+        if self.kind == "int":
+            return _ids(col, rows=rows)
+        return _string_ids(col, rows=rows, rules=self, text=text)
+
+    @property
+    def arrow_type(self):
+        """Column type the readers are told to parse ids as."""
+        return pa.int64() if self.kind == "int" else pa.string()
+
+
+def _concat(parts: list):
+    if all(isinstance(p, np.ndarray) and p.dtype != object for p in parts):
+        return np.concatenate(parts)
+    return concat_ids(parts)  # string ids: one Arrow array
+
+
+def _select(ids, rows: np.ndarray):
+    """``ids[rows]`` (rows: indices or a boolean mask) for NumPy and Arrow arrays."""
+    if isinstance(ids, np.ndarray):
+        return ids[rows]
+    if rows.dtype == bool:
+        return ids.filter(pa.array(rows))
+    return ids.take(pa.array(rows))
+
+
+def _bisect(values, idx: np.ndarray, reader, rules: _IdRules, whole):
     """Run ``reader`` over the messages ``idx``; halve blocks it refuses.
 
     ``whole``: the newline-joined bytes of all of ``idx`` when already at hand.
@@ -172,7 +271,7 @@ def _bisect(values, idx: np.ndarray, reader, whole):
     while stack:
         block = stack.pop()
         try:
-            rec, s, d, i, bad = reader(values, block, whole if block is idx else None)
+            rec, s, d, i, bad = reader(values, block, rules, whole if block is idx else None)
         except _Refused:
             if block.size <= _BISECT_MIN:
                 refused.append(block)
@@ -199,6 +298,23 @@ def _ids(col, *, rows: int):
         np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     arr = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
     return arr, valid & (arr >= 0)
+
+
+def _string_ids(col, *, rows: int, rules: _IdRules, text: bool):
+    """``(Arrow string values, valid mask)`` of an id column of a string stream: strings, not null,
+    valid ids (:func:`streamrank.vertex_ids.string_id_problems`); CSV fields without surrounding
+    blanks (the per-message parser strips them)."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        raise _Refused()
+    valid = np.ones(rows, dtype=bool) if col.null_count == 0 else \
+        np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    bad = string_id_problems(col, max_bytes=rules.max_bytes, auto=rules.auto)
+    if bad:
+        valid[np.fromiter(bad, dtype=np.int64, count=len(bad))] = False
+    if text:
+        valid &= np.asarray(pc.equal(pc.utf8_trim_whitespace(col), col).fill_null(False)
+                            .to_numpy(zero_copy_only=False), dtype=bool)
+    return col, valid
 
 
 def _ops(col, *, rows: int):
@@ -250,7 +366,7 @@ def _result(block: np.ndarray, rec_pos: np.ndarray, src, dst, ins, ok):
     bad_msgs = np.unique(rec_pos[~ok])
     if bad_msgs.size:
         keep = ~np.isin(rec_pos, bad_msgs)
-        rec_pos, src, dst, ins = rec_pos[keep], src[keep], dst[keep], ins[keep]
+        rec_pos, src, dst, ins = rec_pos[keep], _select(src, keep), _select(dst, keep), ins[keep]
     return block[rec_pos], src, dst, ins, block[bad_msgs]
 
 
@@ -274,21 +390,21 @@ def _joined(values, block: np.ndarray, whole):
     return b"\n".join(lines), max(map(len, lines))
 
 
-def _json_objects(values, block: np.ndarray, whole=None):
+def _json_objects(values, block: np.ndarray, rules: _IdRules, whole=None):
     import pyarrow as pa
 
-    schema = pa.schema([("src", pa.int64()), ("dst", pa.int64())])
+    schema = pa.schema([("src", rules.arrow_type), ("dst", rules.arrow_type)])
     t = _read_json(*_joined(values, block, whole), schema)
     n = block.size
     if t.num_rows != n:  # e.g. two objects on one line: not one edge per message
         raise _Refused()
-    src, ok_s = _ids(_field(t, "src"), rows=n)
-    dst, ok_d = _ids(_field(t, "dst"), rows=n)
+    src, ok_s = rules.column(_field(t, "src"), rows=n)
+    dst, ok_d = rules.column(_field(t, "dst"), rows=n)
     ins, ok_o = _ops(_field(t, "op"), rows=n)
     return _result(block, np.arange(n), src, dst, ins, ok_s & ok_d & ok_o)
 
 
-def _json_arrays(values, block: np.ndarray, whole=None):
+def _json_arrays(values, block: np.ndarray, rules: _IdRules, whole=None):
     import pyarrow as pa
 
     lines = [b'{"e":' + values[i] + b"}" for i in block.tolist()]
@@ -306,8 +422,8 @@ def _json_arrays(values, block: np.ndarray, whole=None):
     items = col.flatten()  # the edge structs of all messages, in order (offsets start at 0 here)
     rows = len(items)
     rec_pos = np.repeat(np.arange(n), per_msg)
-    src, ok_s = _ids(_field(items, "src"), rows=rows)
-    dst, ok_d = _ids(_field(items, "dst"), rows=rows)
+    src, ok_s = rules.column(_field(items, "src"), rows=rows)
+    dst, ok_d = rules.column(_field(items, "dst"), rows=rows)
     ins, ok_o = _ops(_field(items, "op"), rows=rows)
     ok = ok_s & ok_d & ok_o
     if items.null_count:
@@ -318,13 +434,13 @@ def _json_arrays(values, block: np.ndarray, whole=None):
 
 
 def _csv(fields: int):
-    def read(values, block: np.ndarray, whole=None):
+    def read(values, block: np.ndarray, rules: _IdRules, whole=None):
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
         data, longest = _joined(values, block, whole)
         names = ["src", "dst", "op"][:fields]
-        types = {"src": pa.int64(), "dst": pa.int64(), "op": pa.string()}
+        types = {"src": rules.arrow_type, "dst": rules.arrow_type, "op": pa.string()}
         try:
             t = pcsv.read_csv(
                 io.BytesIO(data + b"\n"),
@@ -337,8 +453,8 @@ def _csv(fields: int):
         n = block.size
         if t.num_rows != n:
             raise _Refused()
-        src, ok_s = _ids(_field(t, "src"), rows=n)
-        dst, ok_d = _ids(_field(t, "dst"), rows=n)
+        src, ok_s = rules.column(_field(t, "src"), rows=n, text=True)
+        dst, ok_d = rules.column(_field(t, "dst"), rows=n, text=True)
         ins, ok_o = _ops(_field(t, "op") if fields == 3 else None, rows=n)
         return _result(block, np.arange(n), src, dst, ins, ok_s & ok_d & ok_o)
 

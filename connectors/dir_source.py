@@ -21,7 +21,10 @@ import time
 
 import numpy as np
 
+import pyarrow as pa
+
 from streamrank.errors import SourceError
+from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .records import BadRecord, EdgeChunk
 
@@ -88,12 +91,24 @@ class DirectorySource:
         Rows per chunk handed to the loop (the batch size).
     format : str, optional
         Force a file format (default: from each file's extension).
+    id_type : {"auto", "int", "string"}
+        Vertex id kind of the files (:mod:`streamrank.vertex_ids`).
+    id_lock : streamrank.vertex_ids.IdTypeLock, optional
+        Keeps the directory to one id kind across files: in ``"auto"`` mode a file is read with
+        the kind the stream already has, so ids of the other kind are dead-lettered lines
+        (``mixed_id_types``). Default: a lock of ``id_type``.
+    max_id_bytes : int
+        Longest string id (UTF-8 bytes).
     """
 
-    def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None):
+    def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None,
+                 id_type: str = "auto", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
         self.directory = os.fspath(directory)
         self.chunk_rows = int(chunk_rows)
         self.format = format
+        self.id_type = id_type
+        self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
+        self.max_id_bytes = int(max_id_bytes)
         self._reader = None
         self._iter = None
         self._pending = None  # the table read ahead of the one last returned
@@ -150,7 +165,8 @@ class DirectorySource:
         path = os.path.join(self.directory, name)
         try:
             self._reader = open_edge_file(path, format=self.format, chunk_rows=self.chunk_rows, keep_order=True,
-                                          max_bad_kept=1 << 62)
+                                          max_bad_kept=1 << 62, id_type=self.id_type, max_id_bytes=self.max_id_bytes,
+                                          stream_kind=self.id_lock.kind if self.id_type == "auto" else None)
             self._iter = iter(self._reader)
         except SourceError:
             raise
@@ -184,19 +200,25 @@ class DirectorySource:
             items.append(self._chunk(_EMPTY, _EMPTY, _EMPTY.astype(bool), done=True))
             self._finish_file()
             return items
-        src = table.column("src").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        dst = table.column("dst").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if pa.types.is_string(table.schema.field("src").type):
+            self.id_lock.admit("string")  # the reader kept the file to the stream's kind
+            src, dst = table.column("src").combine_chunks(), table.column("dst").combine_chunks()
+        else:
+            self.id_lock.admit("int")
+            src = table.column("src").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            dst = table.column("dst").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         ins = table.column("op").to_numpy(zero_copy_only=False) > 0
-        skip = min(self._skip_rows, src.shape[0])
+        n = ins.shape[0]
+        skip = min(self._skip_rows, n)
         self._skip_rows -= skip
-        self._rows += src.shape[0]
+        self._rows += n
         # Read one chunk ahead, so that the chunk that ends the file carries done=True: a
         # shutdown right after it then records the file as finished.
         self._pending = self._read_next()
         at_end = self._pending is None
         if at_end:
             items.extend(self._bad_items())  # bad lines after the last good row
-        if skip < src.shape[0] or at_end:
+        if skip < n or at_end:
             items.append(self._chunk(src[skip:], dst[skip:], ins[skip:], done=at_end))
         if at_end:
             self._finish_file()
@@ -235,7 +257,7 @@ class DirectorySource:
             if self._skip_bad > 0:
                 self._skip_bad -= 1
                 continue
-            out.append(BadRecord(value=entry.text.encode("utf-8"), reason=_reason_code(entry.reason),
+            out.append(BadRecord(value=entry.text.encode("utf-8"), reason=entry.code or _reason_code(entry.reason),
                                  detail=entry.reason, topic=self._file, partition=-1, offset=entry.line, key=None,
                                  pos_key=POS_KEY, pos_value=self._position()))
         return out

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
+
 from .batch_decode import decode_values
 from .records import DEFAULT_MAX_MESSAGE_BYTES, BadRecord, EdgeChunk
 
@@ -64,7 +66,8 @@ class EdgeRun(EdgeChunk):
 
 
 def fetch_items(pos_keys, topics, partitions, offsets, keys, values, timestamps_ms=None, *,
-                max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> list:
+                max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type: str = "int",
+                id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> list:
     """Decode one fetch into source items.
 
     Parameters
@@ -77,6 +80,9 @@ def fetch_items(pos_keys, topics, partitions, offsets, keys, values, timestamps_
     timestamps_ms : sequence of int, optional
         Per record produce time (milliseconds since the epoch).
     max_message_bytes : int
+    id_type, id_lock, max_id_bytes
+        The stream's vertex ids (:func:`connectors.batch_decode.decode_values`): a message whose
+        ids are not of the stream's kind is a :class:`BadRecord` with reason ``mixed_id_types``.
 
     Returns
     -------
@@ -85,7 +91,8 @@ def fetch_items(pos_keys, topics, partitions, offsets, keys, values, timestamps_
     n = len(values)
     if n == 0:
         return []
-    dec = decode_values(values, max_bytes=max_message_bytes)
+    dec = decode_values(values, max_bytes=max_message_bytes, id_type=id_type, id_lock=id_lock,
+                        max_id_bytes=max_id_bytes)
     offsets = np.asarray(offsets, dtype=np.int64)
     ts = None if timestamps_ms is None else np.asarray(timestamps_ms, dtype=np.int64)
     edge_end = np.cumsum(dec.counts)

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from streamrank.errors import SourceError
+from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .fetch import fetch_items
 from .kafka_source import Backoff, parse_position_key, position_key
@@ -36,13 +37,17 @@ class ConfluentEdgeSource:
 
     def __init__(self, *, bootstrap_servers: str, topics, group_id: str | None = None,
                  start_from: str = "earliest", max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve"):
+                 max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve",
+                 id_type: str = "int", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
         self.bootstrap_servers = bootstrap_servers
         self.topics = list(topics)
         self.group_id = group_id
         self.start_from = start_from
         self.max_message_bytes = int(max_message_bytes)
         self.max_poll_records = int(max_poll_records)
+        self.id_type = id_type  # declared kind, or "auto" (the stream kept to the first accepted kind)
+        self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
+        self.max_id_bytes = int(max_id_bytes)
         self.client_id = client_id
         self._stop = stop or (lambda: False)
         self._consumer = None
@@ -162,7 +167,8 @@ class ConfluentEdgeSource:
             pos_keys = [pos_keys[i] for i in order]
         stamps = np.fromiter((m.timestamp()[1] for m in good), dtype=np.int64, count=len(good))
         return fetch_items(pos_keys, topics, parts, [m.offset() for m in good], [m.key() for m in good],
-                           [m.value() for m in good], stamps, max_message_bytes=self.max_message_bytes)
+                           [m.value() for m in good], stamps, max_message_bytes=self.max_message_bytes,
+                           id_type=self.id_type, id_lock=self.id_lock, max_id_bytes=self.max_id_bytes)
 
     # ------------------------------------------------------------------ positions
     def commit(self, positions: dict) -> bool:

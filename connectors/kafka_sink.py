@@ -2,15 +2,16 @@
 
 Rank-update messages (topic ``publish_topic``), by ``publish_format``:
 
-- ``"keyed"`` (default): key ``b"<vertex id>"``, value JSON ``{"seq": S, "vertex": V, "rank": R}``
-  for each vertex whose rank moved by more than the threshold since it was last published (new
-  vertices included); compacted topics keep the latest rank per vertex;
+- ``"keyed"`` (default): key ``b"<vertex id>"`` (the id as text: digits, or the string id in
+  UTF-8), value JSON ``{"seq": S, "vertex": V, "rank": R}`` (``V`` a JSON number, or a JSON string
+  for string ids) for each vertex whose rank moved by more than the threshold since it was last
+  published (new vertices included); compacted topics keep the latest rank per vertex;
 - ``"arrow"``: one message per batch, key ``b"__batch__"``, value an Arrow IPC stream with columns
-  ``vertex`` (int64) and ``rank`` (float64) holding all those vertices, and schema metadata
-  ``seq``; for consumers that want throughput;
+  ``vertex`` (int64, or string for string ids) and ``rank`` (float64) holding all those vertices,
+  and schema metadata ``seq``; for consumers that want throughput;
 - ``"both"``: both of the above;
 - and always key ``b"__top_k__"``, value JSON ``{"seq": S, "k": K, "top": [[vertex, rank], ...]}``
-  every ``top_k_every`` batches.
+  every ``top_k_every`` batches (string ids as JSON strings).
 
 Every message also has a header ``seq``. Publishing is at-least-once: after a crash, batches
 past the last checkpoint are applied and published again with the same sequence numbers, so a
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 
@@ -42,7 +44,9 @@ def encode_rank_batch(seq: int, vertex, rank) -> bytes:
     """The ``"arrow"`` publish format: an Arrow IPC stream of ``vertex``/``rank`` with ``seq`` metadata."""
     import pyarrow as pa
 
-    table = pa.table({"vertex": np.asarray(vertex), "rank": np.asarray(rank, dtype=np.float64)})
+    vertex = np.asarray(vertex)
+    vertex = pa.array(vertex, type=pa.string()) if vertex.dtype.kind in "OU" else vertex.astype(np.int64)
+    table = pa.table({"vertex": vertex, "rank": np.asarray(rank, dtype=np.float64)})
     table = table.replace_schema_metadata({"seq": str(int(seq))})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
@@ -51,12 +55,13 @@ def encode_rank_batch(seq: int, vertex, rank) -> bytes:
 
 
 def decode_rank_batch(value: bytes):
-    """``(seq, vertex, rank)`` of a message written by :func:`encode_rank_batch`."""
+    """``(seq, vertex, rank)`` of a message written by :func:`encode_rank_batch` (string ids: an
+    ``object`` array of ``str``)."""
     import pyarrow as pa
 
     table = pa.ipc.open_stream(pa.BufferReader(value)).read_all()
     seq = int(table.schema.metadata[b"seq"])
-    return seq, table.column("vertex").to_numpy(), table.column("rank").to_numpy()
+    return seq, table.column("vertex").to_numpy(zero_copy_only=False), table.column("rank").to_numpy()
 
 
 class RankPublisher:
@@ -128,8 +133,9 @@ class RankPublisher:
             vids = ids[idx].tolist()
             vals = p[idx].tolist()
             for v, r in zip(vids, vals):
-                send(topic, key=str(v).encode(),
-                     value=b'{"seq":%d,"vertex":%d,"rank":%s}' % (seq, v, repr(r).encode()), headers=headers)
+                send(topic, key=_key(v),
+                     value=b'{"seq":%d,"vertex":%s,"rank":%s}' % (seq, _json_vertex(v), repr(r).encode()),
+                     headers=headers)
             sent["vertex"] = len(vids)
         if self.publish_format in ("arrow", "both") and idx.size:
             send(topic, key=BATCH_KEY, value=encode_rank_batch(seq, ids[idx], p[idx]), headers=headers)
@@ -138,13 +144,35 @@ class RankPublisher:
             k = min(self.top_k, p.shape[0])
             top = np.argpartition(-p, k - 1)[:k]
             top = top[np.lexsort((ids[top], -p[top]))]
-            body = {"seq": int(seq), "k": int(k), "top": [[int(ids[i]), float(p[i])] for i in top]}
-            send(topic, key=TOP_K_KEY, value=json.dumps(body).encode(), headers=headers)
+            body = {"seq": int(seq), "k": int(k), "top": [[_vertex(ids[i]), float(p[i])] for i in top]}
+            send(topic, key=TOP_K_KEY, value=json.dumps(body, ensure_ascii=False).encode(), headers=headers)
             sent["top_k"] = 1
         self._published[idx] = p[idx]
         for k, n in sent.items():
             self.sent[k] += n
         return sent
+
+
+def _vertex(v):
+    """A vertex id as a JSON value: an int, or the string id."""
+    return v if isinstance(v, str) else int(v)
+
+
+def _key(v) -> bytes:
+    """A rank message's key: the vertex id as UTF-8 text."""
+    return (v if isinstance(v, str) else str(int(v))).encode("utf-8")
+
+
+_JSON_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]|[\ud800-\udfff]')
+
+
+def _json_vertex(v) -> bytes:
+    """A vertex id as JSON bytes (a string id is quoted; escaped by :mod:`json` only when it must be)."""
+    if isinstance(v, str):
+        if _JSON_ESCAPE.search(v):
+            return json.dumps(v, ensure_ascii=False).encode("utf-8")
+        return b'"%s"' % v.encode("utf-8")
+    return b"%d" % v
 
 
 class KafkaDeadLetters:

@@ -17,6 +17,8 @@ import time
 
 from streamrank.errors import SourceError
 
+from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
+
 from .fetch import fetch_items
 from .records import DEFAULT_MAX_MESSAGE_BYTES
 
@@ -73,17 +75,28 @@ class KafkaEdgeSource:
     stop : callable, optional
         Returns ``True`` when retries should give up (shutdown requested).
     client_id : str
+    id_type : {"int", "string", "auto"}
+        Vertex id kind of the messages (:func:`connectors.records.parse_message`).
+    id_lock : streamrank.vertex_ids.IdTypeLock, optional
+        Keeps the stream to one id kind; a message of the other kind is dead-lettered with
+        reason ``mixed_id_types``. Default: a lock of ``id_type``.
+    max_id_bytes : int
+        Longest string id (UTF-8 bytes).
     """
 
     def __init__(self, *, bootstrap_servers: str, topics, group_id: str | None = None,
                  start_from: str = "earliest", max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve"):
+                 max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve",
+                 id_type: str = "int", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
         self.bootstrap_servers = bootstrap_servers
         self.topics = list(topics)
         self.group_id = group_id
         self.start_from = start_from
         self.max_message_bytes = int(max_message_bytes)
         self.max_poll_records = int(max_poll_records)
+        self.id_type = id_type  # declared kind, or "auto" (each message detected, the stream kept to one kind)
+        self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
+        self.max_id_bytes = int(max_id_bytes)
         self.client_id = client_id
         self._stop = stop or (lambda: False)
         self._consumer = None
@@ -218,7 +231,8 @@ class KafkaEdgeSource:
             values += [r.value for r in records]
             stamps += [r.timestamp for r in records]
         return fetch_items(pos_keys, topics, parts, offsets, keys, values, stamps,
-                           max_message_bytes=self.max_message_bytes)
+                           max_message_bytes=self.max_message_bytes, id_type=self.id_type, id_lock=self.id_lock,
+                           max_id_bytes=self.max_id_bytes)
 
     # ------------------------------------------------------------------ positions
     def commit(self, positions: dict) -> bool:

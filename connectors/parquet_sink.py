@@ -13,7 +13,8 @@ log = logging.getLogger(__name__)
 
 
 class ParquetSnapshots:
-    """Writes ``ranks-<seq>.parquet`` (columns ``vertex`` int64, ``rank`` float64) to a directory.
+    """Writes ``ranks-<seq>.parquet`` (columns ``vertex`` int64, or string for string ids, and ``rank``
+    float64) to a directory.
 
     Parameters
     ----------
@@ -45,7 +46,9 @@ class ParquetSnapshots:
 
         path = os.path.join(self.directory, f"ranks-{int(seq):012d}.parquet")
         tmp = os.path.join(self.directory, f".tmp-{os.getpid()}-ranks-{int(seq):012d}.parquet")
-        table = pa.table({"vertex": np.asarray(ids, dtype=np.int64), "rank": np.asarray(p, dtype=np.float64)})
+        ids = np.asarray(ids)
+        vertex = pa.array(ids, type=pa.string()) if ids.dtype == object else ids.astype(np.int64)
+        table = pa.table({"vertex": vertex, "rank": np.asarray(p, dtype=np.float64)})
         table = table.replace_schema_metadata({"seq": str(int(seq))})
         try:
             os.makedirs(self.directory, exist_ok=True)

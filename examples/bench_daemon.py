@@ -17,6 +17,7 @@ as fast as the producer goes)::
     python examples/bench_daemon.py --runs json:1:confluent:keyed,json:1:kafka-python:keyed \\
         --seconds 30 --json docs/results/daemon_2core.json --plot docs/results/daemon_2core.png
     python examples/bench_daemon.py --runs json:1:confluent:keyed:20000 --seconds 30   # staleness at a fixed rate
+    python examples/bench_daemon.py --runs json:1:confluent:keyed --seconds 30 --string-ids  # ids user_<id>
 
 Prints a table and writes the JSON report and the plot when asked.
 """
@@ -117,7 +118,8 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                            "--applied-log", str(applied), "--device", args.device, "--publish-threshold",
                            str(args.publish_threshold), "--checkpoint-interval", str(args.checkpoint_interval),
                            "--checkpoint-every", "1000000", "--full-checkpoint-every", str(args.full_every),
-                           "--kafka-client", run["client"], "--publish-format", run["publish_format"]],
+                           "--kafka-client", run["client"], "--publish-format", run["publish_format"],
+                           "--id-type", "string" if args.string_ids else "int"],
                           rdir / "daemon.log")
     rss = RssSampler(daemon.pid)
     rss.start()
@@ -173,7 +175,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                 "max_bytes": max(e["bytes"] for e in c)}
 
     return {
-        **run, "tag": tag, "window_s": round(t_end - t_start, 1), "batches": len(win),
+        **run, "tag": tag, "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
         "edges_per_s": round(edges_after_first / span) if span > 0 else None,
         "producer_edges_per_s_reported": produced,
         "median_batch_edges": int(np.median([e["edges"] for e in win])) if win else 0,
@@ -231,12 +233,19 @@ def main(argv=None) -> int:
     ap.add_argument("--checkpoint-interval", type=float, default=5.0)
     ap.add_argument("--full-every", type=int, default=4, help="--full-checkpoint-every of the daemon")
     ap.add_argument("--producer-client", default="auto", choices=("auto", "confluent", "kafka-python"))
+    ap.add_argument("--string-ids", action="store_true",
+                    help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
     ap.add_argument("--json", help="write the report here")
     ap.add_argument("--plot", help="write the plot here (PNG)")
     args = ap.parse_args(argv)
     runs = [parse_run(s) for s in args.runs.split(",") if s]
     bootstrap, broker = start_broker(args.bootstrap_servers)
     work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
+    if args.string_ids:
+        from bench_string_ids import rewrite
+
+        rewrite(Path(args.file), work / "named.txt.gz", "user_{}")
+        args.file = str(work / "named.txt.gz")
     results = []
     try:
         for run in runs:

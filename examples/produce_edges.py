@@ -11,14 +11,17 @@ partition, in order), as one of the message formats the daemon accepts:
     python examples/produce_edges.py ... --client kafka-python     # default: confluent-kafka where installed
 
 ``--loop`` replays the file again and again, alternating a pass of insertions with a pass of
-deletions of the same edges, so a finite file becomes an endless stream.
+deletions of the same edges, so a finite file becomes an endless stream. String vertex ids (a
+file whose ids are names) are sent as JSON strings, CSV text or Arrow string columns.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +39,21 @@ def read_edges(path: str):
         stream = read_stream(path)
     except SourceError as exc:  # unreadable, or no edges
         raise SystemExit(str(exc)) from exc
+    if stream.id_type == "string":  # Arrow string arrays -> NumPy object arrays of str
+        return (stream.src.to_numpy(zero_copy_only=False), stream.dst.to_numpy(zero_copy_only=False),
+                stream.insert)
     return stream.src, stream.dst, stream.insert
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else str(int(v))
+
+
+def partition_key(src) -> np.ndarray:
+    """A non-negative integer per source vertex (the id itself, or a CRC of the string id)."""
+    if src.dtype == object:
+        return np.fromiter((zlib.crc32(v.encode()) for v in src.tolist()), dtype=np.int64, count=src.shape[0])
+    return src
 
 
 def messages(src, dst, ins, *, fmt: str, per_message: int):
@@ -48,14 +65,16 @@ def messages(src, dst, ins, *, fmt: str, per_message: int):
         for s, d, i in zip(src.tolist(), dst.tolist(), ins.tolist()):
             if fmt == "csv":
                 value = f"{s},{d},{'+' if i else '-'}".encode()
+            elif isinstance(s, str):
+                value = json.dumps({"op": "+" if i else "-", "src": s, "dst": d}, ensure_ascii=False).encode()
             else:
                 value = b'{"op":"%s","src":%d,"dst":%d}' % (b"+" if i else b"-", s, d)
-            yield str(s).encode(), value, 1
+            yield _text(s).encode(), value, 1
         return
     for start in range(0, src.shape[0], per_message):
         sl = slice(start, start + per_message)
         value = encode_arrow(src[sl], dst[sl], ins[sl]) if fmt == "arrow" else encode_json(src[sl], dst[sl], ins[sl])
-        yield str(int(src[start])).encode(), value, int(src[sl].shape[0])
+        yield _text(src[start]).encode(), value, int(src[sl].shape[0])
 
 
 def produce(producer, topic: str, src, dst, ins, *, fmt="json", per_message=1, rate=0.0, loop=False,
@@ -150,7 +169,7 @@ def main(argv=None) -> int:
     src, dst, ins = read_edges(args.file)
     # a batched message must not mix source partitions: group edges by source, keeping per-edge order
     if args.edges_per_message > 1:
-        order = np.argsort(src % 64, kind="stable")
+        order = np.argsort(partition_key(src) % 64, kind="stable")
         src, dst, ins = src[order], dst[order], ins[order]
     producer = make_producer(resolve_client(args.client), args.bootstrap_servers)
     t0 = time.monotonic()

@@ -11,8 +11,9 @@ directory, newest sequence number first, skipping files that do not load, so tha
 point of the write leaves the previous checkpoint usable.
 
 Layout of the ``.npz``: every engine-state array under ``engine/<key>``, the published ranks
-under ``ranks/ids`` and ``ranks/p`` (when given), and ``meta.json`` (UTF-8 bytes) holding
-``seq``, ``positions``, ``meta`` and the non-array engine-state values.
+under ``ranks/ids`` and ``ranks/p`` (when given; string ids as UTF-8 bytes ``ranks/id_data``
+with int64 offsets ``ranks/id_offsets``, see :func:`streamrank.string_ids.pack_strings`), and
+``meta.json`` (UTF-8 bytes) holding ``seq``, ``positions``, ``meta`` and the non-array engine-state values.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CheckpointError
+from .string_ids import pack_strings, unpack_strings
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +148,11 @@ def save_checkpoint(directory, engine_state: dict, *, seq: int, positions: dict,
     seq = int(seq)
     arrays, plain = _split_state(engine_state)
     if ranks is not None:
-        arrays["ranks/ids"] = np.asarray(ranks[0], dtype=np.int64)
+        ids = np.asarray(ranks[0])
+        if ids.dtype == object:  # string vertex ids
+            arrays["ranks/id_offsets"], arrays["ranks/id_data"] = pack_strings(ids)
+        else:
+            arrays["ranks/ids"] = ids.astype(np.int64)
         arrays["ranks/p"] = np.asarray(ranks[1], dtype=np.float64)
     created = time.time()
     header = {"version": FORMAT_VERSION, "seq": seq, "positions": positions, "meta": meta or {},
@@ -236,6 +242,8 @@ def read_checkpoint(path) -> Checkpoint:
                     state[key[len("engine/"):]] = z[key]
                 elif key == "ranks/ids":
                     ranks_ids = z[key]
+                elif key == "ranks/id_offsets":
+                    ranks_ids = unpack_strings(z[key], z["ranks/id_data"])
                 elif key == "ranks/p":
                     ranks_p = z[key]
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:

@@ -8,7 +8,7 @@ replay of the frames (:mod:`streamrank.recovery`), so an incremental checkpoint 
 changed, not the size of the graph.
 
 Frame layout: ``b"SRLG"``, payload length (uint64 LE), CRC-32 of the payload (uint32 LE), then
-the payload: an Arrow IPC stream of one table ``src``, ``dst`` (the external id type), ``op``
+the payload: an Arrow IPC stream of one table ``src``, ``dst`` (the external ids: int64, or strings), ``op``
 (int8 +1/-1) whose schema metadata ``frame`` holds JSON ``{"seqs": [...], "lengths": [...],
 "positions": {...}}``. A frame is appended with one ``write`` and fsynced before the checkpoint
 counts. A reader accepts frames up to the first one that is short or fails its CRC (a torn tail
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CheckpointError
+from .vertex_ids import concat_ids, id_kind, to_string_array
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,11 @@ def log_path(directory, base_seq: int) -> str:
 
 @dataclass
 class LoggedBatch:
-    """One applied batch as logged: external ids in arrival order."""
+    """One applied batch as logged: external ids (int64, or an Arrow string array) in arrival order."""
 
     seq: int
-    src: np.ndarray
-    dst: np.ndarray
+    src: object
+    dst: object
     insert: np.ndarray
 
 
@@ -83,13 +84,12 @@ def encode_frame(batches, positions: dict) -> bytes:
     import pyarrow as pa
 
     if batches:
-        src = np.concatenate([np.asarray(b.src) for b in batches])
-        dst = np.concatenate([np.asarray(b.dst) for b in batches])
+        src, dst = _log_ids([b.src for b in batches]), _log_ids([b.dst for b in batches])
         ins = np.concatenate([np.asarray(b.insert, dtype=bool) for b in batches])
     else:
         src = dst = np.zeros(0, dtype=np.int64)
         ins = np.zeros(0, dtype=bool)
-    meta = {"seqs": [int(b.seq) for b in batches], "lengths": [int(np.asarray(b.src).shape[0]) for b in batches],
+    meta = {"seqs": [int(b.seq) for b in batches], "lengths": [int(len(b.insert)) for b in batches],
             "positions": positions}
     table = pa.table({"src": src, "dst": dst, "op": np.where(ins, 1, -1).astype(np.int8)})
     table = table.replace_schema_metadata({"frame": json.dumps(meta)})
@@ -100,19 +100,35 @@ def encode_frame(batches, positions: dict) -> bytes:
     return _HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
+def _log_ids(parts: list):
+    """One id column of a frame: int64 for integer ids, an Arrow string array for string ids."""
+    if id_kind(parts[0]) == "int":
+        return np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
+    return concat_ids([to_string_array(p) for p in parts])
+
+
+def _read_ids(col):
+    """A frame's id column: an int64 array, or (string ids) an Arrow string array."""
+    import pyarrow as pa
+
+    col = col.combine_chunks()
+    return to_string_array(col) if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) \
+        else col.to_numpy()
+
+
 def _decode_payload(payload: bytes) -> Frame:
     import pyarrow as pa
 
     table = pa.ipc.open_stream(pa.BufferReader(payload)).read_all()
     meta = json.loads(table.schema.metadata[b"frame"])
-    src = table.column("src").to_numpy()
-    dst = table.column("dst").to_numpy()
+    src = _read_ids(table.column("src"))
+    dst = _read_ids(table.column("dst"))
     ins = table.column("op").to_numpy() > 0
     batches, at = [], 0
     for seq, n in zip(meta["seqs"], meta["lengths"]):
         batches.append(LoggedBatch(int(seq), src[at:at + n], dst[at:at + n], ins[at:at + n]))
         at += n
-    if at != src.shape[0]:
+    if at != ins.shape[0]:
         raise ValueError("frame lengths do not add up to its rows")
     return Frame(batches, dict(meta["positions"]), _HEADER.size + len(payload))
 

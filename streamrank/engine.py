@@ -11,13 +11,17 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from .backend import Backend, resolve_backend
 from .batch import EdgeBatch
 from .changes import AppliedChanges
+from .auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, StreamrankError
 from .result import RankResult
+from .string_ids import StringIdMap
+from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
 
 
 @dataclass
@@ -61,14 +65,33 @@ class Engine:
     Parameters
     ----------
     device : {"auto", "cpu", "gpu"} or Backend
-    algorithm : {"static", "nd", "dt", "df", "dfp"}
-        Rank update used by :meth:`apply`. Default ``"dfp"``.
+    algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
+        Rank update used by :meth:`apply`. Default ``"dfp"``. ``"auto"`` chooses per batch
+        between DF-P and warm sweeps (:mod:`streamrank.auto_policy`); ``step.rank.algorithm``
+        records what ran.
     config : RankConfig
+    id_type : {"auto", "int", "string"}
+        Kind of the external vertex ids (:mod:`streamrank.vertex_ids`); ``"auto"``: fixed by the
+        first edges. A batch of the other kind is refused (:class:`~streamrank.vertex_ids.IdError`,
+        reason ``mixed_id_types``), never coerced.
+    max_id_bytes : int
+        Longest string id accepted by :meth:`load_edges` (UTF-8 bytes, default 1 KiB).
+
+    Notes
+    -----
+    String ids are encoded to integer codes by the engine's :class:`~streamrank.string_ids.StringIdMap`
+    (:attr:`string_ids`) before a batch reaches the graph store, whose id map then sees only
+    integers; :meth:`ranks`, :meth:`top_k` and :meth:`edges_external` map back to the strings.
+    The dictionary is part of :meth:`state`.
     """
 
-    def __init__(self, device="auto", algorithm: str = "dfp", *, config: RankConfig = RankConfig()):
+    def __init__(self, device="auto", algorithm: str = "dfp", *, config: RankConfig = RankConfig(),
+                 id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
         if not isinstance(config, RankConfig):
             raise InvalidArgumentError("config must be a RankConfig")
+        self._ids_lock = IdTypeLock(check_id_type(id_type))
+        self.max_id_bytes = check_max_id_bytes(max_id_bytes)
+        self.string_ids: StringIdMap | None = StringIdMap() if id_type == "string" else None
         self.backend = resolve_backend(device)
         self.algorithm = check_algorithm(algorithm)
         self.config = config
@@ -77,16 +100,81 @@ class Engine:
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
         self.last: RankResult | None = None
+        self.policy = AutoPolicy() if self.algorithm == "auto" else None
+
+    # ------------------------------------------------------------------ ids
+    @property
+    def id_type(self) -> str:
+        """``"int"`` or ``"string"``; ``"auto"`` while no edge has fixed it."""
+        return self._ids_lock.current
+
+    def _encode(self, batch: EdgeBatch) -> EdgeBatch:
+        """``batch`` with its ids as the graph store takes them (string ids -> integer codes).
+
+        Raises
+        ------
+        IdError
+            For ids of the other kind than the engine's (``mixed_id_types``).
+        """
+        if len(batch) == 0:
+            return batch if batch.id_kind == "int" else EdgeBatch.empty()
+        self._ids_lock.admit(batch.id_kind)
+        if batch.id_kind == "int":
+            return batch
+        if self.string_ids is None:
+            self.string_ids = StringIdMap()
+        n = len(batch)
+        insert = self.backend.to_host(batch.insert)
+        src, dst = to_string_array(batch.src), to_string_array(batch.dst)
+        both = pa.concat_arrays([src, dst.cast(src.type)])
+        codes = self.string_ids.encode(both, add=np.concatenate([insert, insert]))
+        return EdgeBatch(codes[:n], codes[n:], insert)
+
+    def _external(self, codes):
+        """External ids (host) of the graph store's external ids ``codes`` (host int64)."""
+        return codes if self.string_ids is None else self.string_ids.decode(codes)
 
     # ------------------------------------------------------------------ building
-    def load_edges(self, src, dst, insert=None) -> RankResult:
+    def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
         """Apply base edges (external ids) and recompute the ranks statically.
 
         ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
-        :meth:`EdgeBatch.from_arrays`. Does not advance :attr:`seq`.
+        :meth:`EdgeBatch.from_arrays`; ids are integers or strings. ``vertices`` (external ids)
+        are created first, in their order, edges or not (:meth:`add_vertices`). Does not advance
+        :attr:`seq`.
         """
-        self.graph.apply(EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp))
+        if vertices is not None:
+            self.add_vertices(vertices)
+        batch = EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp, max_id_bytes=self.max_id_bytes)
+        self.graph.apply(self._encode(batch))
         return self.recompute()
+
+    def add_vertices(self, ids) -> int:
+        """Create the vertices ``ids`` (external ids, in this order) that the graph lacks, without
+        edges: isolated vertices, as the published DF-P protocol creates ``0 .. N-1`` up front.
+
+        The ranks are not recomputed (call :meth:`recompute` or :meth:`load_edges` after).
+        Returns how many vertices were created.
+        """
+        xp = self.backend.xp
+        ids = np.asarray(ids)
+        if ids.ndim != 1:
+            raise InvalidArgumentError(f"ids must be one-dimensional, got shape {ids.shape}")
+        fresh = ids[self.lookup(ids.tolist()) < 0] if ids.size else ids
+        if fresh.shape[0] == 0:
+            return 0
+        # A vertex is created by its first insertion: insert a self-loop on every new id (no
+        # unknown vertex can hold one already), then delete those loops again.
+        before = self.graph.num_vertices
+        loops = EdgeBatch.from_arrays(fresh, fresh, max_id_bytes=self.max_id_bytes)
+        self.graph.apply(self._encode(loops))
+        self.graph.apply(self._encode(EdgeBatch.from_arrays(fresh, fresh, np.zeros(fresh.shape[0], dtype=bool),
+                                                            max_id_bytes=self.max_id_bytes)))
+        n = self.graph.num_vertices
+        x = xp.ones(n, dtype=self.x.dtype)
+        x[: self.x.shape[0]] = self.x
+        self.x = x
+        return n - before
 
     def recompute(self) -> RankResult:
         """Replace the ranks with a static computation of the current graph."""
@@ -101,20 +189,29 @@ class Engine:
         Parameters
         ----------
         batch : EdgeBatch
+            Integer or string ids (string ids are encoded to codes first; ``graph_ms`` includes it).
 
         Returns
         -------
         StepResult
+
+        Raises
+        ------
+        IdError
+            For ids of the other kind than the engine's (reason ``mixed_id_types``).
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
-        t0 = time.perf_counter()
-        changes = self.graph.apply(batch.to(self.backend.xp))
+        t0 = time.perf_counter()  # the graph time includes encoding string ids
+        changes = self.graph.apply(self._encode(batch))  # the store moves the batch to its backend
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
-        res = self._rank.update_pagerank(self.algorithm, self.graph, changes, self.x, config=self.config)
+        algorithm = self.policy.choose(changes) if self.policy else self.algorithm
+        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config)
         self.backend.synchronize()
         t2 = time.perf_counter()
+        if self.policy:
+            self.policy.observe(res, changes, self.graph.num_vertices)
         self._take(res)
         self.seq += 1
         return StepResult(self.seq, changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
@@ -129,8 +226,11 @@ class Engine:
         return self.graph.num_vertices
 
     def ranks(self):
-        """``(external_ids, p)`` as host NumPy arrays; ``p`` sums to 1."""
-        ext = self.backend.to_host(self.graph.ids.external)  # device-to-host copy on the GPU
+        """``(external_ids, p)`` as host NumPy arrays by internal id; ``p`` sums to 1.
+
+        ``external_ids`` is int64 for integer ids and an object array of ``str`` for string ids.
+        """
+        ext = self._external(self.backend.to_host(self.graph.ids.external))  # device-to-host copy on the GPU
         x = self.backend.to_host(self.x)
         if x.shape[0] == 0:
             return ext, x.astype(np.float64)
@@ -146,19 +246,69 @@ class Engine:
         idx = _top(p, int(k))
         return ext[idx], p[idx]
 
+    def edges_external(self):
+        """All edges as host arrays of external ids ``(src, dst)`` (int64 or ``str`` objects)."""
+        s, d = self.graph.edges_external()
+        return self._external(self.backend.to_host(s)), self._external(self.backend.to_host(d))
+
+    def lookup(self, ids) -> np.ndarray:
+        """Internal vertex ids (host int64) of external ``ids`` (a sequence); -1 where unknown.
+
+        Raises
+        ------
+        InvalidArgumentError
+            For ids of the other kind than the engine's.
+        """
+        ids = list(ids)
+        if self.string_ids is not None:
+            if not all(isinstance(v, str) for v in ids):
+                raise InvalidArgumentError("this engine has string vertex ids; look up strings")
+            codes = self.string_ids.lookup(ids)
+        else:
+            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ids):
+                raise InvalidArgumentError("this engine has integer vertex ids; look up integers")
+            codes = np.asarray(ids, dtype=np.int64).reshape(-1)
+        out = np.full(codes.shape[0], -1, dtype=np.int64)
+        known = codes >= 0
+        if known.any():
+            out[known] = self.backend.to_host(self.graph.ids.lookup(self.backend.asarray(codes[known])))
+        return out
+
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
         """Host arrays and scalars that rebuild this engine exactly."""
         st = dict(self.graph.state())
         st["x"] = self.backend.to_host(self.x).astype(np.float64)
         st["seq"] = np.int64(self.seq)
+        st["id_type"] = self.id_type
+        if self.string_ids is not None:
+            st.update(self.string_ids.state())
         return st
 
     @classmethod
     def from_state(cls, state: dict, *, device="auto", algorithm: str = "dfp",
-                   config: RankConfig = RankConfig()) -> "Engine":
-        """Rebuild an engine saved by :meth:`state` (on any backend)."""
-        eng = cls(device, algorithm, config=config)
+                   config: RankConfig = RankConfig(), id_type: str = "auto",
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> "Engine":
+        """Rebuild an engine saved by :meth:`state` (on any backend).
+
+        ``id_type`` other than ``"auto"`` must agree with the saved one (a state without one,
+        written before string ids existed, holds integer ids when it holds any vertex).
+
+        Raises
+        ------
+        StreamrankError
+            When the state is incomplete or inconsistent, or its id type differs from ``id_type``.
+        """
+        check_id_type(id_type)
+        saved = str(state.get("id_type", "int" if len(state.get("external", ())) else "auto"))
+        if saved not in ("auto", "int", "string"):
+            raise StreamrankError(f"engine state: unknown id_type {saved!r}")
+        if id_type != "auto" and saved != "auto" and saved != id_type:
+            raise StreamrankError(f"the saved engine has {saved} vertex ids but id_type={id_type!r} was asked")
+        eng = cls(device, algorithm, config=config, id_type=saved if saved != "auto" else id_type,
+                  max_id_bytes=max_id_bytes)
+        if saved == "string":
+            eng.string_ids = StringIdMap.from_state(state)
         try:
             eng.graph = type(eng.graph).from_state(state)
             x = np.asarray(state["x"], dtype=np.float64)
@@ -167,6 +317,9 @@ class Engine:
             raise StreamrankError(f"engine state lacks {exc}") from exc
         if x.shape[0] != eng.graph.num_vertices:
             raise StreamrankError("engine state: ranks and graph disagree in size")
+        if eng.string_ids is not None and eng.graph.num_vertices and \
+                int(np.max(np.asarray(state["external"]))) >= len(eng.string_ids):
+            raise StreamrankError("engine state: the graph holds string-id codes the dictionary lacks")
         eng.x = eng.backend.asarray(x)
         eng.seq = seq
         return eng

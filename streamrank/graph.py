@@ -1,13 +1,16 @@
 """The dynamic graph store on the CPU: out-CSR and in-CSR kept current under batches.
 
-Edges are kept as two sorted arrays of 64-bit keys, ``src << 32 | dst`` (out-CSR order) and
-``dst << 32 | src`` (in-CSR order), with per-vertex degrees. A batch is applied with vectorized
-``searchsorted`` + ``delete``/``insert``: O(|E| + |V|) memory traffic per batch and no Python loop
-over edges or vertices. Internal ids are below 2**31.
+Each direction is a gapped CSR (:mod:`.cpu_kernels.gapped_csr`): per vertex an offset, a degree
+and a room, neighbours kept sorted inside the room. A batch touches only the vertices it
+changes (compiled merge per vertex; a vertex that outgrows its room moves to the end of the
+arrays with twice the room), so its cost follows the batch, not the graph: no pass over all
+edges or vertices per batch. When the arrays fill up they are compacted (if over a quarter
+is garbage) or doubled. A batch that carries more edges than a quarter of the graph (the base
+graph, a bulk load) rebuilds the layout instead.
 
 Both stores (this one and :class:`streamrank.graph_gpu.GpuGraph`) expose a vertex's neighbours
 as ``indices[offset[v] : offset[v] + degree[v]]`` for the out- and in-direction, so that the
-rank code reads either the same way.
+rank code reads either the same way. Internal ids are below 2**31.
 """
 
 from __future__ import annotations
@@ -16,13 +19,61 @@ import numpy as np
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
+from .cpu_kernels import gapped_csr as csr
 from .errors import InvalidArgumentError
 from .idmap import IdMap
 from .normalize import collapse_last_op
 
+MAX_VERTICES = 2**31 - 1
 _SHIFT = np.int64(32)
 _MASK = np.int64(0xFFFFFFFF)
-MAX_VERTICES = 2**31 - 1
+#: Room of a freshly laid-out vertex: ``deg + deg * SLACK_NUM / 8 + SLACK_ADD``.
+SLACK_NUM, SLACK_ADD = 2, 2
+
+
+class _Side:
+    """One direction's gapped CSR (arrays sized for ``vcap`` vertices)."""
+
+    def __init__(self, vcap: int):
+        self.off = np.zeros(vcap, dtype=np.int64)
+        self.deg = np.zeros(vcap, dtype=np.int64)
+        self.cap = np.zeros(vcap, dtype=np.int64)
+        self.idx = np.zeros(1, dtype=np.int32)
+        self.end = 0
+        self.garbage = 0
+
+    def grow_vertices(self, vcap: int):
+        for name in ("off", "deg", "cap"):
+            old = getattr(self, name)
+            new = np.zeros(vcap, dtype=np.int64)
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def lay_out(self, n, own, nbr):
+        """Replace the contents with the edges ``own -> nbr`` (sorted by (own, nbr))."""
+        self.off, self.deg, self.cap, self.idx, self.end = csr.layout_sorted(
+            n, self.off.shape[0], own, nbr, SLACK_NUM, SLACK_ADD)
+        self.garbage = 0
+
+    def update(self, n, d_own, d_nbr, i_own, i_nbr):
+        need = csr.room_needed(self.deg, self.cap, d_own, i_own)
+        if self.end + need > self.idx.shape[0]:
+            if self.garbage * 4 > self.end:
+                self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
+                                                                     SLACK_NUM, SLACK_ADD)
+                self.garbage = 0
+            if self.end + need > self.idx.shape[0]:
+                idx = np.empty(max(2 * self.idx.shape[0], self.end + need), dtype=np.int32)
+                idx[: self.end] = self.idx[: self.end]
+                self.idx = idx
+        self.end, garbage = csr.update(self.off, self.deg, self.cap, self.idx, self.end, d_own, d_nbr, i_own, i_nbr)
+        self.garbage += garbage
+
+
+def _sorted_pairs(own, nbr):
+    """``(own, nbr)`` sorted by (own, nbr), as int64 arrays."""
+    order = np.lexsort((nbr, own))
+    return own[order], nbr[order]
 
 
 class CpuGraph:
@@ -34,6 +85,8 @@ class CpuGraph:
         External <-> internal vertex ids.
     out_degree, in_degree : ndarray of int64
         Per internal vertex.
+    version : int
+        Grows by one with every change (edges or vertices); caches key on it.
     """
 
     backend_name = "cpu"
@@ -41,11 +94,11 @@ class CpuGraph:
 
     def __init__(self):
         self.ids = IdMap(np)
-        self._out_keys = np.zeros(0, dtype=np.int64)
-        self._in_keys = np.zeros(0, dtype=np.int64)
-        self.out_degree = np.zeros(0, dtype=np.int64)
-        self.in_degree = np.zeros(0, dtype=np.int64)
-        self._csr_cache = None
+        self._out = _Side(0)
+        self._in = _Side(0)
+        self._num_edges = 0
+        self.version = 0
+        self._arrays = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -55,54 +108,50 @@ class CpuGraph:
         g.apply(EdgeBatch.from_arrays(np.asarray(src), np.asarray(dst)))
         return g
 
-    # ------------------------------------------------------------------ sizes
+    # ------------------------------------------------------------------ sizes and views
     @property
     def num_vertices(self) -> int:
         return len(self.ids)
 
     @property
     def num_edges(self) -> int:
-        return int(self._out_keys.shape[0])
-
-    # ------------------------------------------------------------------ CSR views
-    def _csr(self):
-        if self._csr_cache is None:
-            out_indptr = np.zeros(self.num_vertices + 1, dtype=np.int64)
-            np.cumsum(self.out_degree, out=out_indptr[1:])
-            in_indptr = np.zeros(self.num_vertices + 1, dtype=np.int64)
-            np.cumsum(self.in_degree, out=in_indptr[1:])
-            out_idx = (self._out_keys & _MASK).astype(np.int32)
-            in_idx = (self._in_keys & _MASK).astype(np.int32)
-            self._csr_cache = (out_indptr, out_idx, in_indptr, in_idx)
-        return self._csr_cache
-
-    @property
-    def out_indptr(self):
-        return self._csr()[0]
-
-    @property
-    def out_indices(self):
-        return self._csr()[1]
-
-    @property
-    def in_indptr(self):
-        return self._csr()[2]
-
-    @property
-    def in_indices(self):
-        return self._csr()[3]
+        return self._num_edges
 
     @property
     def out_offset(self):
-        return self.out_indptr[:-1]
+        return self._out.off[: self.num_vertices]
+
+    @property
+    def out_degree(self):
+        return self._out.deg[: self.num_vertices]
+
+    @property
+    def out_indices(self):
+        return self._out.idx
 
     @property
     def in_offset(self):
-        return self.in_indptr[:-1]
+        return self._in.off[: self.num_vertices]
+
+    @property
+    def in_degree(self):
+        return self._in.deg[: self.num_vertices]
+
+    @property
+    def in_indices(self):
+        return self._in.idx
+
+    def kernel_arrays(self) -> tuple:
+        """``(in_offset, in_degree, in_indices, out_offset, out_degree, out_indices)`` as the
+        compiled kernels take them (cached until the next change)."""
+        if self._arrays is None:
+            self._arrays = (self.in_offset, self.in_degree, self._in.idx,
+                            self.out_offset, self.out_degree, self._out.idx)
+        return self._arrays
 
     def edges(self):
-        """All edges as internal ``(src, dst)`` arrays, sorted by (src, dst)."""
-        return (self._out_keys >> _SHIFT), (self._out_keys & _MASK)
+        """All edges as internal ``(src, dst)`` int64 arrays, sorted by (src, dst)."""
+        return csr.edge_list(self.num_vertices, self._out.off, self._out.deg, self._out.idx, self._num_edges)
 
     def edges_external(self):
         """All edges as external ``(src, dst)`` arrays."""
@@ -111,8 +160,9 @@ class CpuGraph:
 
     def has_edges(self, src, dst):
         """Whether each internal ``src[i] -> dst[i]`` is present."""
-        keys = (np.asarray(src, dtype=np.int64) << _SHIFT) | np.asarray(dst, dtype=np.int64)
-        return _member(self._out_keys, keys)
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        return csr.has_edges(self._out.off, self._out.deg, self._out.idx, src, dst)
 
     # ------------------------------------------------------------------ updates
     def apply(self, batch: EdgeBatch) -> AppliedChanges:
@@ -139,10 +189,10 @@ class CpuGraph:
         # Deletions: only edges whose endpoints are known can be present.
         ds, dd = self.ids.lookup(src[~ins]), self.ids.lookup(dst[~ins])
         known = (ds >= 0) & (dd >= 0)
-        dkeys = (ds[known] << _SHIFT) | dd[known]
-        present = _member(self._out_keys, dkeys)
-        dkeys = dkeys[present]
-        dropped["absent_deletion"] = int((~ins).sum()) - int(dkeys.shape[0])
+        ds, dd = ds[known], dd[known]
+        present = self.has_edges(ds, dd)
+        del_src, del_dst = ds[present], dd[present]
+        dropped["absent_deletion"] = int((~ins).sum()) - int(del_src.shape[0])
 
         # Insertions: new ids grow the graph (first-appearance order: src before dst per edge).
         isrc, idst = src[ins], dst[ins]
@@ -152,28 +202,45 @@ class CpuGraph:
         if self.num_vertices > MAX_VERTICES:
             raise InvalidArgumentError(f"the CPU graph store holds at most {MAX_VERTICES} vertices")
         is_, id_ = internal[0::2], internal[1::2]
-        ikeys = (is_ << _SHIFT) | id_
-        new = ~_member(self._out_keys, ikeys)
-        ikeys = ikeys[new]
-        dropped["present_insertion"] = int(ins.sum()) - int(ikeys.shape[0])
-
         n_after = self.num_vertices
-        if n_after > n_before:
-            self.out_degree = np.concatenate([self.out_degree, np.zeros(n_after - n_before, np.int64)])
-            self.in_degree = np.concatenate([self.in_degree, np.zeros(n_after - n_before, np.int64)])
+        self._grow_vertices(n_after)
+        new = ~self.has_edges(is_, id_)
+        ins_src, ins_dst = is_[new], id_[new]
+        dropped["present_insertion"] = int(ins.sum()) - int(ins_src.shape[0])
 
-        del_src, del_dst = dkeys >> _SHIFT, dkeys & _MASK
-        ins_src, ins_dst = ikeys >> _SHIFT, ikeys & _MASK
-        if dkeys.shape[0] or ikeys.shape[0]:
-            self._out_keys = _merge(self._out_keys, dkeys, np.sort(ikeys))
-            rin_del = (del_dst << _SHIFT) | del_src
-            rin_ins = np.sort((ins_dst << _SHIFT) | ins_src)
-            self._in_keys = _merge(self._in_keys, rin_del, rin_ins)
-            self.out_degree += np.bincount(ins_src, minlength=n_after) - np.bincount(del_src, minlength=n_after)
-            self.in_degree += np.bincount(ins_dst, minlength=n_after) - np.bincount(del_dst, minlength=n_after)
-        if dkeys.shape[0] or ikeys.shape[0] or n_after > n_before:
-            self._csr_cache = None
+        if del_src.shape[0] or ins_src.shape[0]:
+            if ins_src.shape[0] + del_src.shape[0] > max(self._num_edges // 4, 1024):
+                self._rebuild(del_src, del_dst, ins_src, ins_dst)
+            else:
+                self._out.update(n_after, *_sorted_pairs(del_src, del_dst), *_sorted_pairs(ins_src, ins_dst))
+                self._in.update(n_after, *_sorted_pairs(del_dst, del_src), *_sorted_pairs(ins_dst, ins_src))
+                self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
+        if del_src.shape[0] or ins_src.shape[0] or n_after > n_before:
+            self.version += 1
+            self._arrays = None
         return AppliedChanges(ins_src, ins_dst, del_src, del_dst, n_before, n_after, received, dropped)
+
+    def _grow_vertices(self, n: int):
+        vcap = self._out.off.shape[0]
+        if n > vcap:
+            vcap = max(n, 2 * vcap, 64)
+            self._out.grow_vertices(vcap)
+            self._in.grow_vertices(vcap)
+
+    def _rebuild(self, del_src, del_dst, ins_src, ins_dst):
+        """Lay both directions out afresh from the current edges and the batch (bulk loads)."""
+        s, d = self.edges()
+        if del_src.shape[0]:
+            keys = (s << _SHIFT) | d
+            gone = np.isin(keys, (del_src << _SHIFT) | del_dst)
+            s, d = s[~gone], d[~gone]
+        self._lay_out(np.concatenate([s, ins_src]), np.concatenate([d, ins_dst]))
+
+    def _lay_out(self, s, d):
+        n = self.num_vertices
+        self._out.lay_out(n, *_sorted_pairs(s, d))
+        self._in.lay_out(n, *_sorted_pairs(d, s))
+        self._num_edges = int(s.shape[0])
 
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
@@ -186,28 +253,6 @@ class CpuGraph:
         """Rebuild a graph saved by :meth:`state`."""
         g = cls()
         g.ids = IdMap.from_external(np.asarray(state["external"]), np)
-        n = len(g.ids)
-        s = np.asarray(state["src"], dtype=np.int64)
-        d = np.asarray(state["dst"], dtype=np.int64)
-        g._out_keys = np.sort((s << _SHIFT) | d)
-        g._in_keys = np.sort((d << _SHIFT) | s)
-        g.out_degree = np.bincount(s, minlength=n).astype(np.int64)
-        g.in_degree = np.bincount(d, minlength=n).astype(np.int64)
+        g._grow_vertices(len(g.ids))
+        g._lay_out(np.asarray(state["src"], dtype=np.int64), np.asarray(state["dst"], dtype=np.int64))
         return g
-
-
-def _member(sorted_keys, keys):
-    if sorted_keys.shape[0] == 0 or keys.shape[0] == 0:
-        return np.zeros(keys.shape[0], dtype=bool)
-    pos = np.searchsorted(sorted_keys, keys)
-    pos = np.minimum(pos, sorted_keys.shape[0] - 1)
-    return sorted_keys[pos] == keys
-
-
-def _merge(sorted_keys, remove, add_sorted):
-    """``sorted_keys`` without ``remove`` (all present) and with ``add_sorted`` (all absent)."""
-    if remove.shape[0]:
-        sorted_keys = np.delete(sorted_keys, np.searchsorted(sorted_keys, remove))
-    if add_sorted.shape[0]:
-        sorted_keys = np.insert(sorted_keys, np.searchsorted(sorted_keys, add_sorted), add_sorted)
-    return sorted_keys

@@ -14,219 +14,36 @@ capacity ``cap[u]`` (int32) into one int32 array ``idx``: the neighbours are
   with twice the room (the host reserves those slots), and a compaction (a pass over all edges)
   runs when the garbage left behind passes the live edges.
 
-The batch costs O(batch + degrees of the vertices it touches) device work and a handful of small
-synchronizing copies (each commented); the graph never travels to the host. Internal ids are
-dense and below 2**31 - 1, assigned by :class:`streamrank.idmap.IdMap` on the device in the same
-order as the CPU store, so both stores give a batch the same internal ids and drop counts.
+The batch costs O(batch + degrees of the vertices it touches) device work; the graph never
+travels to the host. A batch of up to ``FastUpdate.max_edges`` edges (2048) takes the fast path
+(:mod:`streamrank.graph_gpu_fast`): one fused kernel launch and one small synchronizing copy,
+using room reserved ahead (vertex rows, id map, the tail of each ``idx``); when that room does
+not suffice the kernel writes nothing and the slow path below (a few dozen launches and a
+handful of small synchronizing copies, each commented) applies the batch and re-plans. Internal
+ids are dense and below 2**31 - 1, assigned by the device id map
+(:class:`streamrank.idmap_gpu.GpuIdMap`) in the same order as the CPU store, so both stores give
+a batch the same internal ids and drop counts.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
-from .errors import BackendUnavailableError, InvalidArgumentError, KernelError
-from .idmap import IdMap
-from .kernels.loader import get_kernel
+from .errors import InvalidArgumentError, KernelError
+from .gpu_launch import BLOCK, _cupy, grid_for_warps, launch
+from .graph_gpu_fast import FastUpdate, FastUpdater
+
+from .graph_gpu_lists import Direction, update_kernel
+from .idmap_gpu import GpuIdMap
 from .normalize import collapse_last_op
 
 MAX_VERTICES = 2**31 - 2
 _NO_KEY = np.int64(0x7FFFFFFFFFFFFFFF)
 _MASK32 = np.int64(0xFFFFFFFF)
-_UPDATE_CU = "graph_update.cu"
-_UPDATE_NAMES = (
-    "edge_find<int>",
-    "delete_grouped<int>",
-    "insert_grouped<int>",
-    "relocate_all<int>",
-    "gather_edges<int>",
-    "plan_groups<int>",
-    "delete_grouped_block<int>",
-)
-#: Lists at least this long are compacted by a whole block instead of a warp.
-_BIG_LIST = 2048
-#: Threads per block of the helper kernels.
-BLOCK = 256
-
-
-# ---------------------------------------------------------------------- launch helpers
-def _cupy():
-    try:
-        import cupy
-    except Exception as exc:
-        raise BackendUnavailableError(f"the GPU graph store needs CuPy: {exc}") from exc
-    return cupy
-
-
-@functools.lru_cache(maxsize=None)
-def sm_count() -> int:
-    """Multiprocessors of the current device (queried once)."""
-    cp = _cupy()
-    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
-
-
-def grid_for_threads(items: int, *, block: int = BLOCK, per_sm: int = 16) -> int:
-    """Blocks for a grid-stride kernel over ``items`` threads, capped at ``per_sm`` per SM."""
-    need = max(1, -(-int(items) // int(block)))
-    return int(min(need, per_sm * sm_count()))
-
-
-def grid_for_warps(items: int, *, block: int = BLOCK, per_sm: int = 16) -> int:
-    """Blocks for a grid-stride kernel with one warp per item."""
-    return grid_for_threads(int(items) * 32, block=block, per_sm=per_sm)
-
-
-def launch(fn, grid: int, block: int, args: tuple, *, shared_mem: int = 0) -> None:
-    """Launch ``fn`` on the current stream (asynchronous), re-raising CuPy errors as KernelError.
-
-    Scalars in ``args`` must be NumPy scalars of the kernel's parameter types.
-    """
-    try:
-        fn((int(grid),), (int(block),), args, shared_mem=int(shared_mem))
-    except Exception as exc:  # cupy.cuda.driver.CUDADriverError, TypeError on bad arguments
-        raise KernelError(f"launching {getattr(fn, 'name', fn)} failed: {exc}") from exc
-
-
-def _update_kernel(name: str):
-    return get_kernel(_UPDATE_CU, name, _UPDATE_NAMES)
-
-
-def _slack(cp, deg):
-    """Spare slots given to a vertex of degree ``deg`` at (re)build time."""
-    return 2 + (deg >> 3)
-
-
-def _exclusive_cumsum(cp, a):
-    out = cp.empty(a.shape[0] + 1, dtype=cp.int64)
-    out[0] = 0
-    cp.cumsum(a, out=out[1:])
-    return out
-
-
-# ---------------------------------------------------------------------- one direction
-class _Direction:
-    """One gapped CSR direction: ``off`` (int64), ``deg``/``cap`` (int32), ``idx`` (int32)."""
-
-    def __init__(self, cp, vcap: int):
-        self.cp = cp
-        self.off = cp.zeros(vcap, dtype=cp.int64)
-        self.deg = cp.zeros(vcap, dtype=cp.int32)
-        self.cap = cp.zeros(vcap, dtype=cp.int32)
-        self.idx = cp.zeros(1024, dtype=cp.int32)
-        self.end = 0  # host copy of the first never-used slot of idx
-
-    @classmethod
-    def build(cls, cp, n: int, vcap: int, u, t) -> "_Direction":
-        """From edges ``u -> t`` (int64 device arrays, sorted by (u, t), distinct)."""
-        d = cls(cp, vcap)
-        e = int(u.shape[0])
-        deg = cp.bincount(u, minlength=n).astype(cp.int64) if e else cp.zeros(n, cp.int64)
-        cap = deg + _slack(cp, deg)
-        off = _exclusive_cumsum(cp, cap)
-        start = _exclusive_cumsum(cp, deg)
-        end = int(off[n].get()) if n else 0  # sync: the host sizes idx
-        d.idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
-        if e:
-            pos = off[u] + (cp.arange(e, dtype=cp.int64) - start[u])
-            d.idx[pos] = t.astype(cp.int32)
-        d.off[:n] = off[:n]
-        d.deg[:n] = deg.astype(cp.int32)
-        d.cap[:n] = cap.astype(cp.int32)
-        d.end = end
-        return d
-
-    def grow_vertices(self, vcap: int) -> None:
-        cp = self.cp
-        old = self.off.shape[0]
-        if vcap <= old:
-            return
-        for name in ("off", "deg", "cap"):
-            a = getattr(self, name)
-            b = cp.zeros(vcap, dtype=a.dtype)
-            b[:old] = a
-            setattr(self, name, b)
-
-    def reserve(self, extra: int) -> None:
-        """Make room for ``extra`` more slots after ``end`` (copies idx when it must grow)."""
-        need = self.end + int(extra)
-        if need <= self.idx.shape[0]:
-            return
-        cp = self.cp
-        bigger = cp.zeros(max(need + (1 << 16), int(self.idx.shape[0] * 1.5)), dtype=cp.int32)
-        bigger[: self.end] = self.idx[: self.end]
-        self.idx = bigger
-
-    def compact(self, n: int) -> None:
-        """Rewrite idx with every vertex at ``deg + slack`` capacity (a pass over all edges)."""
-        cp = self.cp
-        deg = self.deg[:n].astype(cp.int64)
-        cap = deg + _slack(cp, deg)
-        off = _exclusive_cumsum(cp, cap)
-        end = int(off[n].get())  # sync: the host sizes the new idx
-        new_idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
-        if n:
-            launch(_update_kernel("relocate_all<int>"), grid_for_warps(n), BLOCK,
-                   (np.int64(n), self.off, self.deg, off, self.idx, new_idx))
-        self.idx = new_idx
-        self.off[:n] = off[:n]
-        self.cap[:n] = cap.astype(cp.int32)
-        self.end = end
-
-    def gather(self, n: int, num_edges: int):
-        """All ``(u, t)`` pairs of this direction as int64 arrays (unsorted)."""
-        cp = self.cp
-        start = _exclusive_cumsum(cp, self.deg[:n].astype(cp.int64))
-        us = cp.empty(num_edges, dtype=cp.int64)
-        ts = cp.empty(num_edges, dtype=cp.int64)
-        if n and num_edges:
-            launch(_update_kernel("gather_edges<int>"), grid_for_warps(n), BLOCK,
-                   (np.int64(n), self.off, self.deg, start, self.idx, us, ts))
-        return us, ts
-
-    def _groups(self, keys):
-        """``(gend, need)`` of sorted keys (``plan_groups`` in graph_update.cu, one launch)."""
-        cp = self.cp
-        m = int(keys.shape[0])
-        gend = cp.empty(m, dtype=cp.int64)
-        need = cp.empty(m, dtype=cp.int64)
-        if m:
-            launch(_update_kernel("plan_groups<int>"), grid_for_threads(m), BLOCK,
-                   (keys, np.int64(m), self.deg, self.cap, gend, need))
-        return gend, need
-
-    def plan_insertions(self, keys):
-        """Relocation plan for sorted keys ``u << 32 | t`` (invalid keys = _NO_KEY, at the end).
-
-        Returns ``(gend, new_off, new_cap, total)``: per key the end of its group, and for group
-        leaders whose list overflows the new offset (else -1) and capacity; ``total`` is a device
-        scalar holding the slots to reserve.
-        """
-        cp = self.cp
-        gend, need = self._groups(keys)
-        if keys.shape[0] == 0:
-            return gend, need, need.astype(cp.int32), cp.zeros((), dtype=cp.int64)
-        csum = cp.cumsum(need)
-        new_off = cp.where(need > 0, self.end + csum - need, -1)
-        return gend, new_off, need.astype(cp.int32), csum[-1]
-
-    def delete(self, keys, m: int) -> None:
-        if m == 0:
-            return
-        gend, _ = self._groups(keys)
-        args = (keys, gend, np.int64(m), self.off, self.deg, self.idx, np.int32(_BIG_LIST))
-        launch(_update_kernel("delete_grouped<int>"), grid_for_warps(m), BLOCK, args)
-        launch(_update_kernel("delete_grouped_block<int>"), grid_for_threads(m * BLOCK), BLOCK, args)
-
-    def insert(self, keys, m: int, plan) -> None:
-        if m == 0:
-            return
-        gend, new_off, new_cap, _ = plan
-        launch(_update_kernel("insert_grouped<int>"), grid_for_warps(m), BLOCK,
-               (keys, gend, np.int64(m), new_off, new_cap, self.off, self.deg, self.cap, self.idx))
 
 
 # ---------------------------------------------------------------------- the store
@@ -239,23 +56,39 @@ class GpuGraph:
 
     Attributes
     ----------
-    ids : IdMap
+    ids : GpuIdMap
         External <-> internal vertex ids, on the device.
     version : int
         Batches applied (bumped by every :meth:`apply`).
     last_changes : AppliedChanges or None
         What the last :meth:`apply` changed.
+    fast : FastUpdate
+        Settings of the fast path (default: from the environment, :meth:`FastUpdate.from_env`).
+    fast_batches, fast_fallbacks : int
+        Batches applied by the fused kernel, and batches it handed to the slow path for lack of
+        reserved room.
+
+    Parameters
+    ----------
+    fast_update : FastUpdate, optional
+        Fast-path settings (``FastUpdate(enabled=False)`` always takes the slow path).
     """
 
     backend_name = "gpu"
 
-    def __init__(self):
+    def __init__(self, *, fast_update: FastUpdate | None = None):
         cp = _cupy()
+        if fast_update is not None and not isinstance(fast_update, FastUpdate):
+            raise InvalidArgumentError(f"fast_update must be a FastUpdate, got {type(fast_update).__name__}")
         self.xp = cp
-        self.ids = IdMap(cp)
+        self.fast = FastUpdate.from_env() if fast_update is None else fast_update
+        self._fast = None  # FastUpdater, made on first use
+        self.fast_batches = 0
+        self.fast_fallbacks = 0
+        self.ids = GpuIdMap(cp)
         self._vcap = 0
-        self._out = _Direction(cp, 0)
-        self._in = _Direction(cp, 0)
+        self._out = Direction(cp, 0)
+        self._in = Direction(cp, 0)
         self._num_edges = 0
         self.version = 0
         self.last_changes = None
@@ -264,6 +97,7 @@ class GpuGraph:
         #: with a device synchronization, so profile only outside timed runs.
         self.stage_ms = None
         self._t = 0.0
+        self._ensure_room()
 
     def _stage(self, name: str) -> None:
         if self.stage_ms is None:
@@ -276,15 +110,16 @@ class GpuGraph:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_edges(cls, src, dst) -> "GpuGraph":
+    def from_edges(cls, src, dst, *, fast_update: FastUpdate | None = None) -> "GpuGraph":
         """A graph holding the edges ``src[i] -> dst[i]`` (external ids; duplicates collapse).
 
         Internal ids follow the CPU store's rule (first appearance in (src, dst) order). Host or
         device arrays are accepted; the build sorts the edges once on the device.
+        ``fast_update`` as for the constructor.
         """
         cp = _cupy()
         batch = EdgeBatch.from_arrays(cp.asarray(src), cp.asarray(dst), xp=cp)
-        g = cls()
+        g = cls(fast_update=fast_update)
         s, d = batch.src, batch.dst
         if s.shape[0] == 0:
             return g
@@ -312,10 +147,11 @@ class GpuGraph:
             raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
         self._vcap = n + max(16, n // 4)
         keys = cp.sort((s << 32) | d)
-        self._out = _Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
+        self._out = Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
         keys = cp.sort((d << 32) | s)
-        self._in = _Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
+        self._in = Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
         self._num_edges = int(keys.shape[0])
+        self._ensure_room()
 
     # ------------------------------------------------------------------ sizes and views
     @property
@@ -390,7 +226,7 @@ class GpuGraph:
         m = int(s.shape[0])
         found = cp.zeros(m, dtype=cp.uint8)
         if m and self._num_edges:
-            launch(_update_kernel("edge_find<int>"), grid_for_warps(m), BLOCK,
+            launch(update_kernel("edge_find<int>"), grid_for_warps(m), BLOCK,
                    (s.astype(cp.int32), d.astype(cp.int32), np.int64(m),
                     self._out.off, self._out.deg, self._out.idx,
                     self._in.off, self._in.deg, self._in.idx, found))
@@ -415,6 +251,12 @@ class GpuGraph:
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
+            m = len(batch)
+            if self._fast_eligible(m) and not isinstance(batch.src, cp.ndarray):
+                # a small host batch: one pinned staging copy instead of three transfers
+                if self._fast is None:
+                    self._fast = FastUpdater(cp)
+                batch = EdgeBatch(*self._fast.upload(batch.src, batch.dst, batch.insert))
             return self._apply(batch.to(cp))
         except (InvalidArgumentError, KernelError):
             raise
@@ -422,6 +264,47 @@ class GpuGraph:
             raise KernelError(f"out of device memory applying a batch: {exc}") from exc
 
     def _apply(self, batch: EdgeBatch) -> AppliedChanges:
+        m = len(batch)
+        if self._fast_eligible(m):
+            changes = self._apply_fast(batch)
+            if changes is not None:
+                return changes
+            self.fast_fallbacks += 1
+        return self._apply_slow(batch)
+
+    def _fast_eligible(self, m: int) -> bool:
+        fast = self.fast
+        return fast.enabled and 0 < m <= fast.max_edges and self.num_vertices + 2 * m <= MAX_VERTICES
+
+    def _apply_fast(self, batch: EdgeBatch):
+        """The batch through the fused kernel (one sync); None when it did not fit the reserved
+        room (then nothing changed)."""
+        self._stage("")
+        if self._fast is None:
+            self._fast = FastUpdater(self.xp)
+        n = self.num_vertices
+        room = min(self._vcap - n, self.ids.room)
+        res = self._fast.run(batch, self.ids, self._out, self._in, n, room)  # syncs once
+        self._stage("fast update")
+        if res.overflow:
+            return None
+        m = len(batch)
+        self.ids.note_added(res.new_vertices)
+        self._out.end, self._in.end = res.out_end, res.in_end
+        self._num_edges += res.inserted - res.deleted
+        buf, ni, nd = res.changes, res.inserted, res.deleted
+        dropped = {"duplicate": res.duplicate, "present_insertion": res.present_insertion,
+                   "absent_deletion": res.absent_deletion}
+        changes = AppliedChanges(buf[:ni], buf[m:m + ni], buf[2 * m:2 * m + nd], buf[3 * m:3 * m + nd],
+                                 n, n + res.new_vertices, m, dropped)
+        self.version += 1
+        self.last_changes = changes
+        self.fast_batches += 1
+        self._maybe_compact()
+        self._ensure_room()
+        return changes
+
+    def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
         cp = self.xp
         self._stage("")
         received = len(batch)
@@ -451,9 +334,7 @@ class GpuGraph:
         if n_after > MAX_VERTICES:
             raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
         if n_after > self._vcap:
-            self._vcap = max(n_after, 2 * self._vcap, 16)
-            self._out.grow_vertices(self._vcap)
-            self._in.grow_vertices(self._vcap)
+            self._grow_vertices(max(n_after, 2 * self._vcap, 16))
         is_, id_ = internal[0::2], internal[1::2]
         new = ~self._find(is_, id_)
         self._stage("insertions: membership")
@@ -484,6 +365,7 @@ class GpuGraph:
         self._num_edges += n_ins - n_del
         self._stage("list kernels")
         self._maybe_compact()
+        self._ensure_room()
 
         changes = AppliedChanges(
             ikey[:n_ins] >> 32, ikey[:n_ins] & _MASK32, dkey[:n_del] >> 32, dkey[:n_del] & _MASK32,
@@ -492,6 +374,25 @@ class GpuGraph:
         self.version += 1
         self.last_changes = changes
         return changes
+
+    def _grow_vertices(self, vcap: int) -> None:
+        self._vcap = vcap
+        self._out.grow_vertices(vcap)
+        self._in.grow_vertices(vcap)
+
+    def _ensure_room(self) -> None:
+        """Keep the fast path's room reserved: vertex rows and id map for ``fast.vertices`` new
+        vertices, ``fast.slots`` free tail slots per direction (re-reserved when under half is
+        left). Host-side decisions only (no sync); growing copies arrays asynchronously."""
+        if not self.fast.enabled:
+            return
+        n, rv = self.num_vertices, self.fast.vertices
+        self.ids.reserve(rv)
+        if self._vcap - n < rv:
+            self._grow_vertices(max(n + rv, 2 * self._vcap, 16))
+        for d in (self._out, self._in):
+            if d.idx.shape[0] - d.end < self.fast.slots // 2 + 1:
+                d.reserve(self.fast.slots)
 
     def _maybe_compact(self) -> None:
         n = self.num_vertices
@@ -515,11 +416,12 @@ class GpuGraph:
         return {"external": self.ids.external.get(), "src": s.get(), "dst": d.get()}
 
     @classmethod
-    def from_state(cls, state: dict) -> "GpuGraph":
-        """Rebuild a graph saved by :meth:`state` (of either store)."""
+    def from_state(cls, state: dict, *, fast_update: FastUpdate | None = None) -> "GpuGraph":
+        """Rebuild a graph saved by :meth:`state` (of either store); ``fast_update`` as for the
+        constructor."""
         cp = _cupy()
-        g = cls()
-        g.ids = IdMap.from_external(cp.asarray(np.asarray(state["external"])), cp)
+        g = cls(fast_update=fast_update)
+        g.ids = GpuIdMap.from_external(cp.asarray(np.asarray(state["external"])), cp)
         s = cp.asarray(np.asarray(state["src"], dtype=np.int64))
         d = cp.asarray(np.asarray(state["dst"], dtype=np.int64))
         if s.shape != d.shape:

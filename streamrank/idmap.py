@@ -1,8 +1,9 @@
 """Map external vertex ids (non-negative int64) to dense internal ids 0..n-1.
 
-Vectorized on either backend: the map keeps the external ids sorted next to their internal
-ids and looks a batch up with one ``searchsorted``; new ids get the next internal ids in order
-of first appearance. Internal ids are never reused (vertices are not removed).
+On the host the map keeps the external ids sorted next to their internal ids and looks a batch
+up with one ``searchsorted``; new ids get the next internal ids in order of first appearance.
+Internal ids are never reused (vertices are not removed). ``IdMap(cupy)`` gives the device map
+(:class:`streamrank.idmap_gpu.GpuIdMap`, a hash table) with the same interface and numbering.
 """
 
 from __future__ import annotations
@@ -13,13 +14,21 @@ from .backend import to_host
 
 
 class IdMap:
-    """Dense id map, on NumPy or CuPy.
+    """Dense id map on the host.
 
     Parameters
     ----------
     xp : module
-        :mod:`numpy` or :mod:`cupy`.
+        :mod:`numpy`; any other array module (CuPy) returns a
+        :class:`streamrank.idmap_gpu.GpuIdMap` instead.
     """
+
+    def __new__(cls, xp=np):
+        if xp is not np:
+            from .idmap_gpu import GpuIdMap
+
+            return GpuIdMap(xp)
+        return super().__new__(cls)
 
     def __init__(self, xp=np):
         self.xp = xp
@@ -37,14 +46,6 @@ class IdMap:
         n = self._sorted_keys.shape[0]
         if n == 0:
             return xp.full(ids.shape, -1, dtype=xp.int64)
-        if xp is not np:  # one kernel instead of six launches (a query's seeds go through here)
-            out = xp.empty(ids.shape, dtype=xp.int64)
-            m = int(ids.size)
-            if m:
-                _lookup_kernel("idmap_lookup")(
-                    ((m + 255) // 256,), (256,),
-                    (self._sorted_keys, self._sorted_vals, np.int64(n), xp.ascontiguousarray(ids), np.int64(m), out))
-            return out
         pos = xp.searchsorted(self._sorted_keys, ids)
         pos_c = xp.minimum(pos, n - 1)
         found = self._sorted_keys[pos_c] == ids
@@ -53,7 +54,7 @@ class IdMap:
     def lookup_with(self, ids, attr):
         """``(internal, attr[internal])`` of the 1-D ``ids`` as one ``(2, len(ids))`` int64 array of
         this map's backend: -1 and 0 where an id is unknown. ``attr`` is a per-vertex int64
-        array (e.g. the out-degrees); on the GPU both come from one kernel into one buffer."""
+        array (e.g. the out-degrees)."""
         xp = self.xp
         ids = xp.ascontiguousarray(xp.asarray(ids, dtype=xp.int64).ravel())
         m, n = int(ids.shape[0]), int(self._sorted_keys.shape[0])
@@ -61,17 +62,9 @@ class IdMap:
         if m == 0 or n == 0:
             out[0] = -1
             return out
-        if xp is np:
-            out[0] = self.lookup(ids)
-            found = out[0] >= 0
-            out[1, found] = np.asarray(attr)[out[0, found]]
-            return out
-        attr = xp.asarray(attr)
-        if attr.dtype not in (xp.int32, xp.int64):
-            attr = attr.astype(xp.int64)
-        name = "idmap_lookup_attr<int>" if attr.dtype == xp.int32 else "idmap_lookup_attr<long long>"
-        _lookup_kernel(name)(((m + 255) // 256,), (256,),
-                             (self._sorted_keys, self._sorted_vals, np.int64(n), ids, np.int64(m), attr, out))
+        out[0] = self.lookup(ids)
+        found = out[0] >= 0
+        out[1, found] = np.asarray(attr)[out[0, found]]
         return out
 
     def add(self, ids):
@@ -88,7 +81,7 @@ class IdMap:
         ids = xp.asarray(ids, dtype=xp.int64)
         internal = self.lookup(ids)
         missing = internal < 0
-        new_ids = ids[missing]  # boolean mask: syncs on the GPU for the output size
+        new_ids = ids[missing]
         if new_ids.shape[0] == 0:
             return internal, 0
         uniq, first = xp.unique(new_ids, return_index=True)
@@ -96,17 +89,10 @@ class IdMap:
         fresh = uniq[order]
         start = len(self)
         self.external = xp.concatenate([self.external, fresh])
-        if xp is np:
-            # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
-            at = np.searchsorted(self._sorted_keys, uniq)
-            self._sorted_keys = np.insert(self._sorted_keys, at, uniq)
-            self._sorted_vals = np.insert(self._sorted_vals, at, start + np.argsort(order))
-        else:
-            fresh_vals = xp.arange(start, start + fresh.shape[0], dtype=xp.int64)
-            keys = xp.concatenate([self._sorted_keys, fresh])
-            vals = xp.concatenate([self._sorted_vals, fresh_vals])
-            perm = xp.argsort(keys)
-            self._sorted_keys, self._sorted_vals = keys[perm], vals[perm]
+        # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
+        at = np.searchsorted(self._sorted_keys, uniq)
+        self._sorted_keys = np.insert(self._sorted_keys, at, uniq)
+        self._sorted_vals = np.insert(self._sorted_vals, at, start + np.argsort(order))
         internal[missing] = self.lookup(new_ids)
         return internal, int(fresh.shape[0])
 
@@ -116,7 +102,11 @@ class IdMap:
 
     @classmethod
     def from_external(cls, external, xp=np) -> "IdMap":
-        """Rebuild from ``external`` (internal id -> external id)."""
+        """Rebuild from ``external`` (internal id -> external id); a device map for CuPy."""
+        if xp is not np:
+            from .idmap_gpu import GpuIdMap
+
+            return GpuIdMap.from_external(external, xp)
         m = cls(xp)
         ext = xp.asarray(external, dtype=xp.int64)
         m.external = ext
@@ -125,8 +115,3 @@ class IdMap:
         m._sorted_vals = perm.astype(xp.int64)
         return m
 
-
-def _lookup_kernel(name: str):
-    from .kernels.loader import get_kernel
-
-    return get_kernel("idmap.cu", name, ("idmap_lookup", "idmap_lookup_attr<int>", "idmap_lookup_attr<long long>"))

@@ -21,6 +21,7 @@ from .checkpoint_log import read_log
 from .config import RankConfig
 from .engine import Engine
 from .errors import CheckpointError
+from .vertex_ids import DEFAULT_MAX_ID_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,8 @@ def list_logs(directory) -> list:
 
 
 def restore_latest(directory, *, device="auto", algorithm: str | None = None,
-                   config: RankConfig | None = None) -> Restored | None:
+                   config: RankConfig | None = None, id_type: str = "auto",
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> Restored | None:
     """The latest state in ``directory``: newest readable full checkpoint + logged batches.
 
     Parameters
@@ -77,6 +79,11 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
         Rank update for the replay; default: the one recorded in the checkpoint (``"dfp"``).
     config : RankConfig, optional
         Default: the one recorded in the checkpoint.
+    id_type : {"auto", "int", "string"}
+        Vertex id kind asked for; other than ``"auto"`` it must be the checkpoint's
+        (:meth:`Engine.from_state`).
+    max_id_bytes : int
+        Longest string id of the restored engine.
 
     Returns
     -------
@@ -96,7 +103,8 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
     if config is None:
         config = RankConfig(**snap.meta["rank"]) if "rank" in snap.meta else RankConfig()
     try:
-        engine = Engine.from_state(snap.engine_state, device=device, algorithm=algorithm, config=config)
+        engine = Engine.from_state(snap.engine_state, device=device, algorithm=algorithm, config=config,
+                                   id_type=id_type, max_id_bytes=max_id_bytes)
     except (KeyError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {snap.path} does not rebuild an engine: {exc}") from exc
     if engine.seq != snap.seq:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
+from .baseline import BaselineTimes, check_baseline, sample_batches, time_networkx
 from .batch import EdgeBatch
 from .config import ALGORITHMS, RankConfig, check_algorithm
 from .engine import Engine
@@ -23,6 +25,7 @@ from .errors import InvalidArgumentError, SourceError
 from .metrics import error_report
 from .oracle import oracle_name, oracle_pagerank
 from .progress import Progress
+from .vertex_ids import DEFAULT_MAX_ID_BYTES
 
 #: The bundled real graph (SNAP CollegeMsg), replayed when no path is given.
 BUNDLED_GRAPH = Path(__file__).resolve().parent / "data" / "CollegeMsg.txt.gz"
@@ -30,38 +33,50 @@ BUNDLED_GRAPH = Path(__file__).resolve().parent / "data" / "CollegeMsg.txt.gz"
 
 @dataclass
 class EdgeStream:
-    """Edges of a file in replay order (host arrays) and what the reader reported."""
+    """Edges of a file in replay order (host arrays) and what the reader reported.
 
-    src: np.ndarray
-    dst: np.ndarray
+    ``src``/``dst`` are int64 NumPy arrays, or Arrow string arrays for string ids
+    (``id_type == "string"``).
+    """
+
+    src: object
+    dst: object
     insert: np.ndarray
     path: str
     bad_lines: int = 0
     bad_examples: list = field(default_factory=list)
+    id_type: str = "int"
 
     def __len__(self):
-        return int(self.src.shape[0])
+        return int(self.insert.shape[0])
 
 
-def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=None) -> EdgeStream:
+def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=None, id_type: str = "auto",
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> EdgeStream:
     """Read an edge file into memory in replay order (see :mod:`connectors.files`)."""
     from connectors.files import open_edge_file
 
-    srcs, dsts, ops = [], [], []
-    with open_edge_file(str(path), format=fmt, keep_order=keep_order, strict=strict) as reader:
+    tables = []
+    with open_edge_file(str(path), format=fmt, keep_order=keep_order, strict=strict, id_type=id_type,
+                        max_id_bytes=max_id_bytes) as reader:
         for table in reader:
-            srcs.append(table.column("src").to_numpy(zero_copy_only=False))
-            dsts.append(table.column("dst").to_numpy(zero_copy_only=False))
-            ops.append(table.column("op").to_numpy(zero_copy_only=False))
+            tables.append(table.select(["src", "dst", "op"]))
         report = reader.report
-    if not srcs:
-        raise SourceError(f"{path}: no valid edges")
-    src = np.concatenate(srcs).astype(np.int64)
-    dst = np.concatenate(dsts).astype(np.int64)
-    insert = np.concatenate(ops) > 0
+    if not tables:
+        raise SourceError(f"{path}: no valid edges" + (f" ({report.bad} bad lines; first: "
+                                                       f"line {report.bad_lines[0].line}: {report.bad_lines[0].reason})"
+                                                       if report.bad_lines else ""))
+    whole = pa.concat_tables(tables).combine_chunks()
+    kind = "string" if pa.types.is_string(whole.schema.field("src").type) else "int"
+    if kind == "string":
+        src, dst = whole.column("src").chunk(0), whole.column("dst").chunk(0)
+    else:
+        src = whole.column("src").to_numpy().astype(np.int64)
+        dst = whole.column("dst").to_numpy().astype(np.int64)
+    insert = whole.column("op").to_numpy() > 0
     bad = int(getattr(report, "bad", 0))
     examples = list(getattr(report, "bad_lines", [])[:10])
-    return EdgeStream(src, dst, insert, str(path), bad, examples)
+    return EdgeStream(src, dst, insert, str(path), bad, examples, kind)
 
 
 @dataclass
@@ -75,6 +90,7 @@ class RunStats:
     iterations: list = field(default_factory=list)
     affected: list = field(default_factory=list)
     converged: list = field(default_factory=list)
+    ran: list = field(default_factory=list)  # what ran per batch (auto: dfp, warm or dfp>warm)
     checks: list = field(default_factory=list)  # (batch index, error report dict)
     engine: Engine | None = None
 
@@ -91,6 +107,7 @@ class RunStats:
             "iterations_median": _q(self.iterations, 50),
             "affected_median": _q(self.affected, 50),
             "not_converged": int(len(self.converged) - sum(self.converged)),
+            "ran": {a: self.ran.count(a) for a in sorted(set(self.ran))},
         }
         if self.checks:
             out.update(self.checks[-1][1])
@@ -109,16 +126,21 @@ class ReplayReport:
 
     graph: dict
     runs: list
+    baseline: BaselineTimes | None = None
 
     def to_dict(self) -> dict:
-        return {"graph": self.graph, "runs": [r.summary() for r in self.runs]}
+        out = {"graph": self.graph, "runs": [r.summary() for r in self.runs]}
+        if self.baseline is not None:
+            out["baseline"] = self.baseline.to_dict()
+        return out
 
 
 def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.9,
            batch_fraction: float | None = 1e-4, batch_size: int | None = None,
            delete_fraction: float = 0.0, config: RankConfig = RankConfig(), device="auto",
            check: bool = False, check_every: int | None = None, max_batches: int | None = None,
-           seed: int = 0, progress: bool = True) -> ReplayReport:
+           seed: int = 0, progress: bool = True, baseline: str | None = None,
+           baseline_samples: int = 5) -> ReplayReport:
     """Replay ``stream`` through one engine per algorithm.
 
     Parameters
@@ -145,12 +167,17 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         Seed of the random deletions.
     progress : bool
         Show a progress line on stderr.
+    baseline : {None, "networkx"}
+        Also time a NetworkX PageRank recompute of the graph after ``baseline_samples``
+        batches spread over the replay (:mod:`streamrank.baseline`; not part of the batch times).
+    baseline_samples : int
 
     Returns
     -------
     ReplayReport
     """
     algorithms = [check_algorithm(a) for a in algorithms]
+    check_baseline(baseline)
     if not algorithms:
         raise InvalidArgumentError("give at least one algorithm")
     if not 0.0 <= base_fraction < 1.0:
@@ -174,10 +201,14 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         num_batches = min(num_batches, int(max_batches))
     if check_every is None:
         check_every = max(1, num_batches // 10)
+    base_times = None
+    if baseline is not None:
+        base_times = BaselineTimes(baseline)
+        base_at = sample_batches(num_batches, baseline_samples)
 
     runs = []
     for alg in algorithms:
-        eng = Engine(device, alg, config=config)
+        eng = Engine(device, alg, config=config, id_type=stream.id_type)
         # The base graph is the net effect of the first edges (deletions in it applied in order).
         eng.load_edges(stream.src[:n_base], stream.dst[:n_base], stream.insert[:n_base])
         runs.append(RunStats(alg, eng.backend.name, engine=eng))
@@ -189,11 +220,14 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         hi = min(lo + n_ins, total)
         src, dst, ins = stream.src[lo:hi], stream.dst[lo:hi], stream.insert[lo:hi]
         if n_del and ref_graph.num_edges:
-            es, ed = ref_graph.edges_external()
-            es, ed = runs[0].engine.backend.to_host(es), runs[0].engine.backend.to_host(ed)
+            es, ed = runs[0].engine.edges_external()
             pick = rng.integers(0, es.shape[0], n_del)
-            src = np.concatenate([src, es[pick]])
-            dst = np.concatenate([dst, ed[pick]])
+            if stream.id_type == "string":
+                src = pa.concat_arrays([src, pa.array(es[pick], type=src.type)])
+                dst = pa.concat_arrays([dst, pa.array(ed[pick], type=dst.type)])
+            else:
+                src = np.concatenate([src, es[pick]])
+                dst = np.concatenate([dst, ed[pick]])
             ins = np.concatenate([ins, np.zeros(n_del, dtype=bool)])
         batch = EdgeBatch.from_arrays(src, dst, ins)
         for run in runs:
@@ -203,6 +237,10 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
             run.iterations.append(step.rank.iterations)
             run.affected.append(step.rank.affected_total)
             run.converged.append(step.rank.converged)
+            run.ran.append(step.rank.algorithm)
+        if base_times is not None and b + 1 in base_at:
+            base_times.batches.append(b + 1)
+            base_times.ms.append(time_networkx(ref_graph, alpha=config.alpha, dangling=config.dangling))
         if check and ((b + 1) % check_every == 0 or b == num_batches - 1):
             _check(runs, ref_graph, config, b + 1)
         bar.update(b + 1, " ".join(f"{r.algorithm}:{r.rank_ms[-1]:.1f}ms" for r in runs))
@@ -217,6 +255,7 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         "batch_size": batch_size,
         "deletions_per_batch": n_del,
         "batches": num_batches,
+        "id_type": stream.id_type,
         "vertices": ref_graph.num_vertices,
         "edges": ref_graph.num_edges,
         "dangling": config.dangling,
@@ -224,7 +263,7 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
         "tol": config.tol,
         "oracle": oracle_name(ref_graph) if check else None,
     }
-    return ReplayReport(info, runs)
+    return ReplayReport(info, runs, base_times)
 
 
 def _check(runs, graph, config: RankConfig, batch: int) -> None:

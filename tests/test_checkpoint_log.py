@@ -166,6 +166,38 @@ def test_encode_frame_string_ids_roundtrip():
     assert table.column("src").to_pylist() == ["a", "b"] and table.column("op").to_pylist() == [1, -1]
 
 
+def test_string_id_engine_restores_from_full_checkpoint_and_log(tmp_path):
+    """String ids (NumPy object batches and Arrow batches) are logged as strings; the restore gives
+    the same id dictionary and ranks bit for bit."""
+    import pyarrow as pa
+
+    stage = CheckpointStage(str(tmp_path), full_every=3, keep=2)
+    eng = Engine("cpu", "dfp", id_type="string")
+    kinds = []
+    for i, (s, d, ins) in enumerate(random_batches(3, 12, 30, 120)):
+        names_s = np.array([f"u{v}/é" for v in s], dtype=object)
+        names_d = np.array([f"u{v}/é" for v in d], dtype=object)
+        if i % 2:
+            names_s, names_d = pa.array(names_s.tolist()), pa.array(names_d.tolist())
+        step = eng.apply(EdgeBatch(names_s, names_d, ins))
+        stage.record(step.seq, names_s, names_d, ins)
+        if (i + 1) % 2 == 0:
+            kinds.append(stage.write(eng, positions={"dir": i}, ranks=eng.ranks, meta={"algorithm": "dfp"}).kind)
+    stage.close()
+    assert "incremental" in kinds and kinds[-1] == "incremental"
+    r = restore_latest(tmp_path, device="cpu", id_type="string")
+    assert r.replayed > 0 and r.seq == eng.seq and r.engine.id_type == "string"
+    ids, p = r.engine.ranks()
+    ids0, p0 = eng.ranks()
+    assert ids.tolist() == ids0.tolist() and np.array_equal(p, p0)
+    frame = read_log(list_logs(tmp_path)[-1][1]).frames[-1]
+    assert isinstance(frame.batches[-1].src, pa.Array) and frame.batches[-1].src[0].as_py().startswith("u")
+    from streamrank.errors import StreamrankError
+
+    with pytest.raises(StreamrankError, match="string vertex ids"):
+        restore_latest(tmp_path, device="cpu", id_type="int")
+
+
 @pytest.mark.parametrize("full_every", [1, 4])
 def test_stage_keeps_logs_of_kept_full_checkpoints_only(tmp_path, full_every):
     run_stage(tmp_path, random_batches(5, 16, 20, 200), full_every=full_every, checkpoint_every=1)

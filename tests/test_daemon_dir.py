@@ -23,7 +23,7 @@ BASE = make_events(5, 1500, 200)
 EVENTS = BASE[:800] + SNAP_EVENTS + BASE[800:]  # file order: a.csv, b.csv, b5.txt, c.jsonl, (later) d.csv
 # (file name, bad line text, reason): each kind a file reader can report
 BAD = {
-    "a.csv": [("7,x,+", "non_integer_id"), ("8,-2,+", "negative_id")],
+    "a.csv": [("7,x,+", "mixed_id_types"), ("8,-2,+", "negative_id")],  # auto id type: fixed to int by line 2
     "b.csv": [("1,2,+,9", "bad_csv")],
     "b5.txt": [("1 2 3 4 5", "bad_csv"), (f"{2**64} 3", "id_out_of_range")],
     "c.jsonl": [('{"src": 1, "dst": ', "bad_json"), ('{"src": 4}', "missing_field"),

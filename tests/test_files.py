@@ -251,6 +251,9 @@ def test_parquet_types(tmp_path):
     assert table.schema.field("ts").type == pa.float64()
     assert cols(table)["ts"] == [1.5, 2.5]
     pq.write_table(pa.table({"src": ["1"], "dst": [3]}), path)
+    with pytest.raises(SourceError, match="column src holds string ids but dst int ids"):
+        read_edges(path)
+    pq.write_table(pa.table({"src": [[1]], "dst": [[3]]}), path)
     with pytest.raises(SourceError, match="column src has type"):
         read_edges(path)
     pq.write_table(pa.table({"src": [1]}), path)
@@ -378,7 +381,7 @@ def test_csv_bad_line_reasons(tmp_path):
         3: "expected 4 fields, got 3",
         4: "unknown op '?'",
         5: "missing ts",
-        6: "non-integer src id 'a'",
+        6: "non-integer src id 'a' (a string id in an integer-id stream)",
         7: "negative dst id -1",
         8: "dst id 99999999999999999999 beyond int64",
         11: "non-integer ts 'x'",

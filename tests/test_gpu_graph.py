@@ -44,10 +44,10 @@ def _assert_same(gg, cg):
     assert np.array_equal(_host(gg.in_degree), cg.in_degree)
     # every in-list holds exactly the in-neighbours (order free)
     off, deg, idx = _host(gg.in_offset), _host(gg.in_degree), _host(gg.in_indices)
-    ioff, iidx = cg.in_indptr, cg.in_indices
+    ioff, ideg, iidx = cg.in_offset, cg.in_degree, cg.in_indices
     for v in range(0, cg.num_vertices, max(1, cg.num_vertices // 50)):
         got = np.sort(idx[off[v]: off[v] + deg[v]])
-        assert np.array_equal(got, np.sort(iidx[ioff[v]: ioff[v + 1]]))
+        assert np.array_equal(got, np.sort(iidx[ioff[v]: ioff[v] + ideg[v]]))
 
 
 def test_from_edges_matches_cpu(cp):
@@ -126,7 +126,8 @@ def test_rmat_on_device(cp):
 
 def test_hub_lists_above_the_block_threshold(cp):
     """Deletions from lists longer than _BIG_LIST go through the block-wide compaction."""
-    from streamrank.graph_gpu import _BIG_LIST, GpuGraph
+    from streamrank.graph_gpu import GpuGraph
+    from streamrank.graph_gpu_lists import BIG_LIST as _BIG_LIST
 
     rng = np.random.default_rng(11)
     k = _BIG_LIST + 1500
@@ -144,3 +145,225 @@ def test_hub_lists_above_the_block_threshold(cp):
         assert gg.apply(EdgeBatch.from_arrays(bs, bd, bi)).summary() == \
             cg.apply(EdgeBatch.from_arrays(bs, bd, bi)).summary()
         _assert_same(gg, cg)
+
+
+# ---------------------------------------------------------------------- the fast path
+def _settings(on=True, **kw):
+    from streamrank.graph_gpu_fast import FastUpdate
+
+    return FastUpdate(enabled=on, **kw)
+
+
+def _apply_both(cp, gg, cg, bs, bd, bi):
+    """Apply one batch to both stores; the changes must agree (GPU: sorted by (src, dst))."""
+    ch_g = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(bi), xp=cp))
+    ch_c = cg.apply(EdgeBatch.from_arrays(np.asarray(bs), np.asarray(bd), np.asarray(bi)))
+    assert ch_g.summary() == ch_c.summary()
+    assert (ch_g.num_vertices_before, ch_g.num_vertices_after) == \
+        (ch_c.num_vertices_before, ch_c.num_vertices_after)
+    for kind in ("ins", "del"):
+        kg = _host(getattr(ch_g, kind + "_src")) * 2**32 + _host(getattr(ch_g, kind + "_dst"))
+        kc = np.sort(getattr(ch_c, kind + "_src") * 2**32 + getattr(ch_c, kind + "_dst"))
+        assert np.array_equal(kg, kc), kind  # same edges, and the GPU's already sorted
+    _assert_same(gg, cg)
+    return ch_g
+
+
+def _messy_batch(rng, cg, k, n_ids, big_ids=True):
+    """Random ops with duplicates, insert/delete pairs, present insertions, absent deletions and
+    new ids (some far above 2**32)."""
+    s = rng.integers(0, n_ids, k)
+    d = rng.integers(0, n_ids, k)
+    ins = rng.random(k) < 0.6
+    es, ed = cg.edges_external()
+    if len(es):
+        pick = rng.integers(0, len(es), k)
+        use = rng.random(k) < 0.4  # existing edges: present insertions or real deletions
+        s, d = np.where(use, es[pick], s), np.where(use, ed[pick], d)
+    if big_ids:
+        far = rng.random(k) < 0.05
+        s = np.where(far, 2**40 + rng.integers(0, 50, k), s)
+    # repeat a slice with flipped ops (insert/delete pairs, resolved by arrival order)
+    j = rng.integers(0, k, max(1, k // 5))
+    return np.concatenate([s, s[j]]), np.concatenate([d, d[j]]), np.concatenate([ins, ~ins[j]])
+
+
+@pytest.mark.parametrize("on", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fast_path_random_batches_match_cpu(cp, on, seed):
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(100 + seed)
+    s, d = _random_graph(rng, 300, 2000)
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings(on)), CpuGraph.from_edges(s, d)
+    steps = 30
+    for step in range(steps):
+        k = int(rng.integers(1, 700)) if step % 6 else int(rng.integers(1, 6))
+        bs, bd, bi = _messy_batch(rng, cg, k, 360)
+        _apply_both(cp, gg, cg, bs, bd, bi)
+    assert gg.fast_batches == (steps if on else 0)
+    assert gg.fast_fallbacks == 0
+    gg.compact()
+    _assert_same(gg, cg)
+    _assert_same(GpuGraph.from_state(cg.state()), cg)
+
+
+def test_fast_path_new_vertices_mid_stream(cp):
+    """New ids in first-appearance order: as dst first, both endpoints of one edge, self-loops,
+    after a deletion of the same unknown id (which creates no vertex)."""
+    from streamrank.graph_gpu import GpuGraph
+
+    gg, cg = GpuGraph(fast_update=_settings()), CpuGraph()
+    batches = [
+        ([50, 7], [7, 50], [True, True]),
+        ([7, 99, 3, 12], [42, 98, 3, 11], [True, True, True, True]),  # 42 first as dst; 99 -> 98; 3 -> 3
+        ([500, 77, 500, 501], [501, 500, 502, 500], [False, True, True, True]),  # 500 deleted first
+        ([2**62, 5, 2**62 + 1], [5, 2**62 + 1, 2**62], [True, True, True]),
+        ([1000 + i for i in range(300)], [2000 - i for i in range(300)], [True] * 300),
+    ]
+    for bs, bd, bi in batches:
+        _apply_both(cp, gg, cg, np.array(bs, np.int64), np.array(bd, np.int64), np.array(bi))
+    assert gg.fast_batches == len(batches) and gg.fast_fallbacks == 0
+    assert gg.num_vertices > 600
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_fast_path_hub_lists(cp, on):
+    """Deletions and insertions on lists far above the block threshold (the block-wide commit),
+    relocation of a hub into the tail, and in-lists of hubs."""
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(12)
+    k = 20000
+    s = np.concatenate([np.zeros(k, np.int64), rng.integers(2, 30000, k), np.full(2500, 5),
+                        rng.integers(0, 30000, 5000)])
+    d = np.concatenate([rng.integers(2, 30000, k), np.ones(k, np.int64), rng.integers(10, 30000, 2500),
+                        rng.integers(0, 30000, 5000)])
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings(on)), CpuGraph.from_edges(s, d)
+    start = int(_host(gg.out_degree)[0])  # hub 0 is internal vertex 0 (first appearance)
+    for step in range(8):
+        es, ed = cg.edges_external()
+        hub = (es == 0) | (ed == 1) | (es == 5)
+        pick = rng.choice(np.flatnonzero(hub), 600, replace=False)
+        # hub 0 gains 700 edges a batch: its gap (2 + deg / 8) runs out, so it moves to the tail
+        bs = np.concatenate([es[pick], np.zeros(700, np.int64), rng.integers(2, 30000, 300), [5, 5]])
+        bd = np.concatenate([ed[pick], rng.integers(30000, 90000, 700), np.ones(300, np.int64), [3, 4]])
+        bi = np.concatenate([np.zeros(600, bool), np.ones(1000, bool), [True, False]])
+        _apply_both(cp, gg, cg, bs, bd, bi)
+    # hub 0 outgrew the gap it was built with (2 + deg / 8), so its list moved to the tail
+    assert int(_host(gg.out_degree)[0]) > start + 2 + start // 8
+    assert gg.fast_fallbacks == 0 and gg.fast_batches == (8 if on else 0)
+
+
+def test_fast_path_relocates_overflowing_lists(cp):
+    """A vertex whose list outgrows its capacity moves into the reserved tail, in the kernel."""
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(4)
+    s, d = rng.integers(0, 200, 1500), rng.integers(0, 200, 1500)
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings()), CpuGraph.from_edges(s, d)
+    end0 = gg.slots_used
+    for step in range(6):
+        v = step % 3
+        bs = np.full(400, v, np.int64)
+        bd = rng.integers(0, 5000, 400)
+        _apply_both(cp, gg, cg, np.concatenate([bs, bd]), np.concatenate([bd, bs]), np.ones(800, bool))
+    assert gg.fast_fallbacks == 0 and gg.fast_batches == 6
+    assert gg.slots_used[0] > end0[0] and gg.slots_used[1] > end0[1]  # lists moved into the tails
+
+
+@pytest.mark.parametrize("slot_room", [None, 1024])
+def test_fast_path_tail_overflow_falls_back(cp, slot_room):
+    """A hub relocation larger than the reserved tail: the kernel writes nothing, the slow path
+    applies the batch with the same result."""
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(8)
+    k = 40000
+    s = np.concatenate([np.zeros(k, np.int64), rng.integers(1, 1000, 3000)])
+    d = np.concatenate([np.arange(1, k + 1), rng.integers(1, 1000, 3000)])
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings(slot_room=slot_room)), CpuGraph.from_edges(s, d)
+    for step in range(4):  # 2000 new out-edges of vertex 0 a batch: its 5000 spare slots run out
+        bd = np.arange(10**6 + 2000 * step, 10**6 + 2000 * (step + 1))
+        _apply_both(cp, gg, cg, np.zeros(2000, np.int64), bd, np.ones(2000, bool))
+    if slot_room is None:  # 2**18 slots reserved: the move fits
+        assert gg.fast_fallbacks == 0 and gg.fast_batches == 4
+    else:
+        assert gg.fast_fallbacks >= 1 and gg.fast_batches + gg.fast_fallbacks == 4
+
+
+def test_fast_path_id_map_and_vertex_room_overflow_falls_back(cp):
+    from streamrank.graph_gpu import GpuGraph
+    from streamrank.idmap_gpu import GpuIdMap
+
+    rng = np.random.default_rng(9)
+    s, d = rng.integers(0, 400, 3000), rng.integers(0, 400, 3000)
+    # the id map full: no room for a new id
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings()), CpuGraph.from_edges(s, d)
+    gg.ids = GpuIdMap.from_external(gg.ids.external, cp, room=0)
+    assert gg.ids.room == 0
+    _apply_both(cp, gg, cg, np.array([1, 7000]), np.array([7001, 2]), np.array([True, True]))
+    assert (gg.fast_batches, gg.fast_fallbacks) == (0, 1)
+    _apply_both(cp, gg, cg, np.array([1, 7002]), np.array([7003, 2]), np.array([True, True]))
+    assert (gg.fast_batches, gg.fast_fallbacks) == (1, 1)  # room re-reserved by the slow path
+    # the vertex rows full: no reserve ahead, and more new vertices than the build's spare rows
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings(vertex_room=0)), CpuGraph.from_edges(s, d)
+    gg.ids.reserve(10**5)
+    spare = gg._vcap - gg.num_vertices
+    new = np.arange(10**5, 10**5 + spare + 50)
+    _apply_both(cp, gg, cg, new, np.roll(new, 1), np.ones(new.shape[0], bool))
+    assert (gg.fast_batches, gg.fast_fallbacks) == (0, 1)
+    _apply_both(cp, gg, cg, np.array([10**7]), np.array([3]), np.array([True]))
+    assert (gg.fast_batches, gg.fast_fallbacks) == (1, 1)
+
+
+@pytest.mark.parametrize("cap", [2048, 300])
+def test_fast_path_cap(cp, cap):
+    """A batch of exactly the cap takes the fast path; one edge more takes the slow path."""
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(cap)
+    s, d = rng.integers(0, 3000, 8000), rng.integers(0, 3000, 8000)
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings(max_edges=cap)), CpuGraph.from_edges(s, d)
+    for size, fast in ((cap, 1), (cap + 1, 1), (cap, 2)):
+        bs, bd, bi = _messy_batch(rng, cg, size, 3500)
+        bs, bd, bi = bs[:size], bd[:size], bi[:size]
+        _apply_both(cp, gg, cg, bs, bd, bi)
+        assert gg.fast_batches == fast and gg.fast_fallbacks == 0
+
+
+def test_fast_path_switch_and_profile(cp, monkeypatch):
+    from streamrank.graph_gpu import GpuGraph
+
+    monkeypatch.setenv("STREAMRANK_FAST_UPDATE", "0")
+    assert not GpuGraph().fast.enabled
+    monkeypatch.setenv("STREAMRANK_FAST_UPDATE", "1")
+    g = GpuGraph()
+    assert g.fast.enabled
+    g.stage_ms = {}
+    g.apply(EdgeBatch.from_arrays(np.array([1, 2]), np.array([2, 3])))
+    assert list(g.stage_ms) == ["fast update"] and g.fast_batches == 1
+    assert g.apply(EdgeBatch.empty()).summary()["received"] == 0
+
+
+def test_device_id_map_matches_host_map(cp):
+    from streamrank.idmap import IdMap
+    from streamrank.idmap_gpu import GpuIdMap
+
+    gm, hm = IdMap(cp), IdMap(np)
+    assert isinstance(gm, GpuIdMap)
+    rng = np.random.default_rng(2)
+    for step in range(12):  # grows past several rebuilds of the table
+        ids = rng.integers(0, 2**62, 700) if step % 2 else rng.integers(0, 3000, 700)
+        ids = np.concatenate([ids, ids[:50]])
+        gi, gk = gm.add(cp.asarray(ids))
+        hi, hk = hm.add(ids)
+        assert gk == hk and np.array_equal(_host(gi), hi)
+    assert len(gm) == len(hm) and np.array_equal(_host(gm.external), hm.external)
+    q = np.concatenate([hm.external[::7], rng.integers(0, 2**62, 100), [0, 1, 2]])
+    assert np.array_equal(_host(gm.lookup(cp.asarray(q))), hm.lookup(q))
+    attr = np.arange(len(hm), dtype=np.int64) * 3
+    assert np.array_equal(_host(gm.lookup_with(q, cp.asarray(attr))), hm.lookup_with(q, attr))
+    back = IdMap.from_external(gm.external, cp)
+    assert isinstance(back, GpuIdMap) and np.array_equal(_host(back.lookup(cp.asarray(q))), hm.lookup(q))
+    assert gm.room >= 0 and _host(gm.keys).shape[0] >= 2 * len(gm)

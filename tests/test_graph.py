@@ -123,3 +123,59 @@ def test_arrow_round_trip():
     b = EdgeBatch.from_arrays([1, 2], [3, 4], [True, False])
     b2 = EdgeBatch.from_arrow(b.to_arrow())
     assert b2.src.tolist() == [1, 2] and b2.insert.tolist() == [True, False]
+
+
+def test_fast_update_settings():
+    from streamrank.errors import InvalidArgumentError
+    from streamrank.graph_gpu_fast import FAST_MAX_EDGES, FastUpdate
+
+    assert FastUpdate.from_env({}) == FastUpdate()
+    off = FastUpdate.from_env({"STREAMRANK_FAST_UPDATE": "0", "STREAMRANK_FAST_UPDATE_MAX": "100"})
+    assert not off.enabled and off.max_edges == 100
+    assert FastUpdate().vertices == 2 * FAST_MAX_EDGES and FastUpdate().slots >= 2**18
+    assert FastUpdate(vertex_room=0, slot_room=5).vertices == 0 and FastUpdate(slot_room=5).slots == 5
+    for bad in ({"STREAMRANK_FAST_UPDATE": "maybe"}, {"STREAMRANK_FAST_UPDATE_MAX": "x"},
+                {"STREAMRANK_FAST_UPDATE_MAX": str(FAST_MAX_EDGES + 1)}):
+        with pytest.raises(InvalidArgumentError):
+            FastUpdate.from_env(bad)
+    with pytest.raises(InvalidArgumentError):
+        FastUpdate(slot_room=-1)
+
+
+def _adjacency(backend, offset, degree, indices, n):
+    off, deg, idx = (backend.to_host(a) for a in (offset, degree, indices))
+    return [sorted(idx[off[v]: off[v] + deg[v]].tolist()) for v in range(n)]
+
+
+def test_many_batches_relocate_and_compact_and_both_directions_agree(device):
+    """Hub vertices outgrow their room again and again, deletions leave holes; after every
+    batch the out- and in-lists hold exactly the edge set (the CPU store relocates segments
+    and compacts its arrays along the way)."""
+    rng = np.random.default_rng(9)
+    g, be = _graph(device, rng.integers(0, 200, 400), rng.integers(0, 200, 400))
+    truth = _edge_set(g, be)
+    for b in range(60):
+        hubs = rng.integers(0, 40, 30)  # many insertions from and to a few vertices
+        s = np.concatenate([hubs, rng.integers(0, 260, 30)])
+        d = np.concatenate([rng.integers(0, 260, 30), hubs])
+        es, ed = (be.to_host(a) for a in g.edges_external())
+        pick = rng.integers(0, es.shape[0], 25)
+        src, dst = np.concatenate([s, es[pick]]), np.concatenate([d, ed[pick]])
+        ins = np.concatenate([np.ones(60, bool), np.zeros(25, bool)])
+        final = {}
+        for a, c, i in zip(src.tolist(), dst.tolist(), ins.tolist()):
+            final[(a, c)] = i
+        for e, i in final.items():
+            (truth.add if i else truth.discard)(e)
+        g.apply(EdgeBatch.from_arrays(src, dst, ins, xp=be.xp))
+        assert g.num_edges == len(truth)
+        if b % 10 == 9:
+            assert _edge_set(g, be) == truth
+            n = g.num_vertices
+            ext = be.to_host(g.ids.external)
+            outs = _adjacency(be, g.out_offset, g.out_degree, g.out_indices, n)
+            ins_ = _adjacency(be, g.in_offset, g.in_degree, g.in_indices, n)
+            assert {(int(ext[u]), int(ext[v])) for u in range(n) for v in outs[u]} == truth
+            assert {(int(ext[u]), int(ext[v])) for v in range(n) for u in ins_[v]} == truth
+    s, d = (be.to_host(a) for a in g.edges())
+    assert np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] > d[:-1])))  # sorted by (src, dst)

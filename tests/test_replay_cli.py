@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamrank.cli import main
+from streamrank.config import ALGORITHMS
 from streamrank.replay import BUNDLED_GRAPH
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,13 +27,13 @@ def test_replay_all_algorithms_json_plot_ranks(tmp_path, capsys):
     assert doc["graph"]["batches"] == 12 and doc["graph"]["batch_size"] == 50
     assert doc["graph"]["vertices"] > 1000
     runs = {r["algorithm"]: r for r in doc["runs"]}
-    assert set(runs) == {"static", "nd", "dt", "df", "dfp"}
+    assert set(runs) == set(ALGORITHMS)
     for name, r in runs.items():
         for key in ("batches", "batch_ms_median", "batch_ms_p95", "iterations_median", "affected_median",
                     "l1_error", "linf_error", "top20_precision", "top100_precision"):
             assert key in r, (name, key)
         assert r["batches"] == 12 and r["device"] == "cpu"
-        assert r["l1_error"] < (1e-5 if name == "dfp" else 1e-7)
+        assert r["l1_error"] < (1e-5 if name in ("dfp", "auto") else 1e-7)
         assert r["top20_precision"] == 1.0
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
     table = pq.read_table(ranks)
@@ -49,6 +50,18 @@ def test_replay_with_deletions(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["graph"]["deletions_per_batch"] == 8 and doc["graph"]["dangling"] == "self-loop"
     assert doc["runs"][0]["l1_error"] < 1e-5
+
+
+def test_replay_networkx_baseline(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    rc = main(["replay", str(BUNDLED_GRAPH), "--batch-size", "20", "--max-batches", "9", "--baseline", "networkx",
+               "--baseline-samples", "3", "--json", str(out), "--no-progress", "--device", "cpu"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "baseline: networkx.pagerank" in text and "under the NetworkX recompute" in text
+    bl = json.loads(out.read_text())["baseline"]
+    assert bl["baseline"] == "networkx" and bl["batches"] == [1, 5, 9]
+    assert len(bl["ms"]) == 3 and all(m > 0 for m in bl["ms"]) and bl["median_ms"] == sorted(bl["ms"])[1]
 
 
 def test_replay_bad_lines_are_counted_and_skipped(tmp_path, capsys):

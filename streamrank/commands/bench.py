@@ -9,7 +9,8 @@ from ..backend import DEVICES
 from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 
-HELP = "benchmark Static/ND/DT/DF/DF-P per batch (graph + rank update) on an R-MAT graph or a file"
+HELP = ("benchmark Static/ND/DT/DF/DF-P per batch (graph + rank update) on an R-MAT graph or a file; "
+        "--protocol temporal replays a SNAP temporal file as the published DF-P experiments do")
 
 
 def _floats(text: str) -> tuple:
@@ -22,29 +23,47 @@ def _floats(text: str) -> tuple:
     return vals
 
 
-def _algorithms(text: str) -> tuple:
+def _algorithms(text: str, *, with_static: bool = True) -> tuple:
     names = tuple(v.strip() for v in text.split(",") if v.strip())
     for n in names:
         if n not in ALGORITHMS:
             raise InvalidArgumentError(f"unknown algorithm {n!r} (choose from {', '.join(ALGORITHMS)})")
-    if "static" not in names:
+    if not names:
+        raise InvalidArgumentError("--algorithms is empty")
+    if with_static and "static" not in names:
         names = ("static",) + names  # speedups are against Static measured in the same run
     return names
 
 
 def add_arguments(p):
     p.add_argument("--graph", default="rmat:18", help="rmat:SCALE[:EDGEFACTOR] or an edge file (default rmat:18)")
-    p.add_argument("--batch-fractions", default="1e-7,1e-5,1e-3",
-                   help="batch sizes as shares of |E|, comma-separated (default 1e-7,1e-5,1e-3)")
-    p.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                   help="comma-separated subset of static,nd,dt,df,dfp (static is always run)")
-    p.add_argument("--batches", type=int, default=5, help="timed batches per fraction (default 5, plus one warm-up)")
+    p.add_argument("--protocol", default="random", choices=("random", "temporal"),
+                   help="random: random batches of 80%% insertions / 20%% deletions on the graph; temporal: the "
+                        "published DF-P protocol on a SNAP temporal file (first 90%% of its lines as the base, then "
+                        "consecutive insert-only batches of fraction x lines)")
+    p.add_argument("--batch-fractions", default=None,
+                   help="batch sizes as shares of |E| (random; default 1e-7,1e-5,1e-3) or of the file's lines "
+                        "(temporal; default 1e-5,1e-4,1e-3), comma-separated")
+    p.add_argument("--algorithms", default=None,
+                   help="comma-separated subset of static,nd,dt,df,dfp (default: all for random, where static is "
+                        "always run; dfp for temporal)")
+    p.add_argument("--batches", type=int, default=None,
+                   help="timed batches per fraction (random: default 5, plus one warm-up; temporal: default 20)")
+    p.add_argument("--vertices", type=int, default=None, metavar="N",
+                   help="temporal: create the vertex ids 0..N-1 up front (the published runs use 10x |V|)")
+    p.add_argument("--base-fraction", type=float, default=0.9, help="temporal: share of the lines in the base graph")
+    p.add_argument("--error-every", type=int, default=1, metavar="K",
+                   help="temporal: take the L1 error against the oracle after every K-th batch and the last")
+    p.add_argument("--reference-log", default=None, metavar="FILE",
+                   help="temporal: output of shared/tools/seed-dfp-bench from the same device call; its DF-P "
+                        "figures and the ratio join the table")
     p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="write a plot (matplotlib, Agg)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", default="float64", choices=DTYPES)
-    p.add_argument("--dangling", default="uniform", choices=DANGLING_MODES)
+    p.add_argument("--dangling", default=None, choices=DANGLING_MODES,
+                   help="default: uniform (random), self-loop (temporal, the published setting)")
     p.add_argument("--tol", type=float, default=1e-10)
     p.add_argument("--switch-degree", type=int, default=64)
     p.add_argument("--frontier-tol", type=float, default=1e-6, help="DF/DF-P frontier tolerance (default 1e-6)")
@@ -53,18 +72,37 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..bench import BenchOptions, format_report, plot_report, run_bench
-
-    cfg = RankConfig(dtype=args.dtype, dangling=args.dangling, tol=args.tol, switch_degree=args.switch_degree,
+    temporal = args.protocol == "temporal"
+    dangling = args.dangling or ("self-loop" if temporal else "uniform")
+    cfg = RankConfig(dtype=args.dtype, dangling=dangling, tol=args.tol, switch_degree=args.switch_degree,
                      frontier_tol=args.frontier_tol, prune_tol=args.prune_tol)
-    opts = BenchOptions(graph=args.graph, fractions=_floats(args.batch_fractions),
-                        algorithms=_algorithms(args.algorithms), batches=args.batches,
-                        device=args.device, seed=args.seed, config=cfg, baselines=not args.no_baselines)
-    report = run_bench(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(format_report(report))
+    fractions = _floats(args.batch_fractions or ("1e-5,1e-4,1e-3" if temporal else "1e-7,1e-5,1e-3"))
+    # random: speedups are against Static, always run; temporal: against the reference DF-P
+    algorithms = _algorithms(args.algorithms or ("dfp" if temporal else ",".join(ALGORITHMS)), with_static=not temporal)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if temporal:
+        from ..bench.temporal import TemporalOptions, format_temporal, plot_temporal, run_temporal
+
+        opts = TemporalOptions(path=args.graph, fractions=fractions, algorithms=algorithms,
+                               batches=args.batches or 20, vertices=args.vertices, base_fraction=args.base_fraction,
+                               device=args.device, config=cfg, reference_log=args.reference_log,
+                               error_every=args.error_every)
+        report = run_temporal(opts, log=log)
+        text, plot = format_temporal(report), plot_temporal
+    else:
+        from ..bench import BenchOptions, format_report, plot_report, run_bench
+
+        if args.vertices is not None or args.reference_log:
+            raise InvalidArgumentError("--vertices and --reference-log belong to --protocol temporal")
+        opts = BenchOptions(graph=args.graph, fractions=fractions, algorithms=algorithms,
+                            batches=args.batches or 5, device=args.device, seed=args.seed, config=cfg,
+                            baselines=not args.no_baselines)
+        report = run_bench(opts, log=log)
+        text, plot = format_report(report), plot_report
+    print(text)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=1, default=str)
     if args.plot:
-        plot_report(report, args.plot)
+        plot(report, args.plot)
     return 0

@@ -13,7 +13,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--checkpoint-dir", required=True, metavar="DIR", help="the daemon's checkpoint directory")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--top", type=int, metavar="K", help="the K best vertices")
-    what.add_argument("--vertex", type=int, action="append", metavar="ID", help="rank of vertex ID (repeatable)")
+    what.add_argument("--vertex", action="append", metavar="ID",
+                      help="rank of vertex ID, an integer or a string id (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -33,11 +34,31 @@ def load_ranks(checkpoint_dir: str):
         raise CheckpointError(f"no checkpoint in {checkpoint_dir}")
     if ck.ranks is not None:
         ids, p = ck.ranks
-    else:  # older checkpoints without saved ranks: from the engine state
+    else:  # checkpoints without saved ranks: from the engine state
         ids = np.asarray(ck.engine_state["external"], dtype=np.int64)
+        if ck.engine_state.get("id_type") == "string":
+            from ..string_ids import StringIdMap
+
+            ids = StringIdMap.from_state(ck.engine_state).decode(ids)
         x = np.asarray(ck.engine_state["x"], dtype=np.float64)
         p = x / x.sum() if x.size else x
     return ids, p, ck
+
+
+def _vertex_key(text: str, string_ids: bool):
+    """The id to look up: the text itself for string ids, else the integer it spells."""
+    from ..errors import InvalidArgumentError
+
+    if string_ids:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"--vertex {text!r}: this checkpoint has integer vertex ids") from None
+
+
+def _json_id(v):
+    return v if isinstance(v, str) else int(v)
 
 
 def run(args) -> int:
@@ -50,21 +71,24 @@ def run(args) -> int:
             raise InvalidArgumentError("--top must be >= 1")
         k = min(args.top, p.shape[0])
         order = np.lexsort((ids, -p))[:k]
-        out["top"] = [{"rank_position": i + 1, "vertex": int(ids[j]), "rank": float(p[j])} for i, j in enumerate(order)]
+        out["top"] = [{"rank_position": i + 1, "vertex": _json_id(ids[j]), "rank": float(p[j])}
+                      for i, j in enumerate(order)]
         rows = out["top"]
     else:
-        index = {int(v): i for i, v in enumerate(ids.tolist())}
+        string_ids = ids.dtype == object
+        index = {v: i for i, v in enumerate(ids.tolist())}
         rows = []
-        for v in args.vertex:
-            j = index.get(int(v))
-            rows.append({"vertex": int(v), "rank": None if j is None else float(p[j])})
+        for text in args.vertex:
+            v = _vertex_key(text, string_ids)
+            j = index.get(v)
+            rows.append({"vertex": v, "rank": None if j is None else float(p[j])})
         out["vertices_queried"] = rows
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps(out, ensure_ascii=False))
     else:
         print(f"# checkpoint seq={ck.seq} ({out['vertices']} vertices): {ck.path}")
         for r in rows:
             rank = "unknown vertex" if r["rank"] is None else f"{r['rank']:.12g}"
             pos = f"{r['rank_position']:>6}  " if "rank_position" in r else ""
-            print(f"{pos}{r['vertex']:>20}  {rank}")
+            print(f"{pos}{str(r['vertex']):>20}  {rank}")
     return 0 if all(r["rank"] is not None for r in rows) else 1

@@ -11,6 +11,7 @@ from ..backend import DEVICES
 from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 from ..table import format_table
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
 HELP = "replay a file of timestamped edges (default: the bundled CollegeMsg graph) and report ranks, time and error"
 
@@ -45,6 +46,10 @@ def add_arguments(p):
     p.add_argument("--keep-order", action="store_true", help="keep file order instead of timestamp order")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line")
     p.add_argument("--format", default=None, help="override the format detected from the extension")
+    p.add_argument("--id-type", default="auto", choices=ID_TYPES,
+                   help="vertex ids: integers, strings, or auto (fixed by the first data line; default)")
+    p.add_argument("--max-id-bytes", type=int, default=DEFAULT_MAX_ID_BYTES,
+                   help="longest string id in UTF-8 bytes (default 1024)")
     p.add_argument("--alpha", type=float, default=0.85)
     p.add_argument("--tol", type=float, default=1e-10)
     p.add_argument("--frontier-tol", type=float, default=1e-6)
@@ -52,6 +57,10 @@ def add_arguments(p):
     p.add_argument("--dtype", default="float64", choices=DTYPES)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--baseline", default=None, choices=["networkx"],
+                   help="also time networkx.pagerank of the graph after a few sampled batches and print "
+                        "it beside each algorithm's time per batch (needs NetworkX)")
+    p.add_argument("--baseline-samples", type=int, default=5, help="batches whose graph the baseline ranks (default 5)")
 
 
 def run(args) -> int:
@@ -63,7 +72,8 @@ def run(args) -> int:
                         prune_tol=args.prune_tol, dangling=args.dangling, dtype=args.dtype)
     if args.check_every is not None and args.check_every < 1:
         raise InvalidArgumentError("--check-every must be >= 1")
-    stream = read_stream(path, keep_order=args.keep_order, strict=args.strict, fmt=args.format)
+    stream = read_stream(path, keep_order=args.keep_order, strict=args.strict, fmt=args.format,
+                         id_type=args.id_type, max_id_bytes=args.max_id_bytes)
     if stream.bad_lines:
         print(f"{path}: {stream.bad_lines} bad line(s) skipped; first: "
               + "; ".join(str(x) for x in stream.bad_examples[:3]), file=sys.stderr)
@@ -71,22 +81,25 @@ def run(args) -> int:
                     batch_fraction=args.batch_fraction, batch_size=args.batch_size,
                     delete_fraction=args.delete_fraction, config=config, device=args.device,
                     check=args.check, check_every=args.check_every, max_batches=args.max_batches,
-                    seed=args.seed, progress=not args.no_progress)
+                    seed=args.seed, progress=not args.no_progress, baseline=args.baseline,
+                    baseline_samples=args.baseline_samples)
     g = report.graph
     eng = report.runs[0].engine
     print(f"graph: {g['path']}")
     print(f"  {g['edges_in_file']:,} edges in file, base graph {g['base_edges']:,} edges, "
           f"{g['batches']} batches of {g['batch_size']} ({g['deletions_per_batch']} deletions each), "
-          f"final |V|={g['vertices']:,} |E|={g['edges']:,}, dangling={g['dangling']}")
+          f"final |V|={g['vertices']:,} |E|={g['edges']:,}, {g['id_type']} ids, dangling={g['dangling']}")
     print(f"  backend: {eng.backend.name} ({eng.backend.reason})")
     if args.top > 0:
         ids, p = eng.top_k(args.top)
         print(f"\ntop {len(ids)} ranks ({report.runs[0].algorithm}):")
         for i, (v, r) in enumerate(zip(ids.tolist(), p.tolist()), 1):
-            print(f"  {i:3d}. vertex {v:<12d} {r:.6e}")
+            print(f"  {i:3d}. vertex {str(v):<12} {r:.6e}")
     print()
     rows = [r.summary() for r in report.runs]
     print(format_table(rows, COLUMNS))
+    if report.baseline is not None:
+        _print_baseline(report)
     if args.check:
         if g["oracle"] == "cugraph":
             print("\nerrors are against cuGraph's static PageRank (float64) of the final graph")
@@ -101,7 +114,8 @@ def run(args) -> int:
         import pyarrow.parquet as pq
 
         ids, p = eng.ranks()
-        pq.write_table(pa.table({"vertex": ids.astype(np.int64), "rank": p}), args.ranks_out)
+        vertex = pa.array(ids, type=pa.string()) if eng.id_type == "string" else ids.astype(np.int64)
+        pq.write_table(pa.table({"vertex": vertex, "rank": p}), args.ranks_out)
         print(f"wrote {args.ranks_out}")
     if args.plot:
         from ..plots import plot_replay
@@ -109,3 +123,15 @@ def run(args) -> int:
         plot_replay(report, args.plot)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _print_baseline(report) -> None:
+    """The baseline's median beside every algorithm's median time per batch."""
+    bl = report.baseline
+    print(f"\nbaseline: networkx.pagerank (defaults, alpha={report.graph['alpha']}) of the graph after batches "
+          f"{', '.join(str(b) for b in bl.batches)}: median {bl.median_ms:.1f} ms "
+          f"({', '.join(f'{m:.1f}' for m in bl.ms)})")
+    for run in report.runs:
+        med = run.summary()["batch_ms_median"]
+        print(f"  {run.algorithm}: {med:.3g} ms per batch (graph update included), "
+              f"{bl.median_ms / med:.0f}x under the NetworkX recompute")

@@ -52,6 +52,10 @@ _FLAGS = {
     "--drift-bound": ("drift_bound", dict(type=float, metavar="L1", help="replace the ranks when the L1 error exceeds this (default 1e-5)")),
     "--metrics-port": ("metrics_port", dict(type=int, metavar="PORT", help="serve Prometheus metrics on PORT")),
     "--max-message-bytes": ("max_message_bytes", dict(type=int, metavar="BYTES", help="larger messages are dead-lettered (default 8 MiB)")),
+    "--id-type": ("id_type", dict(choices=("auto", "int", "string"),
+                                   help="vertex ids: int, string, or auto (fixed by the first record; default)")),
+    "--max-id-bytes": ("max_id_bytes", dict(type=int, metavar="BYTES",
+                                            help="longer string ids are dead-lettered as id_too_long (default 1024)")),
     "--applied-log": ("applied_log", dict(metavar="PATH", help="append a JSON line per restore/batch/checkpoint (audit, tests)")),
 }
 

@@ -24,10 +24,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from ..checkpoint import list_checkpoints, save_checkpoint
 from ..checkpoint_log import BatchLog, LoggedBatch, log_path
 from ..recovery import Restored, list_logs, restore_latest
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES
 
 log = logging.getLogger("streamrank.daemon")
 
@@ -67,9 +69,11 @@ class CheckpointStage:
         self._full_bytes = 0
         self._force_full = True
 
-    def restore(self, *, device, algorithm, config) -> Restored | None:
+    def restore(self, *, device, algorithm, config, id_type: str = "auto",
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> Restored | None:
         """Restore the latest state (full checkpoint + logged batches) and continue its log."""
-        r = restore_latest(self.directory, device=device, algorithm=algorithm, config=config)
+        r = restore_latest(self.directory, device=device, algorithm=algorithm, config=config, id_type=id_type,
+                           max_id_bytes=max_id_bytes)
         if r is None:
             return None
         self._full_bytes = os.path.getsize(r.snapshot.path)
@@ -81,7 +85,7 @@ class CheckpointStage:
 
     def record(self, seq: int, src, dst, insert) -> None:
         """Remember an applied batch (external ids) for the next checkpoint."""
-        self._pending.append(LoggedBatch(int(seq), np.asarray(src), np.asarray(dst), np.asarray(insert, dtype=bool)))
+        self._pending.append(LoggedBatch(int(seq), _ids(src), _ids(dst), np.asarray(insert, dtype=bool)))
 
     def force_full(self) -> None:
         """The next checkpoint is full (the state changed outside a batch)."""
@@ -90,7 +94,7 @@ class CheckpointStage:
     def _full_due(self) -> bool:
         if self._force_full or self._log is None or self._since_full + 1 >= self.full_every:
             return True
-        pending = sum(int(b.src.shape[0]) for b in self._pending) * 17  # ~bytes per logged edge
+        pending = sum(_logged_bytes(b) for b in self._pending)
         return self._full_bytes > 0 and self._log.nbytes + pending > LOG_TO_FULL_RATIO * self._full_bytes
 
     def write(self, engine, *, positions: dict, ranks, meta: dict) -> CheckpointInfo:
@@ -141,3 +145,18 @@ class CheckpointStage:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def _ids(values):
+    """Logged ids: NumPy int64 / ``object`` arrays as NumPy, Arrow string arrays as they are."""
+    return values if isinstance(values, (pa.Array, pa.ChunkedArray)) else np.asarray(values)
+
+
+def _logged_bytes(b: LoggedBatch) -> int:
+    """About the bytes a batch takes in the log (17 per integer edge; string ids by their size)."""
+    n = int(len(b.insert))
+    if isinstance(b.src, np.ndarray) and b.src.dtype != object:
+        return n * 17
+    size = sum(len(str(v).encode("utf-8")) for v in b.src) if isinstance(b.src, np.ndarray) else b.src.nbytes
+    size += sum(len(str(v).encode("utf-8")) for v in b.dst) if isinstance(b.dst, np.ndarray) else b.dst.nbytes
+    return size + n * 9

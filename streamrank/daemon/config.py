@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 
 from ..config import ALGORITHMS, RankConfig
 from ..errors import InvalidArgumentError
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
 ENV_PREFIX = "STREAMRANK_"
 
@@ -57,6 +58,8 @@ class DaemonConfig:
     poll_max_records: int = 5000
     lag_interval: float = 5.0
     applied_log: str | None = None
+    id_type: str = "auto"
+    max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     rank: RankConfig = field(default_factory=RankConfig)
 
     def validate(self) -> "DaemonConfig":
@@ -83,8 +86,10 @@ class DaemonConfig:
             raise InvalidArgumentError(f"--kafka-client must be auto, confluent or kafka-python, got {self.kafka_client!r}")
         if self.publish_format not in ("keyed", "arrow", "both"):
             raise InvalidArgumentError(f"--publish-format must be keyed, arrow or both, got {self.publish_format!r}")
+        if self.id_type not in ID_TYPES:
+            raise InvalidArgumentError(f"--id-type must be one of {ID_TYPES}, got {self.id_type!r}")
         for name in ("checkpoint_every", "checkpoint_keep", "full_checkpoint_every", "batch_size", "poll_max_records",
-                     "max_message_bytes"):
+                     "max_message_bytes", "max_id_bytes"):
             if int(getattr(self, name)) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",

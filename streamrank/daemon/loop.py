@@ -33,6 +33,7 @@ from connectors.records import EdgeChunk
 from ..batch import EdgeBatch
 from ..engine import Engine
 from ..errors import SourceError, StreamrankError
+from ..vertex_ids import IdTypeLock, concat_ids
 from .checkpoints import CheckpointStage
 from .config import DaemonConfig
 from .drift import DriftGuard
@@ -85,11 +86,13 @@ class Daemon:
         self._applied_log = None
         self._ranks = None             # (ids, p) of the last batch, when computed
         self.edges_applied = 0
+        self.id_lock: IdTypeLock | None = None  # the stream's vertex id kind, shared by the source
 
     # ================================================================== setup
     def _restore(self) -> None:
         cfg = self.cfg
-        ck = self.ckpt.restore(device=cfg.device, algorithm=cfg.algorithm, config=cfg.rank)
+        ck = self.ckpt.restore(device=cfg.device, algorithm=cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
+                               max_id_bytes=cfg.max_id_bytes)
         if ck is not None:
             self.engine = ck.engine
             self.positions = dict(ck.positions)
@@ -97,36 +100,44 @@ class Daemon:
                      ck.snapshot.path, ck.replayed, ck.seq, self.engine.graph.num_vertices,
                      self.engine.graph.num_edges, self.positions)
         else:
-            self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank)
+            self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
+                                 max_id_bytes=cfg.max_id_bytes)
             if cfg.base_graph:
                 self._load_base(cfg.base_graph)
             log.info("no checkpoint in %s: starting from %s", cfg.checkpoint_dir,
                      f"base graph {cfg.base_graph}" if cfg.base_graph else "an empty graph")
-        log.info("engine: device=%s (%s), algorithm=%s", self.engine.backend.name, self.engine.backend.reason,
-                 cfg.algorithm)
+        self.id_lock = IdTypeLock(cfg.id_type)
+        if cfg.id_type == "auto" and self.engine.id_type != "auto":
+            self.id_lock.admit(self.engine.id_type)  # the restored (or base) graph fixed the stream's id kind
+        log.info("engine: device=%s (%s), algorithm=%s, vertex ids: %s", self.engine.backend.name,
+                 self.engine.backend.reason, cfg.algorithm, self.id_lock.current)
         self._log_event("restore", seq=self.engine.seq, positions=self.positions,
                         checkpoint=ck.snapshot.path if ck else None, replayed=ck.replayed if ck else 0)
 
     def _load_base(self, path: str) -> None:
         from connectors.files import open_edge_file
 
-        srcs, dsts = [], []
-        with open_edge_file(path) as reader:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        tables = []
+        with open_edge_file(path, id_type=self.cfg.id_type, max_id_bytes=self.cfg.max_id_bytes) as reader:
             for t in reader:
-                ins = t.column("op").to_numpy(zero_copy_only=False) > 0
-                srcs.append(t.column("src").to_numpy(zero_copy_only=False)[ins])
-                dsts.append(t.column("dst").to_numpy(zero_copy_only=False)[ins])
-        src = np.concatenate(srcs) if srcs else np.zeros(0, np.int64)
-        dst = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
-        self.engine.load_edges(src, dst)
-        log.info("base graph %s: %d edges", path, src.shape[0])
+                tables.append(t.filter(pc.greater(t.column("op"), 0)).select(["src", "dst"]))
+        if not tables:
+            log.info("base graph %s: no edges", path)
+            return
+        whole = pa.concat_tables(tables).combine_chunks()
+        self.engine.load_edges(whole.column("src"), whole.column("dst"))
+        log.info("base graph %s: %d edges (%s ids)", path, whole.num_rows, self.engine.id_type)
 
     def _open_io(self) -> None:
         cfg = self.cfg
         if cfg.input_dir is not None:
             from connectors.dir_source import DirectorySource
 
-            self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size)
+            self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size, id_type=cfg.id_type,
+                                          id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
         else:
             from connectors.kafka_clients import make_source, resolve_client
 
@@ -135,7 +146,8 @@ class Daemon:
             self.source = make_source(client, bootstrap_servers=cfg.bootstrap_servers, topics=cfg.topic,
                                       group_id=cfg.group_id, start_from=cfg.start_from,
                                       max_message_bytes=cfg.max_message_bytes, max_poll_records=cfg.poll_max_records,
-                                      stop=lambda: self.shutdown.requested)
+                                      stop=lambda: self.shutdown.requested, id_type=cfg.id_type,
+                                      id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
         if cfg.publish_topic or cfg.dead_letter_topic:
             from connectors.kafka_clients import make_producer
 
@@ -258,8 +270,8 @@ class Daemon:
             c = chunks[0]
             src, dst, ins = c.src, c.dst, c.insert
         else:
-            src = np.concatenate([c.src for c in chunks])
-            dst = np.concatenate([c.dst for c in chunks])
+            src = concat_ids([c.src for c in chunks])  # int64 arrays or Arrow strings (one kind per stream)
+            dst = concat_ids([c.dst for c in chunks])
             ins = np.concatenate([c.insert for c in chunks])
         batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
         step = eng.apply(batch)

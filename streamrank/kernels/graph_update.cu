@@ -160,16 +160,19 @@ __global__ void insert_grouped(const long long* __restrict__ keys, const long lo
     if (moved >= 0) {
       for (I p = lane; p < d; p += 32) idx[moved + p] = idx[base + p];
       base = moved;
-      if (lane == 0) {
-        off[u] = moved;
-        cap[u] = new_cap[i];
-      }
     }
     const long long k = hi - i;
     for (long long j = lane; j < k; j += 32) {
       idx[base + d + j] = static_cast<I>(keys[i + j] & 0xffffffffLL);
     }
-    if (lane == 0) deg[u] = d + static_cast<I>(k);
+    __syncwarp();  // every lane has read off[u] and deg[u] (above) before lane 0 rewrites them
+    if (lane == 0) {
+      if (moved >= 0) {
+        off[u] = moved;
+        cap[u] = new_cap[i];
+      }
+      deg[u] = d + static_cast<I>(k);
+    }
   }
 }
 

@@ -73,3 +73,30 @@ def get_kernel(filename: str, name: str, name_expressions: tuple, options: tuple
         return module.get_function(name)
     except Exception as exc:
         raise KernelError(f"kernel {name!r} not found in {filename}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=None)
+def _device_limits(device_id: int) -> tuple:
+    """(multiprocessors, threads, registers, blocks, shared bytes per multiprocessor), queried
+    once per device: reading ``Device.attributes`` asks the driver for every attribute."""
+    import cupy as cp
+
+    attrs = cp.cuda.Device(device_id).attributes
+    return (int(attrs["MultiProcessorCount"]), int(attrs["MaxThreadsPerMultiProcessor"]),
+            int(attrs["MaxRegistersPerMultiprocessor"]), int(attrs.get("MaxBlocksPerMultiprocessor", 32)),
+            int(attrs["MaxSharedMemoryPerMultiprocessor"]))
+
+
+def resident_blocks(kernel, block: int) -> int:
+    """Blocks of ``block`` threads of ``kernel`` that are resident at once on the current device
+    (the largest grid a cooperative launch of it accepts), from its register and shared memory use."""
+    import cupy as cp
+
+    sms, threads, registers, blocks, shared_mem = _device_limits(cp.cuda.Device().id)
+    regs = max(int(kernel.num_regs), 1)
+    per_block = -(-regs // 8) * 8 * block  # registers are allocated in units of 8 per thread
+    per_sm = min(threads // block, registers // per_block, blocks)
+    shared = int(getattr(kernel, "shared_size_bytes", 0) or 0)
+    if shared:
+        per_sm = min(per_sm, shared_mem // shared)
+    return max(per_sm, 1) * sms

@@ -20,48 +20,7 @@
 // fixed grid, so the host never needs a frontier size to launch. Every kernel first reads
 // status[0] ("done"); once an iteration has declared convergence, launches already queued by the
 // host return at once.
-#include "common.cuh"
-
-namespace {
-
-template <typename V, int SELF>
-__device__ __forceinline__ V closed_form(V s, V alpha, int od, V base) {
-  if (SELF) return (base + alpha * s) / (V(1) - alpha / V(od + 1));
-  return base + alpha * s;
-}
-
-template <typename V, int SELF>
-__device__ __forceinline__ V contribution(V x, int od) {
-  const int d = od + SELF;
-  return d > 0 ? x / V(d) : V(0);
-}
-
-// Single-thread append (block kernels, where only thread 0 decides).
-template <typename I>
-__device__ __forceinline__ void append_split_one(I value, I degree, I switch_degree, I* small_list,
-                                                 I* large_list, int* counters) {
-  if (degree >= switch_degree) large_list[atomicAdd(counters + 1, 1)] = value;
-  else small_list[atomicAdd(counters, 1)] = value;
-}
-
-// The decisions a rank kernel takes for one processed vertex (DF / DF-P).
-struct Decision {
-  bool keep;  // stays in the frontier for the next iteration
-  bool flag;  // its out-neighbours must be marked
-};
-
-template <int MODE>
-__device__ __forceinline__ Decision decide(double xn, double xo, int od, double tau_f, double tau_p) {
-  Decision d{false, false};
-  if (MODE == 0) return d;
-  const double big = xn > xo ? xn : xo;
-  const double rel = big > 0.0 ? fabs(xn - xo) / big : 0.0;
-  d.flag = rel > tau_f && od > 0;
-  d.keep = (MODE == 1) || rel > tau_p;
-  return d;
-}
-
-}  // namespace
+#include "rank_common.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // Partition: ids (or 0..n-1 when ids == nullptr) split into small/large lists by degree[] vs
@@ -77,6 +36,24 @@ __global__ void partition_by_degree(const I* __restrict__ ids, long long n, cons
     const long long i = base + lane;
     const bool valid = i < n;
     const I v = valid ? (ids ? ids[i] : static_cast<I>(i)) : I(0);
+    const I d = valid ? degree[v] : I(0);
+    sr::warp_append_split<I>(valid, v, d, switch_degree, small_list, large_list, counters);
+  }
+}
+
+// The same over sorted ids, each distinct id once (the sources of a batch's changed edges,
+// sorted on the device, so the host needs no count of the distinct ones).
+template <typename I>
+__global__ void partition_unique(const I* __restrict__ sorted_ids, long long n, const I* __restrict__ degree,
+                                 I switch_degree, I* __restrict__ small_list, I* __restrict__ large_list,
+                                 int* __restrict__ counters) {
+  const int lane = threadIdx.x & 31;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long base = static_cast<long long>(blockIdx.x) * blockDim.x + (threadIdx.x - lane); base < n;
+       base += stride) {
+    const long long i = base + lane;
+    const bool valid = i < n && (i == 0 || sorted_ids[i] != sorted_ids[i - 1]);
+    const I v = valid ? sorted_ids[i] : I(0);
     const I d = valid ? degree[v] : I(0);
     sr::warp_append_split<I>(valid, v, d, switch_degree, small_list, large_list, counters);
   }
@@ -104,208 +81,6 @@ __global__ void mark_direct(const I* __restrict__ ids, long long n, int* __restr
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The arguments of one rank computation, in one device struct (built once per call by
-// streamrank.pagerank_gpu._Args): a launch then passes two scalars, which keeps the host-side
-// launch cost of an iteration small. Layout: 24 pointers, 4 doubles, 1 long long, 4 ints.
-template <typename I, typename V>
-struct RankArgs {
-  const long long* in_off;
-  const I* in_deg;
-  const I* in_idx;
-  const long long* out_off;
-  const I* out_deg;
-  const I* out_idx;
-  V* x;          // the iterate (local form x; for MODE 3 the standard-form y)
-  V* cbuf[2];    // contributions: read cbuf[0], write cbuf[1] (MODE 3 alternates by parity)
-  int* aff;      // affected flags (DF/DF-P)
-  I* lists[6];   // pair A (small, large), pair B, flags (small, large)
-  int* cnt;      // counters: A 0,1  B 2,3  flags 4,5  last-block ticket 6
-  int* status;   // done, iterations, converged
-  double* total; // sum of the iterate
-  double* base;  // additive term: 1 (local form) or (alpha*D + (1-alpha)*T)/n (MODE 3)
-  double* part;  // block results: max |dx| [0, nb), sum dx [nb, 2nb), dangling sum [2nb, 3nb)
-  int* hist;     // vertices processed per iteration
-  double alpha, tau_f, tau_p, tol;
-  long long n;
-  int max_iter, switch_degree, gt, gb;
-};
-
-// ---------------------------------------------------------------------------------------------
-// One iteration = up to four launches, each reading its list length on the device:
-//   rank_small  (gt blocks x 256 threads): thread per vertex, in-degree below the switch degree;
-//   rank_large  (gb blocks x 64-256):      block per vertex, strided in-edge loop and a
-//                                          shared-memory reduction, in-degree at or above it;
-//   post_small  (gt blocks x 256):         commit cn -> c of the processed vertices, and marking
-//                                          of out-neighbours of flagged vertices of small
-//                                          out-degree, thread per vertex (DF/DF-P);
-//   mark_large  (gb blocks x 64-256):      the same marking, block per vertex, for large
-//                                          out-degree (DF/DF-P).
-// The last launch of an iteration (rank_large for MODE 3, post_small for MODE 0, mark_large
-// for DF/DF-P) ends with the last block to finish (ticket counter) running finish_iteration.
-// Pull-based rank updates: one writer per vertex, no atomics on ranks; Jacobi (read c, write cn).
-// Small blocks on the block path keep many large vertices in flight per multiprocessor.
-#define SR_SMALL_THREADS 256  // the block-path kernels take any multiple of 32 up to 256
-
-namespace {
-
-template <typename I, typename V>
-struct View {  // per-iteration view of RankArgs
-  const V* c;
-  V* cn;
-  V alpha, base;
-  I* next_small;
-  I* next_large;
-  int* next_count;
-  int cur;
-};
-
-template <typename I, typename V, int MODE>
-__device__ __forceinline__ View<I, V> view_of(const RankArgs<I, V>& a, int parity) {
-  View<I, V> w;
-  w.cur = (MODE == 1 || MODE == 2) ? parity : 0;
-  const int nxt = 1 - w.cur;
-  const bool swap = MODE == 3 && parity;
-  w.c = a.cbuf[swap ? 1 : 0];
-  w.cn = a.cbuf[swap ? 0 : 1];
-  w.alpha = static_cast<V>(a.alpha);
-  w.base = static_cast<V>(a.base[0]);
-  w.next_small = a.lists[2 * nxt];
-  w.next_large = a.lists[2 * nxt + 1];
-  w.next_count = a.cnt + 2 * nxt;
-  return w;
-}
-
-// New value of v from its in-sum, bookkeeping of the change; returns the decision (DF/DF-P).
-template <typename I, typename V, int SELF, int MODE>
-__device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const View<I, V>& w, I v, V s,
-                                                  I od, V xo, double& lmax, double& lsum, double& ldang) {
-  const V xn = closed_form<V, SELF>(s, w.alpha, od, w.base);
-  a.x[v] = xn;  // only this vertex's thread reads x[v]; others read contributions
-  w.cn[v] = contribution<V, SELF>(xn, od);
-  const double diff = static_cast<double>(xn) - static_cast<double>(xo);
-  lmax = fmax(lmax, fabs(diff));
-  lsum += diff;
-  if (MODE == 3 && !SELF && od == 0) ldang += static_cast<double>(xn);
-  const Decision dec =
-      decide<(MODE == 1 || MODE == 2) ? MODE : 0>(static_cast<double>(xn), static_cast<double>(xo), od, a.tau_f, a.tau_p);
-  if (MODE == 2 && !dec.keep) a.aff[v] = 0;
-  return dec;
-}
-
-template <typename I, typename V>
-__device__ __forceinline__ void write_block_results(const RankArgs<I, V>& a, int slot, double lmax, double lsum,
-                                                    double ldang) {
-  const int nb = a.gt + a.gb;
-  a.part[slot] = lmax;
-  a.part[nb + slot] = lsum;
-  a.part[2 * nb + slot] = ldang;
-}
-
-// Second stage of the convergence check, run by the last block of an iteration's last launch:
-// reduce the block results (max |dx|, sum dx, dangling sum), keep sum(x) current, record the
-// iteration, decide (max|dx| / sum(x) < tol, or an empty frontier), zero the counters that the
-// next iteration refills; MODE 3 computes the next base term.
-template <typename I, typename V, int MODE>
-__device__ void finish_iteration(const RankArgs<I, V>& a, const View<I, V>& w, double* scratch) {
-  const int nb = a.gt + a.gb;
-  double m = 0.0, s = 0.0, dang = 0.0;
-  for (int i = threadIdx.x; i < nb; i += blockDim.x) {
-    m = fmax(m, a.part[i]);
-    s += a.part[nb + i];
-    dang += a.part[2 * nb + i];
-  }
-  m = sr::block_max(m, scratch);
-  s = sr::block_sum(s, scratch);
-  dang = sr::block_sum(dang, scratch);
-  if (threadIdx.x == 0) {
-    const double t = a.total[0] + s;
-    a.total[0] = t;
-    if (MODE == 3) a.base[0] = (a.alpha * dang + (1.0 - a.alpha) * t) / static_cast<double>(a.n);
-    const int it = a.status[1] + 1;
-    a.status[1] = it;
-    a.hist[it - 1] = a.cnt[2 * w.cur] + a.cnt[2 * w.cur + 1];
-    bool conv = t > 0.0 && m / t < a.tol;
-    if ((MODE == 1 || MODE == 2) && w.next_count[0] + w.next_count[1] == 0) conv = true;  // frontier empty
-    a.status[2] = conv ? 1 : 0;
-    if (conv || it >= a.max_iter) a.status[0] = 1;
-    if (MODE == 1 || MODE == 2) {
-      a.cnt[2 * w.cur] = 0;
-      a.cnt[2 * w.cur + 1] = 0;
-      a.cnt[4] = 0;
-      a.cnt[5] = 0;
-    }
-    a.cnt[6] = 0;
-  }
-}
-
-// True in every thread of the block that finished last among the grid's blocks.
-__device__ __forceinline__ bool last_block_done(int* ticket, int* flag) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    *flag = atomicAdd(ticket, 1) == static_cast<int>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  const bool last = *flag != 0;
-  if (last) __threadfence();
-  return last;
-}
-
-// Marking of out-neighbours (DF/DF-P inside an iteration, DT's traversal outside): a
-// neighbour u not yet affected becomes affected (aff[u] 0 -> 1) and is appended to the next
-// lists, split by split_deg[u] vs switch_degree.
-template <typename I>
-__device__ __forceinline__ bool try_mark(int* aff, I u, bool valid) {
-  return valid && aff[u] == 0 && atomicCAS(aff + u, 0, 1) == 0;
-}
-
-// Thread per vertex (out-list out_idx[o .. o + od), od = 0 for an idle lane). Every lane of
-// the warp must call it: the loop runs to the warp's largest degree so that the
-// warp-aggregated append stays convergent. Two out-edges per step: loads and CAS in flight
-// together.
-template <typename I>
-__device__ __forceinline__ void mark_out_thread(const I* __restrict__ out_idx, long long o, I od, int* aff,
-                                                const I* __restrict__ split_deg, I switch_degree, I* next_small,
-                                                I* next_large, int* next_count) {
-  const int widest = static_cast<int>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(od)));
-  for (int k = 0; k < widest; k += 2) {
-    const I u0 = k < od ? out_idx[o + k] : I(0);
-    const I u1 = k + 1 < od ? out_idx[o + k + 1] : I(0);
-    const bool p0 = try_mark<I>(aff, u0, k < od);
-    const bool p1 = try_mark<I>(aff, u1, k + 1 < od);
-    sr::warp_append_split<I>(p0, u0, p0 ? split_deg[u0] : I(0), switch_degree, next_small, next_large, next_count);
-    sr::warp_append_split<I>(p1, u1, p1 ? split_deg[u1] : I(0), switch_degree, next_small, next_large, next_count);
-  }
-}
-
-// Block per vertex. Every thread of the block must call it (the round count is uniform over
-// the block). Four out-edges per thread per round: loads and CAS in flight together.
-template <typename I>
-__device__ __forceinline__ void mark_out_block(const I* __restrict__ out_idx, long long o, I od, int* aff,
-                                               const I* __restrict__ split_deg, I switch_degree, I* next_small,
-                                               I* next_large, int* next_count) {
-  constexpr int kUnroll = 4;
-  for (I b0 = 0; b0 < od; b0 += kUnroll * blockDim.x) {
-    I u[kUnroll];
-    bool p[kUnroll];
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-      const I k = b0 + j * blockDim.x + threadIdx.x;
-      p[j] = k < od;
-      u[j] = p[j] ? out_idx[o + k] : I(0);
-    }
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) p[j] = try_mark<I>(aff, u[j], p[j]);
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-      sr::warp_append_split<I>(p[j], u[j], p[j] ? split_deg[u[j]] : I(0), switch_degree, next_small, next_large,
-                               next_count);
-    }
-  }
-}
-
-}  // namespace
 
 template <typename I, typename V, int SELF, int MODE>
 __global__ void __launch_bounds__(SR_SMALL_THREADS, 4) rank_small(const RankArgs<I, V>* __restrict__ args, int parity) {
@@ -596,4 +371,22 @@ __global__ void reduce_blocks(const double* __restrict__ part, int nparts, doubl
   for (int i = threadIdx.x; i < nparts; i += blockDim.x) v = op ? fmax(v, part[i]) : v + part[i];
   v = op ? sr::block_max(v, scratch) : sr::block_sum(v, scratch);
   if (threadIdx.x == 0) out[0] = v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copy a list pair with its counters (the launch sequence taking over frontier_loop.cu's frontier).
+template <typename I>
+__global__ void copy_pair(const I* __restrict__ src_small, const I* __restrict__ src_large,
+                          const int* __restrict__ src_cnt, I* __restrict__ dst_small, I* __restrict__ dst_large,
+                          int* __restrict__ dst_cnt) {
+  const long long c0 = src_cnt[0], c1 = src_cnt[1];
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < c0 + c1; t += stride) {
+    if (t < c0) dst_small[t] = src_small[t];
+    else dst_large[t - c0] = src_large[t - c0];
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    dst_cnt[0] = static_cast<int>(c0);
+    dst_cnt[1] = static_cast<int>(c1);
+  }
 }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels.loader import resident_blocks
 from ._graph import GraphArrays
 from .gpu_kernels import ctype, kernel
 from .snapshot import Snapshot, build_snapshot
@@ -251,18 +252,6 @@ def _sparse_phase(ga, p, scal, seeds, pers_dense, *, mode, inv_n, alpha, tol, ma
     return p, it, change
 
 
-def _coop_grid(k, block: int) -> int:
-    """Blocks of ``block`` threads of kernel ``k`` that are resident at once on this device."""
-    import cupy as cp
-
-    attrs = cp.cuda.Device().attributes
-    regs = max(int(k.num_regs), 1)
-    per_block = -(-regs // 8) * 8 * block  # registers are allocated in units of 8 per thread
-    per_sm = min(int(attrs["MaxThreadsPerMultiProcessor"]) // block, int(attrs["MaxRegistersPerMultiprocessor"]) // per_block,
-                 int(attrs.get("MaxBlocksPerMultiprocessor", 32)))
-    return max(per_sm, 1) * int(attrs["MultiProcessorCount"])
-
-
 def _dense_coop(snap, t, bufs, contribs, pers, scal, *, mode, inv_n, alpha, tol, start, max_iter, required):
     """The dense phase as one cooperative launch; ``(last iteration, its change)``, or None when
     the graph is too large for it or cooperative launches fail here (then remembered)."""
@@ -274,7 +263,7 @@ def _dense_coop(snap, t, bufs, contribs, pers, scal, *, mode, inv_n, alpha, tol,
         return None
     try:
         k = kernel("ppr_power_coop.cu", f"ppr_power_coop<{ctype(snap.in_offset)}, {ctype(snap.in_degree)}, {t}>")
-        grid = _coop_grid(k, plan.block)
+        grid = resident_blocks(k, plan.block)
         if plan.blocks > COOP_WAVES * grid and not required:
             return None
         done = cp.zeros(1, dtype=cp.int32)

@@ -1,11 +1,20 @@
-"""Load the graph a PPR command queries: an edge file, a checkpoint directory, or ``rmat:S[:EF]``."""
+"""Load the graph a PPR command queries: an edge file, a checkpoint directory, or ``rmat:S[:EF]``.
+
+A graph with string vertex ids comes with its :class:`~streamrank.string_ids.StringIdMap`: the
+store's external ids are then the dictionary's integer codes, and the command maps seeds and
+results through it (:func:`load_graph_with_ids`).
+"""
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
+import pyarrow as pa
+
 from ..backend import resolve_backend
 from ..errors import InvalidArgumentError, SourceError
+from ..string_ids import StringIdMap
 
 
 def _store(backend):
@@ -19,7 +28,17 @@ def _store(backend):
 
 
 def load_graph(spec: str, *, device: str = "auto"):
-    """Returns (graph store on the resolved backend, description dict)."""
+    """Returns (graph store on the resolved backend, description dict); string ids as their codes."""
+    graph, desc, _ids = load_graph_with_ids(spec, device=device)
+    return graph, desc
+
+
+def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto"):
+    """Returns ``(graph store, description dict, StringIdMap or None)``.
+
+    The map is given for a graph with string vertex ids (an edge file read with ``id_type``, or
+    a checkpoint of a string-id engine); ``None`` for integer ids.
+    """
     backend = resolve_backend(device)
     cls = _store(backend)
     if spec.startswith("rmat:"):
@@ -33,15 +52,16 @@ def load_graph(spec: str, *, device: str = "auto"):
 
         # generated where the store lives (on the GPU: seconds at scale 22 instead of minutes)
         s, d = rmat_edges(scale, ef, seed=0, xp=backend.xp)
-        return cls.from_edges(s, d), {"graph": spec, "backend": backend.name, "reason": backend.reason}
+        return cls.from_edges(s, d), {"graph": spec, "backend": backend.name, "reason": backend.reason}, None
     if os.path.isdir(spec):
         from ..recovery import load_latest_state
 
         ck = load_latest_state(spec)  # full checkpoint + the batches logged after it
         if ck is None:
             raise SourceError(f"no readable checkpoint in {spec}")
+        ids = StringIdMap.from_state(ck.engine_state) if ck.engine_state.get("id_type") == "string" else None
         return cls.from_state(ck.engine_state), {"graph": spec, "checkpoint": ck.path, "seq": ck.seq,
-                                                 "backend": backend.name, "reason": backend.reason}
+                                                 "backend": backend.name, "reason": backend.reason}, ids
     if not os.path.exists(spec):
         raise SourceError(f"no such graph file or checkpoint directory: {spec}")
     from connectors.files import read_edges
@@ -49,10 +69,20 @@ def load_graph(spec: str, *, device: str = "auto"):
     from ..batch import EdgeBatch
     from ..graph import CpuGraph
 
-    table, _report = read_edges(spec)
+    table, _report = read_edges(spec, id_type=id_type)
+    ids = None
+    if pa.types.is_string(table.schema.field("src").type):  # strings -> codes, as the engine does
+        ids = StringIdMap()
+        n = table.num_rows
+        insert = table.column("op").to_numpy() > 0
+        codes = ids.encode(pa.concat_arrays([table.column("src").combine_chunks(), table.column("dst").combine_chunks()]),
+                           add=np.concatenate([insert, insert]))
+        batch = EdgeBatch(codes[:n], codes[n:], insert)
+    else:
+        batch = EdgeBatch.from_arrow(table)
     g = CpuGraph()
-    g.apply(EdgeBatch.from_arrow(table))
+    g.apply(batch)
     if backend.is_gpu:
         s, d = g.edges_external()
         g = cls.from_edges(s, d)
-    return g, {"graph": spec, "backend": backend.name, "reason": backend.reason}
+    return g, {"graph": spec, "backend": backend.name, "reason": backend.reason}, ids

@@ -1,4 +1,4 @@
-"""Complete-path Monte Carlo on the CPU (NumPy, all walks advanced together per step).
+"""Complete-path Monte Carlo on the CPU (compiled walk loop, :func:`streamrank.cpu_kernels.ppr.walks`).
 
 Each walk starts at a seed (drawn from the personalization), every vertex it visits is
 counted, and at each step it moves to a uniformly random out-neighbour with probability
@@ -13,44 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cpu_kernels.ppr import walks as _walks
 from ._graph import GraphArrays
 
 
 def montecarlo_cpu(ga: GraphArrays, pers, *, alpha: float, dangling: str, walks: int, rng_seed: int = 0):
     """Returns (estimate p, walks, steps)."""
-    rng = np.random.default_rng(rng_seed)
-    n = ga.n
-    seeds, w = pers.internal, pers.weights
-
-    def draw_seeds(m):
-        if seeds.shape[0] == 1:
-            return np.full(m, seeds[0], dtype=np.int64)
-        return seeds[np.minimum(np.searchsorted(np.cumsum(w), rng.random(m), side="right"), seeds.shape[0] - 1)]
-
-    counts = np.zeros(n, dtype=np.int64)
-    cur = draw_seeds(int(walks))
-    np.add.at(counts, cur, 1)
-    steps = int(cur.shape[0])
-    first = True
-    while cur.shape[0]:
-        cur = cur[rng.random(cur.shape[0]) < alpha]
-        m = cur.shape[0]
-        if m == 0:
-            break
-        deg = ga.out_degree[cur].astype(np.int64)
-        dang = deg == 0
-        nxt = np.empty(m, dtype=np.int64)
-        live = ~dang
-        if first:
-            j = np.arange(m, dtype=np.int64)[live] % deg[live]
-        else:
-            j = (rng.random(int(live.sum())) * deg[live]).astype(np.int64)
-        nxt[live] = ga.out_indices[ga.out_offset[cur[live]].astype(np.int64) + j]
-        nd = int(dang.sum())
-        if nd:
-            nxt[dang] = draw_seeds(nd) if dangling == "personalization" else rng.integers(0, n, nd)
-        np.add.at(counts, nxt, 1)
-        steps += m
-        cur = nxt
-        first = False
-    return counts / max(counts.sum(), 1), int(walks), steps
+    seeds = np.ascontiguousarray(pers.internal, dtype=np.int64)
+    cum = np.cumsum(np.asarray(pers.weights, dtype=np.float64))
+    counts, steps = _walks(ga.n, ga.out_offset, ga.out_degree, ga.out_indices, seeds, cum, float(alpha),
+                           dangling == "personalization", int(walks), int(rng_seed))
+    return counts / max(int(counts.sum()), 1), int(walks), int(steps)

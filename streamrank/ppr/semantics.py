@@ -80,8 +80,8 @@ class PprResult:
     def to_dict(self, *, with_vector: bool = False) -> dict:
         """JSON-ready dict (the vector only on request)."""
         out = {
-            "top_k": [[int(v), float(s)] for v, s in self.top_k],
-            "seeds": [int(s) for s in self.seeds],
+            "top_k": [[_json_id(v), float(s)] for v, s in self.top_k],
+            "seeds": [_json_id(s) for s in self.seeds],
             "method": self.method,
             "device": self.device,
             "dangling": self.dangling,
@@ -114,6 +114,11 @@ def check_choice(name: str, value, choices) -> str:
     if value not in choices:
         raise InvalidArgumentError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
+
+
+def _json_id(v):
+    """A vertex id for JSON: a string id as it is, else an int."""
+    return v if isinstance(v, str) else int(v)
 
 
 def check_alpha(alpha) -> float:

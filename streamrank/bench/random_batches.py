@@ -25,135 +25,22 @@ implementation independent of the engine's kernels), else SciPy on the CPU.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .backend import resolve_backend
-from .batch import EdgeBatch
-from .config import ALGORITHMS, RankConfig, check_algorithm
-from .errors import InvalidArgumentError
-from .metrics import l1_error
+from ..auto_policy import AutoPolicy
+from ..backend import resolve_backend
+from ..config import ALGORITHMS, RankConfig, check_algorithm
+from ..errors import InvalidArgumentError
+from ..metrics import l1_error
+from .baselines import CusparsePower, baseline_step, gpu_oracle
+from .inputs import BatchMaker, load_base_edges, parse_graph_spec
 
 DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
 
 
-# ---------------------------------------------------------------------- inputs
-def parse_graph_spec(spec: str) -> dict:
-    """``rmat:SCALE[:EDGEFACTOR]`` or a file path, as a dict."""
-    if not isinstance(spec, str) or not spec:
-        raise InvalidArgumentError("--graph needs rmat:SCALE[:EDGEFACTOR] or a file path")
-    if spec.startswith("rmat:"):
-        parts = spec.split(":")
-        try:
-            scale = int(parts[1])
-            ef = int(parts[2]) if len(parts) > 2 else 16
-        except (IndexError, ValueError) as exc:
-            raise InvalidArgumentError(f"bad R-MAT spec {spec!r}: use rmat:SCALE[:EDGEFACTOR]") from exc
-        if len(parts) > 3 or not 1 <= scale <= 31 or ef < 1:
-            raise InvalidArgumentError(f"bad R-MAT spec {spec!r}")
-        return {"kind": "rmat", "scale": scale, "edge_factor": ef, "name": spec}
-    return {"kind": "file", "path": spec, "name": spec}
-
-
-def load_base_edges(spec: dict, *, xp, seed: int):
-    """Base edges ``(src, dst)`` (external ids, int64, on ``xp``)."""
-    if spec["kind"] == "rmat":
-        from .rmat import rmat_edges
-
-        return rmat_edges(spec["scale"], spec["edge_factor"], seed=seed, xp=xp)
-    from connectors.files import read_edges
-
-    table, _ = read_edges(spec["path"])
-    src = table.column("src").to_numpy(zero_copy_only=False).astype(np.int64)
-    dst = table.column("dst").to_numpy(zero_copy_only=False).astype(np.int64)
-    if "op" in table.column_names:
-        keep = table.column("op").to_numpy(zero_copy_only=False) >= 0
-        src, dst = src[keep], dst[keep]
-    return xp.asarray(src), xp.asarray(dst)
-
-
-class BatchMaker:
-    """Random batches: 80% insertions of random edges, 20% deletions of random base edges."""
-
-    def __init__(self, graph, base_src, base_dst, *, xp, seed: int):
-        self.xp = xp
-        self.graph = graph
-        self.base_src, self.base_dst = base_src, base_dst
-        self.rs = xp.random.RandomState(seed)
-
-    def make(self, size: int) -> EdgeBatch:
-        xp = self.xp
-        n_del = int(round(0.2 * size))
-        n_ins = size - n_del
-        n = self.graph.num_vertices
-        ext = self.graph.ids.external
-        ins_s = ext[self.rs.randint(0, n, n_ins)]
-        ins_d = ext[self.rs.randint(0, n, n_ins)]
-        pick = self.rs.randint(0, int(self.base_src.shape[0]), n_del)
-        src = xp.concatenate([ins_s, self.base_src[pick]])
-        dst = xp.concatenate([ins_d, self.base_dst[pick]])
-        op = xp.concatenate([xp.ones(n_ins, dtype=bool), xp.zeros(n_del, dtype=bool)])
-        perm = self.rs.permutation(size)
-        return EdgeBatch(src[perm].astype(xp.int64), dst[perm].astype(xp.int64), op[perm])
-
-
-# ---------------------------------------------------------------------- baselines
-class CusparsePower:
-    """Standard-form PageRank power iteration on cuSPARSE (``cupyx.scipy.sparse``).
-
-    ``p <- alpha P^T p + (alpha * dangling mass + 1 - alpha) / n``; the matrix is built from the
-    graph's edge list (``rebuild``), which is what a user without a dynamic store does per batch.
-    Stops on ``criterion="linf"`` (the engine's: max change of p) or ``"l1"`` (cuGraph's).
-    """
-
-    def __init__(self, graph, *, alpha: float, dangling: str, dtype: str):
-        import cupy as cp
-        import cupyx.scipy.sparse as csp
-
-        self.cp = cp
-        n = graph.num_vertices
-        s, d = graph.edges()
-        if dangling == "self-loop":
-            loops = cp.arange(n, dtype=cp.int64)
-            s, d = cp.concatenate([s, loops]), cp.concatenate([d, loops])
-        outdeg = cp.bincount(s, minlength=n).astype(dtype)
-        w = (1.0 / outdeg[s]).astype(dtype)
-        self.PT = csp.coo_matrix((w, (d, s)), shape=(n, n)).tocsr()
-        self.PT.sum_duplicates()
-        self.dangling = (outdeg == 0).astype(dtype)
-        self.n, self.alpha, self.dtype = n, float(alpha), dtype
-
-    def run(self, *, tol: float, criterion: str = "linf", p0=None, max_iter: int = 1000):
-        cp = self.cp
-        n, a = self.n, self.alpha
-        if p0 is None:
-            p = cp.full(n, 1.0 / n, dtype=self.dtype)
-        else:
-            p = cp.asarray(p0, dtype=self.dtype)
-            p = p / p.sum()
-        it = 0
-        for it in range(1, max_iter + 1):
-            new = a * (self.PT @ p) + (a * (p @ self.dangling) + 1.0 - a) / n
-            new /= new.sum()
-            diff = cp.abs(new - p)
-            err = float(diff.sum() if criterion == "l1" else diff.max())  # sync: once per iteration
-            p = new
-            if err < tol:
-                break
-        return p, it
-
-
-def gpu_oracle(graph, *, alpha: float, dangling: str):
-    """float64 cuSPARSE power iteration to an L1 change below 1e-13, as a host array."""
-    p, _ = CusparsePower(graph, alpha=alpha, dangling=dangling, dtype="float64").run(
-        tol=1e-13, criterion="l1", max_iter=5000)
-    return p.get()
-
-
-# ---------------------------------------------------------------------- the run
 @dataclass
 class BenchOptions:
     graph: str = "rmat:18"
@@ -203,14 +90,14 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     xp = backend.xp
     cfg = opts.config
     if backend.is_gpu:
-        from . import pagerank_gpu as rank
-        from .graph_gpu import GpuGraph as Graph
+        from .. import pagerank_gpu as rank
+        from ..graph_gpu import GpuGraph as Graph
 
         rank.compile_kernels(cfg.dtype)
     else:
-        from . import pagerank_cpu as rank
-        from .graph import CpuGraph as Graph
-    from .oracle_cugraph import cugraph_available
+        from .. import pagerank_cpu as rank
+        from ..graph import CpuGraph as Graph
+    from ..oracle_cugraph import cugraph_available
 
     spec = parse_graph_spec(opts.graph)
     report = {"graph": dict(spec), "device": _device_name(backend), "backend": backend.name,
@@ -233,12 +120,12 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
 
     def oracle():
         if use_cugraph:
-            from .oracle_cugraph import cugraph_pagerank
+            from ..oracle_cugraph import cugraph_pagerank
 
             return cugraph_pagerank(graph, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
         if backend.is_gpu:
             return gpu_oracle(graph, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
-        from .oracle import oracle_pagerank
+        from ..oracle import oracle_pagerank
 
         return oracle_pagerank(graph, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
 
@@ -272,7 +159,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 f"L1 error {report[label]['l1_error']:.2e}; matrix build {build_ms:.1f} ms")
         del power
     if use_cugraph:
-        from .oracle_cugraph import build_cugraph_graph, pagerank_on
+        from ..oracle_cugraph import build_cugraph_graph, pagerank_on
 
         s, d = graph.edges()
         # float64 weights (ranks computed in float64): float32 at an L1 tolerance of 1e-6 fails
@@ -296,7 +183,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         x = {a: start.x for a in names}
         p_prev = {b: start.ranks for b in extra}
         rec = {a: {"graph_ms": [], "rank_ms": [], "iterations": [], "affected": [], "initial": [],
-                   "converged": []} for a in names + extra}
+                   "converged": [], "ran": []} for a in names + extra}
+        policies = {a: AutoPolicy() for a in names if a == "auto"}
         for b in range(int(opts.batches) + 1):  # batch 0 warms up
             batch = maker.make(size)
             backend.synchronize()
@@ -306,11 +194,15 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             graph_ms = (time.perf_counter() - t) * 1e3
             for a in names:
                 t = time.perf_counter()
-                res = rank.update_pagerank(a, graph, changes, x[a], config=cfg)
+                chosen = policies[a].choose(changes) if a in policies else a
+                res = rank.update_pagerank(chosen, graph, changes, x[a], config=cfg)
                 backend.synchronize()
                 ms = (time.perf_counter() - t) * 1e3
                 x[a] = res.x
+                if a in policies:
+                    policies[a].observe(res, changes, graph.num_vertices)
                 if b:
+                    rec[a]["ran"].append(res.algorithm)
                     r = rec[a]
                     r["graph_ms"].append(graph_ms)
                     r["rank_ms"].append(ms)
@@ -319,7 +211,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                     r["initial"].append(res.initially_affected)
                     r["converged"].append(bool(res.converged))
             for bl in extra:
-                p_prev[bl], gms, rms, its = _baseline_step(bl, graph, p_prev[bl], cfg, backend)
+                p_prev[bl], gms, rms, its = baseline_step(bl, graph, p_prev[bl], cfg, backend)
                 if b:
                     r = rec[bl]
                     r["graph_ms"].append(gms)
@@ -344,6 +236,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 "initial_median": float(np.median(r["initial"])) if r["initial"] else float("nan"),
                 "converged": all(r["converged"]) if r["converged"] else True,
                 "l1_error": l1_error(p_final, ref),
+                "ran": {k: r["ran"].count(k) for k in sorted(set(r["ran"]))},
             })
         for row in rows[-len(names + extra):]:
             a = row["algorithm"]
@@ -385,97 +278,3 @@ def _profile_batch(graph, rank, maker, size, x, cfg, backend):
         rank.STAGE_MS = None
 
 
-def _baseline_step(name, graph, p_prev, cfg, backend):
-    """One batch of a rebuild-and-warm-start baseline: (p, rebuild ms, rank ms, iterations)."""
-    cp = backend.xp
-    n = graph.num_vertices
-    p0 = cp.full(n, 1.0 / n, dtype=cp.float64)
-    p0[: p_prev.shape[0]] = p_prev
-    backend.synchronize()
-    t = time.perf_counter()
-    if name == "cusparse":
-        power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype=cfg.dtype)
-        backend.synchronize()
-        t1 = time.perf_counter()
-        p, its = power.run(tol=cfg.tol, criterion="linf", p0=p0, max_iter=cfg.max_iter)
-    else:
-        from .oracle_cugraph import build_cugraph_graph, pagerank_on
-
-        s, d = graph.edges()
-        handle, g = build_cugraph_graph(s, d, n, dangling=cfg.dangling, weight_dtype="float64")
-        backend.synchronize()
-        t1 = time.perf_counter()
-        p, its = pagerank_on(handle, g, alpha=cfg.alpha, tol=1e-6, initial=p0, graph_dtype="float64"), -1
-    backend.synchronize()
-    t2 = time.perf_counter()
-    return p, (t1 - t) * 1e3, (t2 - t1) * 1e3, its
-
-
-# ---------------------------------------------------------------------- output
-TABLE_COLUMNS = [
-    ("fraction", "fraction"), ("batch_size", "batch"), ("algorithm", "algorithm"),
-    ("graph_ms_median", "graph ms"), ("rank_ms_median", "rank ms"),
-    ("total_ms_median", "total med"), ("total_ms_p95", "total p95"),
-    ("iterations_median", "iters"), ("affected_median", "affected"),
-    ("l1_error", "L1 err"), ("speedup_vs_static", "x static"), ("speedup_vs_cusparse", "x cusparse"),
-    ("speedup_vs_cugraph", "x cugraph"),
-]
-
-
-def format_report(report: dict) -> str:
-    """Header lines and the per-(fraction, algorithm) table."""
-    from .table import format_table
-
-    g = report["graph"]
-    lines = [f"device: {report['device']}  graph: {g['name']} ({g.get('vertices')} vertices, {g.get('edges')} edges)",
-             f"oracle: {report.get('oracle')}  cuGraph: {report.get('cugraph')}  dtype: {report['config']['dtype']}  "
-             f"tol: {report['config']['tol']:g}  dangling: {report['config']['dangling']}"]
-    s = report.get("static")
-    if s:
-        lines.append(f"static (engine): {s['ms']:.2f} ms, {s['iterations']} iterations, L1 error {s['l1_error']:.2e}")
-    for key in ("cusparse_static", "cusparse_static_l1", "cugraph_static"):
-        b = report.get(key)
-        if b:
-            lines.append(f"{key}: {b['ms']:.2f} ms, {b.get('iterations', '?')} iterations, L1 error {b['l1_error']:.2e}")
-    lines.append(format_table(report.get("rows", []), TABLE_COLUMNS))
-    return "\n".join(lines)
-
-
-def plot_report(report: dict, path: str) -> str:
-    """Median per-batch time (graph + rank update) per algorithm and batch fraction (log scale)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = report.get("rows", [])
-    if not rows:
-        raise InvalidArgumentError("nothing to plot: the report has no rows")
-    algos = list(dict.fromkeys(r["algorithm"] for r in rows))
-    fracs = sorted(set(r["fraction"] for r in rows))
-    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(12, 4.5))
-    width = 0.8 / len(algos)
-    for i, a in enumerate(algos):
-        med = [next((r["total_ms_median"] for r in rows if r["algorithm"] == a and r["fraction"] == f), math.nan)
-               for f in fracs]
-        graph_part = [next((r["graph_ms_median"] for r in rows if r["algorithm"] == a and r["fraction"] == f),
-                           math.nan) for f in fracs]
-        err = [next((r["l1_error"] for r in rows if r["algorithm"] == a and r["fraction"] == f), math.nan)
-               for f in fracs]
-        pos = np.arange(len(fracs)) + i * width
-        ax_t.bar(pos, med, width, label=a)
-        ax_t.bar(pos, graph_part, width, color="k", alpha=0.25)
-        ax_e.bar(pos, [max(e, 1e-18) for e in err], width, label=a)
-    for ax in (ax_t, ax_e):
-        ax.set_xticks(np.arange(len(fracs)) + 0.4 - width / 2)
-        ax.set_xticklabels([f"{f:g}|E|" for f in fracs])
-        ax.set_yscale("log")
-    ax_t.set_ylabel("ms per batch (median; shaded: graph update)")
-    ax_e.set_ylabel("L1 error vs oracle (after the last batch)")
-    ax_t.legend(fontsize=8)
-    g = report["graph"]
-    fig.suptitle(f"{g['name']} ({g.get('vertices')} V, {g.get('edges')} E) on {report['device']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path

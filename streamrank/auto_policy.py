@@ -1,0 +1,61 @@
+"""The per-batch choice behind ``algorithm="auto"``: DF-P, or warm-started standard-form sweeps.
+
+DF-P costs what its frontier costs: tiny on a batch whose effect stays local, more than a few
+full sweeps when the frontier floods the graph (on R-MAT a batch reaches the hubs within a hop
+or two). Warm sweeps cost a fixed few passes over all edges. The choice, per batch:
+
+- the rank update itself switches within the batch where the backend can tell cheaply (on the
+  GPU the frontier loop stops when its frontier grows past a share of the vertices, and warm
+  sweeps finish the batch: ``RankResult.algorithm == "dfp>warm"``);
+- :class:`AutoPolicy` remembers floods: after one, batches of at least a quarter of the flooding
+  batch's size go straight to warm sweeps, and DF-P is tried again every ``probe_every`` batches
+  (or on a smaller batch), so that a stream whose batches shrink returns to DF-P.
+
+On the CPU backend DF-P has no in-batch switch; a DF-P batch counts as flooded when it updated
+more vertices than ``flood_sweeps`` full sweeps would.
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidArgumentError
+
+
+class AutoPolicy:
+    """State of the ``auto`` choice for one stream of batches.
+
+    Parameters
+    ----------
+    probe_every : int
+        After this many warm batches in a row, try DF-P again. Default 8.
+    flood_sweeps : float
+        A DF-P batch that updated more than ``flood_sweeps * num_vertices`` vertices in all
+        counts as flooded (where the backend did not switch by itself). Default 3.
+    """
+
+    def __init__(self, *, probe_every: int = 8, flood_sweeps: float = 3.0):
+        if int(probe_every) < 1:
+            raise InvalidArgumentError(f"probe_every must be >= 1, got {probe_every}")
+        if not float(flood_sweeps) > 0:
+            raise InvalidArgumentError(f"flood_sweeps must be > 0, got {flood_sweeps}")
+        self.probe_every = int(probe_every)
+        self.flood_sweeps = float(flood_sweeps)
+        self.flood_size: int | None = None  # changed edges of the last batch that flooded DF-P
+        self.warm_streak = 0
+
+    def choose(self, changes) -> str:
+        """``"warm"`` or ``"auto"`` (DF-P with the backend's in-batch switch) for this batch."""
+        size = changes.num_insertions + changes.num_deletions
+        if self.flood_size is not None and 4 * size >= self.flood_size and self.warm_streak < self.probe_every:
+            return "warm"
+        return "auto"
+
+    def observe(self, result, changes, num_vertices: int) -> None:
+        """Learn from the batch's :class:`~streamrank.result.RankResult`."""
+        size = changes.num_insertions + changes.num_deletions
+        if result.algorithm == "warm":
+            self.warm_streak += 1
+            return
+        flooded = result.algorithm == "dfp>warm" or (
+            result.algorithm == "dfp" and result.affected_total > self.flood_sweeps * max(int(num_vertices), 1))
+        self.flood_size = size if flooded else None
+        self.warm_streak = 0

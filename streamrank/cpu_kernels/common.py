@@ -1,0 +1,57 @@
+"""Shared pieces of the rank kernels: the graph tuple, chunking and the per-vertex formulas.
+
+The graph is passed as the tuple ``g = (in_off, in_deg, in_idx, out_off, out_deg, out_idx)``
+(int64 offsets and degrees, int32 neighbour ids) of the store contract: the in-neighbours of
+``v`` are ``in_idx[in_off[v] : in_off[v] + in_deg[v]]``. Ranks are float64.
+
+Local form (docs/ARCHITECTURE.md): ``x[v] = 1 + alpha * sum_{u in in(v)} c[u]`` with
+``c[u] = x[u] / d(u)`` (0 for a dangling ``u`` in uniform mode); in self-loop mode
+``d(u) = outdeg(u) + 1`` and the own loop is solved in closed form,
+``x[v] = (1 + alpha * S) / (1 - alpha / d(v))``. The standard form used by the "warm"
+iteration replaces the 1 by ``base``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+#: Items per parallel work chunk (fixed: partial sums do not depend on the thread count).
+CHUNK = 512
+#: Steps reading fewer (estimated) edges than this run on the calling thread.
+PARALLEL_EDGES = 1 << 15
+
+
+@njit(cache=True, inline="always")
+def nchunks(n):
+    return (n + CHUNK - 1) // CHUNK
+
+
+@njit(cache=True, parallel=True)
+def _inverse_degrees_par(out_deg, selfloop, inv):
+    for k in prange(nchunks(inv.shape[0])):
+        for v in range(k * CHUNK, min(k * CHUNK + CHUNK, inv.shape[0])):
+            d = out_deg[v] + 1 if selfloop else out_deg[v]
+            inv[v] = 1.0 / d if d > 0 else 0.0
+
+
+@njit(cache=True)
+def inverse_degrees(out_deg, n, selfloop, par):
+    """``1 / d(v)`` per vertex (0 for a dangling vertex in uniform mode)."""
+    inv = np.empty(n)
+    if par:
+        _inverse_degrees_par(out_deg, selfloop, inv)
+    else:
+        for v in range(n):
+            d = out_deg[v] + 1 if selfloop else out_deg[v]
+            inv[v] = 1.0 / d if d > 0 else 0.0
+    return inv
+
+
+@njit(cache=True, inline="always")
+def closed_form(acc, base, alpha, selfloop, out_deg, v):
+    """``base + alpha * acc``, divided by ``1 - alpha / d(v)`` in self-loop mode."""
+    val = base + alpha * acc
+    if selfloop:
+        val /= 1.0 - alpha / (out_deg[v] + 1.0)
+    return val

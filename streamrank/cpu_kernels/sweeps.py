@@ -1,0 +1,165 @@
+"""Full sweeps (Numba): Static, ND and the standard-form "warm" iteration, one call per update.
+
+Every sweep is pull-based over all vertices and synchronous (it reads the previous iterate
+only), in fixed chunks whose partial sums are combined in chunk order: the result is bitwise
+the same for any thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .common import CHUNK, PARALLEL_EDGES, closed_form, inverse_degrees, nchunks
+
+
+@njit(cache=True)
+def _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling):
+    lo = k * CHUNK
+    hi = min(lo + CHUNK, n)
+    s = 0.0
+    dm = 0.0
+    for v in range(lo, hi):
+        xv = x[v]
+        c[v] = xv * inv[v]
+        s += xv
+        if out_deg[v] == 0:
+            dm += xv
+    part_sum[k] = s
+    part_dangling[k] = dm
+
+
+@njit(cache=True, parallel=True)
+def _contrib_par(nch, n, out_deg, inv, x, c, part_sum, part_dangling):
+    for k in prange(nch):
+        _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling)
+
+
+@njit(cache=True)
+def contributions(out_deg, inv, x, c, part_sum, part_dangling, par):
+    """``c = x * inv`` for every vertex; returns ``(sum(x), sum of x over dangling vertices)``."""
+    n = x.shape[0]
+    nch = nchunks(n)
+    if par and nch > 1:
+        _contrib_par(nch, n, out_deg, inv, x, c, part_sum, part_dangling)
+    else:
+        for k in range(nch):
+            _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling)
+    s = 0.0
+    dm = 0.0
+    for k in range(nch):
+        s += part_sum[k]
+        dm += part_dangling[k]
+    return s, dm
+
+
+@njit(cache=True)
+def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
+    in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
+    lo = k * CHUNK
+    hi = min(lo + CHUNK, n)
+    m = 0.0
+    s = 0.0
+    for v in range(lo, hi):
+        acc = 0.0
+        o = in_off[v]
+        for j in range(o, o + in_deg[v]):
+            acc += c[in_idx[j]]
+        val = closed_form(acc, base, alpha, selfloop, out_deg, v)
+        xnew[v] = val
+        d = abs(val - x[v])
+        if d > m:
+            m = d
+        s += val
+    part_max[k] = m
+    part_sum[k] = s
+
+
+@njit(cache=True, parallel=True)
+def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
+    for k in prange(nch):
+        _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+
+
+@njit(cache=True)
+def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, affected):
+    """Synchronous sweeps over all vertices until ``max|dx| / sum(x_new) < tol``.
+
+    ``standard=False``: the local form from ``x``. ``standard=True``: the standard form
+    ``y <- base + alpha P^T y`` from ``y = x``, ``base = (alpha * D + (1 - alpha) * sum(y)) / n``
+    with ``D`` the sum over dangling vertices (none in self-loop mode).
+
+    Returns ``(x, iterations, converged, total, base)``: the last iterate (a new array), its
+    sum, and (standard form) the ``base`` of that iterate, so that ``x / base`` is the
+    local-form solution; ``base`` is 1 for the local form. ``affected[i]`` is set to ``n``
+    for each iteration run.
+    """
+    n = x.shape[0]
+    nch = nchunks(n)
+    par = num_edges + n >= PARALLEL_EDGES and nch > 1
+    out_deg = g[4]
+    inv = inverse_degrees(out_deg, n, selfloop, par)
+    c = np.empty(n)
+    x = x.copy()
+    xnew = np.empty(n)
+    part_max = np.zeros(nch)
+    part_sum = np.zeros(nch)
+    part_dangling = np.zeros(nch)
+    iterations = 0
+    converged = False
+    total = 0.0
+    for it in range(max_iter):
+        s, dm = contributions(out_deg, inv, x, c, part_sum, part_dangling, par)
+        base = 1.0
+        if standard:
+            base = ((0.0 if selfloop else alpha * dm) + (1.0 - alpha) * s) / n
+        if par:
+            _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+        else:
+            for k in range(nch):
+                _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+        err = 0.0
+        total = 0.0
+        for k in range(nch):
+            err = max(err, part_max[k])
+            total += part_sum[k]
+        x, xnew = xnew, x
+        affected[it] = n
+        iterations = it + 1
+        if err / total < tol:
+            converged = True
+            break
+    base = 1.0
+    if standard and n > 0:
+        s, dm = contributions(out_deg, inv, x, c, part_sum, part_dangling, par)
+        base = ((0.0 if selfloop else alpha * dm) + (1.0 - alpha) * s) / n
+    return x, iterations, converged, total, base
+
+
+# One entry point per (form, self-loop mode): the constants reach the sweep kernels as
+# compile-time literals (Numba specializes a call on literal arguments), which removes the
+# per-vertex branches on them.
+@njit(cache=True)
+def _local_uniform(g, num_edges, x, alpha, tol, max_iter, affected):
+    return sweep_iterate(g, num_edges, x, alpha, False, False, tol, max_iter, affected)
+
+
+@njit(cache=True)
+def _local_selfloop(g, num_edges, x, alpha, tol, max_iter, affected):
+    return sweep_iterate(g, num_edges, x, alpha, True, False, tol, max_iter, affected)
+
+
+@njit(cache=True)
+def _standard_uniform(g, num_edges, x, alpha, tol, max_iter, affected):
+    return sweep_iterate(g, num_edges, x, alpha, False, True, tol, max_iter, affected)
+
+
+@njit(cache=True)
+def _standard_selfloop(g, num_edges, x, alpha, tol, max_iter, affected):
+    return sweep_iterate(g, num_edges, x, alpha, True, True, tol, max_iter, affected)
+
+
+#: ``(standard form, selfloop) -> kernel(g, num_edges, x, alpha, tol, max_iter, affected)
+#: -> (x, iterations, converged, total, base)``
+SWEEPS = {(False, False): _local_uniform, (False, True): _local_selfloop,
+          (True, False): _standard_uniform, (True, True): _standard_selfloop}

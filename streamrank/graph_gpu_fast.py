@@ -1,0 +1,175 @@
+"""The fast path of :meth:`streamrank.graph_gpu.GpuGraph.apply`: a small batch in one launch.
+
+``kernels/graph_fast_update.cu`` runs the whole update of a batch of up to
+:data:`FAST_MAX_EDGES` edges in one block: collapse, id lookup, new ids, membership, planning and,
+only when everything fits in the room the host reserved ahead (vertex rows, id map, the tail of
+each ``idx``), the commit. The host then makes exactly one synchronizing copy, of 16 counters
+into pinned memory; when the kernel reports an overflow it wrote nothing, and the caller runs the
+slow path (which re-plans and reserves). The room is re-reserved by the host after every batch
+(:meth:`FastUpdate.vertices`, :meth:`FastUpdate.slots`), without a sync.
+
+Settings: :class:`FastUpdate`, from the environment by default (``STREAMRANK_FAST_UPDATE=0``
+switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+from .gpu_launch import launch
+from .kernels.loader import get_kernel
+
+#: Largest batch the fused kernel takes (FU_MAX in graph_fast_update.cu).
+FAST_MAX_EDGES = 2048
+#: Threads of its one block (FU_THREADS).
+FAST_THREADS = 1024
+#: Bytes of its scratch (at least sizeof(FuWork); the kernel refuses a smaller one).
+FAST_WORK_BYTES = 1 << 20
+_CU = "graph_fast_update.cu"
+_NAMES = ("fast_update",)
+_COUNTERS = 16
+# Counter slots (C_* in graph_fast_update.cu).
+_OVERFLOW, _NEW, _INS, _DEL, _DUP, _PRESENT, _ABSENT, _OUT_END, _IN_END = range(9)
+#: Overflow bits (FU_OVER_* in the kernel), for messages and tests.
+OVERFLOW_REASONS = {1: "vertex room", 2: "out-direction tail", 4: "in-direction tail", 8: "arguments"}
+
+
+@dataclass(frozen=True)
+class FastUpdate:
+    """Settings of the fast path.
+
+    Attributes
+    ----------
+    enabled : bool
+        Use the fused kernel for batches of 1..``max_edges`` edges.
+    max_edges : int
+        Largest batch that takes the fast path (at most :data:`FAST_MAX_EDGES`).
+    vertex_room : int or None
+        New vertices kept reserved ahead (vertex rows and id map); None: ``2 * max_edges``, what
+        one batch can bring.
+    slot_room : int or None
+        Free slots kept at the end of each direction's ``idx`` for relocated lists (re-reserved
+        when under half of it is left); None: ``max(2**18, 64 * max_edges)``.
+    """
+
+    enabled: bool = True
+    max_edges: int = FAST_MAX_EDGES
+    vertex_room: int | None = None
+    slot_room: int | None = None
+
+    def __post_init__(self):
+        if not 0 <= int(self.max_edges) <= FAST_MAX_EDGES:
+            raise InvalidArgumentError(f"max_edges must be in 0..{FAST_MAX_EDGES}, got {self.max_edges}")
+        for name in ("vertex_room", "slot_room"):
+            v = getattr(self, name)
+            if v is not None and int(v) < 0:
+                raise InvalidArgumentError(f"{name} must be non-negative, got {v}")
+
+    @property
+    def vertices(self) -> int:
+        """New vertices to keep reserved."""
+        return 2 * int(self.max_edges) if self.vertex_room is None else int(self.vertex_room)
+
+    @property
+    def slots(self) -> int:
+        """Free tail slots to keep per direction."""
+        return max(1 << 18, 64 * int(self.max_edges)) if self.slot_room is None else int(self.slot_room)
+
+    @classmethod
+    def from_env(cls, environ=None) -> "FastUpdate":
+        """Settings from ``STREAMRANK_FAST_UPDATE`` (0 = off) and ``STREAMRANK_FAST_UPDATE_MAX``."""
+        env = os.environ if environ is None else environ
+        flag = env.get("STREAMRANK_FAST_UPDATE", "1").strip().lower()
+        if flag not in ("0", "1", "off", "on", "false", "true", "no", "yes"):
+            raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE must be 0 or 1, got {flag!r}")
+        raw = env.get("STREAMRANK_FAST_UPDATE_MAX", str(FAST_MAX_EDGES))
+        try:
+            cap = int(raw)
+        except ValueError:
+            raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE_MAX must be an integer, got {raw!r}") from None
+        return cls(enabled=flag in ("1", "on", "true", "yes"), max_edges=cap)
+
+
+@dataclass(frozen=True)
+class FastOutcome:
+    """What one launch did (the counters), and the device buffer of the changes.
+
+    ``overflow`` is 0 when the batch was applied, else FU_OVER_* bits (nothing was written).
+    ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m.
+    """
+
+    overflow: int
+    new_vertices: int
+    inserted: int
+    deleted: int
+    duplicate: int
+    present_insertion: int
+    absent_deletion: int
+    out_end: int
+    in_end: int
+    changes: object
+
+
+class FastUpdater:
+    """Scratch, counters and pinned memory of the fused kernel (one per graph)."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.work = cp.empty(FAST_WORK_BYTES, dtype=cp.uint8)
+        self.counters = cp.zeros(_COUNTERS, dtype=cp.int64)
+        self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
+        self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
+        self.kernel = get_kernel(_CU, "fast_update", _NAMES)  # compiled once per process
+        # a host batch goes up in one asynchronous copy: src, dst (int64) and insert (bool)
+        self._stage_mem = cp.cuda.alloc_pinned_memory(17 * FAST_MAX_EDGES)
+        self._stage_host = np.frombuffer(self._stage_mem, dtype=np.uint8, count=17 * FAST_MAX_EDGES)
+        self._stage_dev = cp.empty(17 * FAST_MAX_EDGES, dtype=cp.uint8)
+
+    def upload(self, src, dst, insert):
+        """Host arrays of one batch (at most FAST_MAX_EDGES edges) as device arrays, through one
+        pinned buffer and one asynchronous copy (the previous batch's copy has completed: every
+        batch ends with the counters' sync)."""
+        cp = self.cp
+        m = int(src.shape[0])
+        h = self._stage_host
+        h[: 8 * m] = np.ascontiguousarray(src, dtype=np.int64).view(np.uint8)
+        h[8 * m: 16 * m] = np.ascontiguousarray(dst, dtype=np.int64).view(np.uint8)
+        h[16 * m: 17 * m] = np.ascontiguousarray(insert, dtype=np.bool_).view(np.uint8)
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self._stage_dev.data.ptr, h.ctypes.data, 17 * m, 1, stream.ptr)
+        d = self._stage_dev
+        return d[: 8 * m].view(cp.int64), d[8 * m: 16 * m].view(cp.int64), d[16 * m: 17 * m].view(cp.bool_)
+
+    def run(self, batch, ids, out, inn, n: int, room: int) -> FastOutcome:
+        """Launch the fused kernel on ``batch`` (device arrays, 1..FAST_MAX_EDGES edges) and read
+        its counters (the one host sync).
+
+        ``ids`` is the :class:`streamrank.idmap_gpu.GpuIdMap`, ``out``/``inn`` the directions
+        (:class:`streamrank.graph_gpu_lists.Direction`), ``n`` the vertex count and ``room`` the
+        new vertices that fit (vertex rows, id map).
+        """
+        cp = self.cp
+        m = int(batch.src.shape[0])
+        src = cp.ascontiguousarray(batch.src, dtype=cp.int64)
+        dst = cp.ascontiguousarray(batch.dst, dtype=cp.int64)
+        ins = cp.ascontiguousarray(batch.insert, dtype=cp.bool_)
+        changes = cp.empty(4 * m, dtype=cp.int64)  # from the memory pool: no sync
+        args = (
+            src, dst, ins, np.int32(m),
+            ids.keys, ids.vals, ids.mask, ids.external_buffer, np.int32(n), np.int32(room),
+            out.off, out.deg, out.cap, out.idx, np.int64(out.end), np.int64(out.idx.shape[0]),
+            inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.end), np.int64(inn.idx.shape[0]),
+            self.work, np.int64(self.work.nbytes), changes, self.counters,
+        )
+        launch(self.kernel, 1, FAST_THREADS, args)
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self.host.ctypes.data, self.counters.data.ptr, _COUNTERS * 8,
+                                    2, stream.ptr)  # 2: device to host
+        stream.synchronize()  # sync: the one host round trip of a fast batch (16 counters)
+        c = [int(v) for v in self.host[:9]]
+        return FastOutcome(c[_OVERFLOW], c[_NEW], c[_INS], c[_DEL], c[_DUP], c[_PRESENT], c[_ABSENT],
+                           c[_OUT_END], c[_IN_END], changes)

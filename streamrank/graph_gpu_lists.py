@@ -1,0 +1,167 @@
+"""One direction of the device graph store: a gapped CSR and the kernels that update it.
+
+``off[u]`` (int64), ``deg[u]``, ``cap[u]`` (int32) index one int32 array ``idx``: ``u``'s
+neighbours are ``idx[off[u] : off[u] + deg[u]]``, the slots up to ``off[u] + cap[u]`` are free,
+and ``idx[end:]`` is room for relocated lists (docs/GPU.md, "Graph store"). Rows of vertices
+from ``num_vertices`` up to the vertex capacity are kept at zero (no list, no room), which the
+fast update relies on. Used by :class:`streamrank.graph_gpu.GpuGraph` (the slow path of
+``apply``, builds, compaction, export).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .gpu_launch import BLOCK, grid_for_threads, grid_for_warps, launch
+from .kernels.loader import get_kernel
+
+_UPDATE_CU = "graph_update.cu"
+_UPDATE_NAMES = (
+    "edge_find<int>",
+    "delete_grouped<int>",
+    "insert_grouped<int>",
+    "relocate_all<int>",
+    "gather_edges<int>",
+    "plan_groups<int>",
+    "delete_grouped_block<int>",
+)
+#: Lists at least this long are compacted by a whole block instead of a warp.
+BIG_LIST = 2048
+
+
+def update_kernel(name: str):
+    return get_kernel(_UPDATE_CU, name, _UPDATE_NAMES)
+
+
+def _slack(cp, deg):
+    """Spare slots given to a vertex of degree ``deg`` at (re)build time."""
+    return 2 + (deg >> 3)
+
+
+def _exclusive_cumsum(cp, a):
+    out = cp.empty(a.shape[0] + 1, dtype=cp.int64)
+    out[0] = 0
+    cp.cumsum(a, out=out[1:])
+    return out
+
+
+# ---------------------------------------------------------------------- one direction
+class Direction:
+    """One gapped CSR direction: ``off`` (int64), ``deg``/``cap`` (int32), ``idx`` (int32)."""
+
+    def __init__(self, cp, vcap: int):
+        self.cp = cp
+        self.off = cp.zeros(vcap, dtype=cp.int64)
+        self.deg = cp.zeros(vcap, dtype=cp.int32)
+        self.cap = cp.zeros(vcap, dtype=cp.int32)
+        self.idx = cp.zeros(1024, dtype=cp.int32)
+        self.end = 0  # host copy of the first never-used slot of idx
+
+    @classmethod
+    def build(cls, cp, n: int, vcap: int, u, t) -> "Direction":
+        """From edges ``u -> t`` (int64 device arrays, sorted by (u, t), distinct)."""
+        d = cls(cp, vcap)
+        e = int(u.shape[0])
+        deg = cp.bincount(u, minlength=n).astype(cp.int64) if e else cp.zeros(n, cp.int64)
+        cap = deg + _slack(cp, deg)
+        off = _exclusive_cumsum(cp, cap)
+        start = _exclusive_cumsum(cp, deg)
+        end = int(off[n].get()) if n else 0  # sync: the host sizes idx
+        d.idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
+        if e:
+            pos = off[u] + (cp.arange(e, dtype=cp.int64) - start[u])
+            d.idx[pos] = t.astype(cp.int32)
+        d.off[:n] = off[:n]
+        d.deg[:n] = deg.astype(cp.int32)
+        d.cap[:n] = cap.astype(cp.int32)
+        d.end = end
+        return d
+
+    def grow_vertices(self, vcap: int) -> None:
+        cp = self.cp
+        old = self.off.shape[0]
+        if vcap <= old:
+            return
+        for name in ("off", "deg", "cap"):
+            a = getattr(self, name)
+            b = cp.zeros(vcap, dtype=a.dtype)
+            b[:old] = a
+            setattr(self, name, b)
+
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more slots after ``end`` (copies idx when it must grow)."""
+        need = self.end + int(extra)
+        if need <= self.idx.shape[0]:
+            return
+        cp = self.cp
+        bigger = cp.zeros(max(need + (1 << 16), int(self.idx.shape[0] * 1.5)), dtype=cp.int32)
+        bigger[: self.end] = self.idx[: self.end]
+        self.idx = bigger
+
+    def compact(self, n: int) -> None:
+        """Rewrite idx with every vertex at ``deg + slack`` capacity (a pass over all edges)."""
+        cp = self.cp
+        deg = self.deg[:n].astype(cp.int64)
+        cap = deg + _slack(cp, deg)
+        off = _exclusive_cumsum(cp, cap)
+        end = int(off[n].get())  # sync: the host sizes the new idx
+        new_idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
+        if n:
+            launch(update_kernel("relocate_all<int>"), grid_for_warps(n), BLOCK,
+                   (np.int64(n), self.off, self.deg, off, self.idx, new_idx))
+        self.idx = new_idx
+        self.off[:n] = off[:n]
+        self.cap[:n] = cap.astype(cp.int32)
+        self.end = end
+
+    def gather(self, n: int, num_edges: int):
+        """All ``(u, t)`` pairs of this direction as int64 arrays (unsorted)."""
+        cp = self.cp
+        start = _exclusive_cumsum(cp, self.deg[:n].astype(cp.int64))
+        us = cp.empty(num_edges, dtype=cp.int64)
+        ts = cp.empty(num_edges, dtype=cp.int64)
+        if n and num_edges:
+            launch(update_kernel("gather_edges<int>"), grid_for_warps(n), BLOCK,
+                   (np.int64(n), self.off, self.deg, start, self.idx, us, ts))
+        return us, ts
+
+    def _groups(self, keys):
+        """``(gend, need)`` of sorted keys (``plan_groups`` in graph_update.cu, one launch)."""
+        cp = self.cp
+        m = int(keys.shape[0])
+        gend = cp.empty(m, dtype=cp.int64)
+        need = cp.empty(m, dtype=cp.int64)
+        if m:
+            launch(update_kernel("plan_groups<int>"), grid_for_threads(m), BLOCK,
+                   (keys, np.int64(m), self.deg, self.cap, gend, need))
+        return gend, need
+
+    def plan_insertions(self, keys):
+        """Relocation plan for sorted keys ``u << 32 | t`` (invalid keys = _NO_KEY, at the end).
+
+        Returns ``(gend, new_off, new_cap, total)``: per key the end of its group, and for group
+        leaders whose list overflows the new offset (else -1) and capacity; ``total`` is a device
+        scalar holding the slots to reserve.
+        """
+        cp = self.cp
+        gend, need = self._groups(keys)
+        if keys.shape[0] == 0:
+            return gend, need, need.astype(cp.int32), cp.zeros((), dtype=cp.int64)
+        csum = cp.cumsum(need)
+        new_off = cp.where(need > 0, self.end + csum - need, -1)
+        return gend, new_off, need.astype(cp.int32), csum[-1]
+
+    def delete(self, keys, m: int) -> None:
+        if m == 0:
+            return
+        gend, _ = self._groups(keys)
+        args = (keys, gend, np.int64(m), self.off, self.deg, self.idx, np.int32(BIG_LIST))
+        launch(update_kernel("delete_grouped<int>"), grid_for_warps(m), BLOCK, args)
+        launch(update_kernel("delete_grouped_block<int>"), grid_for_threads(m * BLOCK), BLOCK, args)
+
+    def insert(self, keys, m: int, plan) -> None:
+        if m == 0:
+            return
+        gend, new_off, new_cap, _ = plan
+        launch(update_kernel("insert_grouped<int>"), grid_for_warps(m), BLOCK,
+               (keys, gend, np.int64(m), new_off, new_cap, self.off, self.deg, self.cap, self.idx))

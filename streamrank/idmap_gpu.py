@@ -1,0 +1,193 @@
+"""The id map on the device: a hash table from external ids to dense internal ids.
+
+Same interface as :class:`streamrank.idmap.IdMap` (``lookup``, ``lookup_with``, ``add``,
+``external``, ``len``, ``state``, ``from_external``) and the same numbering (new ids in order of
+first appearance), but new ids never re-sort the map: the table (``kernels/idhash.cuh``) is open
+addressing with linear probing over a power-of-two number of slots, keys = external ids (-1 =
+empty), values = internal ids (int32). The load factor stays at or below 1/2; the table is
+rebuilt (one launch over the ids, no sync) only when an addition would pass that.
+``external`` (internal -> external) is a device array with spare capacity, so adding ids writes
+only the new ones. :class:`streamrank.graph_gpu.GpuGraph` also adds ids from its fused update
+kernel, through :meth:`GpuIdMap.room` and :meth:`GpuIdMap.note_added`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import to_host
+from .errors import InvalidArgumentError
+from .gpu_launch import _cupy, grid_for_threads, launch
+from .kernels.loader import get_kernel
+
+_CU = "idhash.cu"
+_NAMES = ("hash_insert_range", "hash_lookup", "hash_lookup_attr<int>", "hash_lookup_attr<long long>")
+#: Fewest slots of a table.
+MIN_SLOTS = 1024
+#: Largest number of ids (internal ids are int32).
+MAX_IDS = 2**31 - 1
+
+
+def _kernel(name: str):
+    return get_kernel(_CU, name, _NAMES)
+
+
+def _slots_for(count: int) -> int:
+    """The smallest power of two (>= MIN_SLOTS) holding ``count`` keys at load factor <= 1/2."""
+    slots = MIN_SLOTS
+    while slots < 2 * count:
+        slots *= 2
+    return slots
+
+
+class GpuIdMap:
+    """External <-> internal vertex ids on the device (CuPy).
+
+    Parameters
+    ----------
+    xp : module, optional
+        :mod:`cupy` (the default when omitted).
+    """
+
+    def __init__(self, xp=None):
+        self.xp = _cupy() if xp is None else xp
+        cp = self.xp
+        self._n = 0
+        self._ext = cp.zeros(0, dtype=cp.int64)  # internal -> external; [0, _n) in use
+        self.keys = cp.full(MIN_SLOTS, -1, dtype=cp.int64)
+        self.vals = cp.zeros(MIN_SLOTS, dtype=cp.int32)
+
+    # ------------------------------------------------------------------ sizes
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def external(self):
+        """Internal id -> external id (int64 device array view, length ``len(self)``)."""
+        return self._ext[: self._n]
+
+    @property
+    def external_buffer(self):
+        """The whole ``external`` array including its spare capacity (for the fused update)."""
+        return self._ext
+
+    @property
+    def mask(self) -> np.uint64:
+        """Slots of the table minus one, as the kernels take it."""
+        return np.uint64(self.keys.shape[0] - 1)
+
+    @property
+    def room(self) -> int:
+        """Ids that can still be added without a rebuild or a copy of ``external``."""
+        return max(0, min(self.keys.shape[0] // 2, self._ext.shape[0]) - self._n)
+
+    def reserve(self, extra: int) -> None:
+        """Make :attr:`room` at least ``extra`` (grows ``external`` and rebuilds the table
+        geometrically when needed; asynchronous, no host sync)."""
+        cp = self.xp
+        need = self._n + int(extra)
+        if need > MAX_IDS:
+            raise InvalidArgumentError(f"the device id map holds at most {MAX_IDS} ids")
+        if need > self._ext.shape[0]:
+            bigger = cp.zeros(max(need, self._ext.shape[0] * 3 // 2), dtype=cp.int64)
+            bigger[: self._n] = self._ext[: self._n]
+            self._ext = bigger
+        if 2 * need > self.keys.shape[0]:
+            self._rebuild(max(_slots_for(need), 2 * self.keys.shape[0]))
+
+    def note_added(self, count: int) -> None:
+        """Record ``count`` ids appended to ``external`` and the table by a device kernel."""
+        self._n += int(count)
+
+    def _rebuild(self, slots: int) -> None:
+        cp = self.xp
+        self.keys = cp.full(slots, -1, dtype=cp.int64)
+        self.vals = cp.zeros(slots, dtype=cp.int32)
+        self._insert(self._ext[: self._n], 0)
+
+    def _insert(self, ids, first_val: int) -> None:
+        """Table entries ids[i] -> first_val + i (ids distinct and absent; room reserved)."""
+        m = int(ids.shape[0])
+        if m:
+            launch(_kernel("hash_insert_range"), grid_for_threads(m), 256,
+                   (self.keys, self.vals, self.mask, ids, np.int64(m), np.int64(first_val)))
+
+    # ------------------------------------------------------------------ lookups
+    def lookup(self, ids):
+        """Internal ids of ``ids`` (int64, same shape); -1 where an id is unknown."""
+        cp = self.xp
+        ids = cp.ascontiguousarray(cp.asarray(ids, dtype=cp.int64))
+        out = cp.empty(ids.shape, dtype=cp.int64)
+        m = int(ids.size)
+        if m:
+            launch(_kernel("hash_lookup"), -(-m // 256), 256,
+                   (self.keys, self.vals, self.mask, ids, np.int64(m), out))
+        return out
+
+    def lookup_with(self, ids, attr):
+        """``(internal, attr[internal])`` of the 1-D ``ids`` as one ``(2, len(ids))`` int64 device
+        array: -1 and 0 where an id is unknown; one kernel, one buffer. ``attr`` is a per-vertex
+        int32 or int64 array (e.g. the out-degrees)."""
+        cp = self.xp
+        ids = cp.ascontiguousarray(cp.asarray(ids, dtype=cp.int64).ravel())
+        m = int(ids.shape[0])
+        out = cp.zeros((2, m), dtype=cp.int64)
+        if m == 0:
+            return out
+        attr = cp.asarray(attr)
+        if attr.dtype not in (cp.int32, cp.int64):
+            attr = attr.astype(cp.int64)
+        attr = cp.ascontiguousarray(attr)
+        name = "hash_lookup_attr<int>" if attr.dtype == cp.int32 else "hash_lookup_attr<long long>"
+        launch(_kernel(name), -(-m // 256), 256, (self.keys, self.vals, self.mask, ids, np.int64(m), attr, out))
+        return out
+
+    # ------------------------------------------------------------------ additions
+    def add(self, ids):
+        """Internal ids of ``ids``, adding the unknown ones in order of first appearance.
+
+        Returns
+        -------
+        internal : array of int64
+            The internal id of every element of ``ids``.
+        num_new : int
+            How many vertices were added.
+        """
+        cp = self.xp
+        ids = cp.ascontiguousarray(cp.asarray(ids, dtype=cp.int64))
+        internal = self.lookup(ids)
+        missing = internal < 0
+        new_ids = ids[missing]  # boolean mask: syncs for the output size
+        if new_ids.shape[0] == 0:
+            return internal, 0
+        uniq, first = cp.unique(new_ids, return_index=True)
+        fresh = cp.ascontiguousarray(uniq[cp.argsort(first)])  # first-appearance order
+        k = int(fresh.shape[0])
+        self.reserve(k)
+        start = self._n
+        self._ext[start: start + k] = fresh
+        self._insert(fresh, start)
+        self._n += k
+        internal[missing] = self.lookup(new_ids)
+        return internal, k
+
+    # ------------------------------------------------------------------ checkpoints
+    def state(self) -> dict:
+        """Host arrays for a checkpoint."""
+        return {"external": to_host(self.external)}
+
+    @classmethod
+    def from_external(cls, external, xp=None, *, room: int = 0) -> "GpuIdMap":
+        """Rebuild from ``external`` (internal id -> external id, distinct), with ``room`` more
+        ids reserved."""
+        m = cls(xp)
+        cp = m.xp
+        ext = cp.asarray(external, dtype=cp.int64).ravel()
+        n = int(ext.shape[0])
+        if n + int(room) > MAX_IDS:
+            raise InvalidArgumentError(f"the device id map holds at most {MAX_IDS} ids")
+        m._ext = cp.zeros(n + int(room), dtype=cp.int64)
+        m._ext[:n] = ext
+        m._n = n
+        m._rebuild(_slots_for(n + int(room)))
+        return m

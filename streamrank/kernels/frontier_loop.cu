@@ -1,0 +1,342 @@
+// One batch's DF / DF-P rank update in one cooperative launch: the start of the iterate, the
+// initial marks and the whole iteration loop (streamrank.pagerank_gpu, docs/GPU.md "Rank update:
+// one launch per batch").
+//
+// With a small frontier (a few thousand vertices) an iteration of pagerank.cu's launch sequence
+// is bound by launches and their grids, not by work. Here a grid that is resident all at once
+// runs the iterations itself, separated by grid-wide barriers, and decides convergence on the
+// device; the host uploads one argument buffer, launches once and reads the result once. Same semantics, decisions and
+// arithmetic as the launch sequence (rank_small/rank_large/post_small/mark_large with MODE 1 or
+// 2), so both give the same ranks and iteration counts.
+//
+// Iteration i, frontier pair F(i) (small and large lists, split by in-degree):
+//   phase R: rank update of F(i) (block per vertex for the large list; for the small one a group
+//            of SR_GROUP lanes per vertex while the list is short, so that a vertex's in-edges
+//            are gathered in parallel and an iteration costs a few memory latencies, else a
+//            thread per vertex);
+//            kept vertices go to F(i+1), vertices whose out-neighbours need marking
+//            to the flag pair G(i mod 2) (split by out-degree); block results (max |dx|, sum dx)
+//            to part[i mod 2];
+//   barrier
+//   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1) (group or
+//            thread per flagged vertex of small out-degree by the same rule, block per large); thread 0
+//            of the grid zeroes the counters of F(i+2) and G((i+1) mod 2), which nobody reads or
+//            writes during this phase;
+//   barrier
+//   decide:  every block reduces part[i mod 2] in the same order (so all blocks agree bit for
+//            bit): sum(x) += sum dx; stop when max|dx| / sum(x) < tol, F(i+1) is empty or
+//            max_iter is reached. part is double-buffered because a fast block may already be in
+//            phase R of the next iteration while a slow one still reads this iteration's results.
+// Three frontier pairs rotate so that the counters of the pair about to be written can be zeroed
+// without another barrier. On exit the affected flags of the last frontier are cleared, unless
+// the frontier grew past `handover` vertices: then the loop stops (status[3] = pair + 1) and the
+// host continues with the launch sequence, whose wider grids suit large frontiers better.
+#include <cooperative_groups.h>
+
+#include "rank_common.cuh"
+
+namespace cg = cooperative_groups;
+
+// Sources of at least this out-degree are marked by a block, smaller ones by a warp.
+#define SR_BLOCK_SOURCE 1024
+// Lanes per vertex of the group mode (short lists of small degree): 2, 4, 8, 16 or 32
+// (NVRTC option -DSR_GROUP=..., knob STREAMRANK_LOOP_GROUP).
+#ifndef SR_GROUP
+#define SR_GROUP 8
+#endif
+
+// The lists of the loop and the batch, in one device struct (streamrank.pagerank_gpu packs it).
+template <typename I, typename V>
+struct LoopLists {
+  I* front[6];        // frontier pairs 0, 1, 2: small (in-degree < switch), large
+  int* front_cnt[3];  // each pair's counters: [0] small, [1] large
+  I* flags[4];        // flag pairs 0, 1: small (out-degree < switch), large
+  int* flag_cnt[2];
+  double* part;       // [gridDim.x] sums of x at the start, then [2][2][gridDim.x]: per parity,
+                      // the blocks' max |dx|, then their sum dx
+  long long handover; // stop and hand over when a frontier exceeds this many vertices
+  long long warp_limit;  // lists up to this long take a group of lanes per vertex, not a thread
+  const V* x_prev;    // the previous ranks (n_prev entries; new vertices start at 1)
+  const long long* ins_src;  // the batch's changed edges (internal ids, sorted by source)
+  const long long* del_src;
+  const long long* del_dst;
+  long long n_prev, n_ins, n_del;
+  unsigned long long* ticks;  // profiling (or null): the device clock (ns) at the start of each
+                              // iteration and at the end, written by thread 0 of the grid
+};
+
+__device__ __forceinline__ unsigned long long device_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One batch's DF / DF-P rank update in one cooperative launch:
+//   phase I: x = x_prev (new vertices at 1), c = x / d, block sums of x; counters and status
+//            zeroed (the one pass over all vertices);
+//   barrier
+//   phase M: initial marking into F(0): the targets of deletions (and in self-loop mode the
+//            sources themselves), then the out-neighbours of every distinct source of a changed
+//            edge (warp per source, block per source of out-degree >= SR_BLOCK_SOURCE);
+//   barrier
+//   then the iterations described above.
+template <typename I, typename V, int SELF, int MODE>
+__global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __restrict__ args,
+                                                     const LoopLists<I, V>* __restrict__ lists) {
+  __shared__ double scratch[32];
+  __shared__ V vscratch[32];
+  __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
+  cg::grid_group grid = cg::this_grid();
+  const RankArgs<I, V>& a = *args;
+  const LoopLists<I, V>& L = *lists;
+  const I sw = static_cast<I>(a.switch_degree);
+  const int nblocks = gridDim.x;
+  const int lane = threadIdx.x & 31;
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long stride = static_cast<long long>(nblocks) * blockDim.x;
+  const long long wid = tid >> 5, nwarps = stride >> 5;
+  constexpr int kGroups = 32 / SR_GROUP;  // vertices a warp takes at once in the group mode
+  const int group = lane / SR_GROUP, sub = lane % SR_GROUP;
+  View<I, V> w;
+  w.c = a.cbuf[0];
+  w.cn = a.cbuf[1];
+  w.alpha = static_cast<V>(a.alpha);
+  w.base = V(1);  // the local form
+  w.cur = 0;
+  double* const init_part = L.part;
+  double* const iter_part = L.part + nblocks;
+
+  // ---- phase I: the start of the iterate, one pass over all vertices
+  if (tid == 0) {
+    for (int j = 0; j < 3; ++j) L.front_cnt[j][0] = L.front_cnt[j][1] = 0;
+    for (int j = 0; j < 2; ++j) L.flag_cnt[j][0] = L.flag_cnt[j][1] = 0;
+    a.status[0] = a.status[1] = a.status[2] = a.status[3] = 0;
+    a.base[0] = 1.0;
+  }
+  double s0 = 0.0;
+  for (long long v = tid; v < a.n; v += stride) {
+    const V xv = v < L.n_prev ? L.x_prev[v] : V(1);
+    a.x[v] = xv;
+    a.cbuf[0][v] = contribution<V, SELF>(xv, a.out_deg[v]);
+    s0 += static_cast<double>(xv);
+  }
+  s0 = sr::block_sum(s0, scratch);
+  if (threadIdx.x == 0) init_part[blockIdx.x] = s0;
+  grid.sync();  // x, c and the block sums are complete; every counter is zero
+
+  // ---- phase M: the initial marks (into frontier pair 0)
+  double total = 0.0;  // sum(x), kept by thread 0 of every block, identically
+  {
+    double t = 0.0;
+    for (int j = threadIdx.x; j < nblocks; j += blockDim.x) t += init_part[j];
+    total = sr::block_sum(t, scratch);
+    if (tid == 0) a.total[0] = total;
+  }
+  const long long n_direct = SELF ? L.n_del + L.n_ins + L.n_del : L.n_del;
+  for (long long b0 = tid - lane; b0 < n_direct; b0 += stride) {  // uniform over the warp
+    const long long i = b0 + lane;
+    bool pred = false;
+    I u = 0, d = 0;
+    if (i < n_direct) {
+      const long long id = i < L.n_del ? L.del_dst[i]
+                           : (i < L.n_del + L.n_ins ? L.ins_src[i - L.n_del] : L.del_src[i - L.n_del - L.n_ins]);
+      u = static_cast<I>(id);
+      pred = try_mark<I>(a.aff, u, true);
+      if (pred) d = a.in_deg[u];
+    }
+    sr::warp_append_split<I>(pred, u, d, sw, L.front[0], L.front[1], L.front_cnt[0]);
+  }
+  const long long n_sources = L.n_ins + L.n_del;
+  for (long long j = wid; j < n_sources; j += nwarps) {  // a warp per source; uniform over the warp
+    const long long* arr = j < L.n_ins ? L.ins_src : L.del_src;
+    const long long k = j < L.n_ins ? j : j - L.n_ins;
+    if (k > 0 && arr[k - 1] == arr[k]) continue;  // sorted: a repeated source follows its first
+    const I u = static_cast<I>(arr[k]);
+    const I od = a.out_deg[u];
+    if (od >= SR_BLOCK_SOURCE) continue;
+    const long long o = a.out_off[u];
+    for (I k0 = 0; k0 < od; k0 += 32) {
+      const I q = k0 + lane;
+      const I t = q < od ? a.out_idx[o + q] : I(0);
+      const bool p = try_mark<I>(a.aff, t, q < od);
+      sr::warp_append_split<I>(p, t, p ? a.in_deg[t] : I(0), sw, L.front[0], L.front[1], L.front_cnt[0]);
+    }
+  }
+  for (long long j = blockIdx.x; j < n_sources; j += nblocks) {  // a block per large source
+    const long long* arr = j < L.n_ins ? L.ins_src : L.del_src;
+    const long long k = j < L.n_ins ? j : j - L.n_ins;
+    if (k > 0 && arr[k - 1] == arr[k]) continue;  // uniform over the block
+    const I u = static_cast<I>(arr[k]);
+    const I od = a.out_deg[u];
+    if (od < SR_BLOCK_SOURCE) continue;
+    mark_out_block<I>(a.out_idx, a.out_off[u], od, a.aff, a.in_deg, sw, L.front[0], L.front[1], L.front_cnt[0]);
+  }
+  grid.sync();  // frontier pair 0 holds every initially affected vertex
+
+  int it = 0, fi = 0;
+  int code = 0;
+  while (true) {
+    if (L.ticks && tid == 0) L.ticks[it] = device_ns();
+    const int ni = fi == 2 ? 0 : fi + 1;
+    const int zi = ni == 2 ? 0 : ni + 1;
+    const int par = it & 1;
+    const I* cur_small = L.front[2 * fi];
+    const I* cur_large = L.front[2 * fi + 1];
+    const long long n0 = L.front_cnt[fi][0], n1 = L.front_cnt[fi][1];
+    w.next_small = L.front[2 * ni];
+    w.next_large = L.front[2 * ni + 1];
+    w.next_count = L.front_cnt[ni];
+    I* flag_small = L.flags[2 * par];
+    I* flag_large = L.flags[2 * par + 1];
+    int* flag_cnt = L.flag_cnt[par];
+    double* part = iter_part + static_cast<long long>(par) * 2 * nblocks;
+
+    // ---- phase R: rank update of the frontier
+    double lmax = 0.0, lsum = 0.0, ldang = 0.0;
+    for (long long i = blockIdx.x; i < n1; i += nblocks) {  // uniform over the block
+      const I v = cur_large[i];
+      const long long o = a.in_off[v];
+      const I dg = a.in_deg[v];
+      V s = V(0);
+#pragma unroll 8
+      for (I k = threadIdx.x; k < dg; k += blockDim.x) s += w.c[a.in_idx[o + k]];
+      s = sr::block_sum(s, vscratch);
+      if (threadIdx.x == 0) {
+        const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, a.out_deg[v], a.x[v], lmax, lsum, ldang);
+        if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
+        if (dec.flag) append_split_one<I>(v, a.out_deg[v], sw, flag_small, flag_large, flag_cnt);
+      }
+    }
+    if (n0 <= L.warp_limit) {
+      for (long long b = wid * kGroups; b < n0; b += nwarps * kGroups) {  // uniform over the warp
+        const long long i = b + group;
+        const bool valid = i < n0;
+        const I v = valid ? cur_small[i] : I(0);
+        const long long o = valid ? a.in_off[v] : 0;
+        const I dg = valid ? a.in_deg[v] : I(0);
+        I od = 0;
+        V xo = V(0);
+        if (valid && sub == 0) {  // issued before the gather so their latency overlaps it
+          od = a.out_deg[v];
+          xo = a.x[v];
+        }
+        V s = V(0);
+        for (I k = sub; k < dg; k += SR_GROUP) s += w.c[a.in_idx[o + k]];
+#pragma unroll
+        for (int off = SR_GROUP / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, SR_GROUP);
+        Decision dec{false, false};
+        if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+        sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
+        sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);
+      }
+    } else {
+      for (long long b0 = tid - lane; b0 < n0; b0 += stride) {  // uniform over the warp
+        const long long i = b0 + lane;
+        I v = 0, dg = 0, od = 0;
+        Decision dec{false, false};
+        if (i < n0) {
+          v = cur_small[i];
+          const long long o = a.in_off[v];
+          dg = a.in_deg[v];
+          od = a.out_deg[v];
+          const V xo = a.x[v];
+          V s = V(0);
+#pragma unroll 4
+          for (I k = 0; k < dg; ++k) s += w.c[a.in_idx[o + k]];
+          dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+        }
+        sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
+        sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);
+      }
+    }
+    lmax = sr::block_max(lmax, scratch);
+    lsum = sr::block_sum(lsum, scratch);
+    if (threadIdx.x == 0) {
+      part[blockIdx.x] = lmax;
+      part[nblocks + blockIdx.x] = lsum;
+    }
+    grid.sync();  // every rank update, append and block result of phase R is visible
+
+    // ---- phase P: commit and marking
+    for (long long t = tid; t < n0 + n1; t += stride) {
+      const I v = t < n0 ? cur_small[t] : cur_large[t - n0];
+      a.cbuf[0][v] = a.cbuf[1][v];
+    }
+    const long long f0 = flag_cnt[0], f1 = flag_cnt[1];
+    if (f0 <= L.warp_limit) {
+      for (long long b = wid * kGroups; b < f0; b += nwarps * kGroups) {  // uniform over the warp
+        const long long i = b + group;
+        const bool valid = i < f0;
+        const I v = valid ? flag_small[i] : I(0);
+        const long long o = valid ? a.out_off[v] : 0;
+        const I od = valid ? a.out_deg[v] : I(0);
+        // the same trip count in every lane, for the warp-aggregated append
+        const I widest = static_cast<I>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(od)));
+        for (I k0 = 0; k0 < widest; k0 += SR_GROUP) {
+          const I k = k0 + sub;
+          const I u = k < od ? a.out_idx[o + k] : I(0);
+          const bool p = try_mark<I>(a.aff, u, k < od);
+          sr::warp_append_split<I>(p, u, p ? a.in_deg[u] : I(0), sw, w.next_small, w.next_large, w.next_count);
+        }
+      }
+    } else {
+      for (long long b0 = tid - lane; b0 < f0; b0 += stride) {  // uniform over the warp
+        const long long i = b0 + lane;
+        const bool valid = i < f0;
+        const I v = valid ? flag_small[i] : I(0);
+        const I od = valid ? a.out_deg[v] : I(0);
+        const long long o = valid ? a.out_off[v] : 0;
+        mark_out_thread<I>(a.out_idx, o, od, a.aff, a.in_deg, sw, w.next_small, w.next_large, w.next_count);
+      }
+    }
+    for (long long i = blockIdx.x; i < f1; i += nblocks) {  // uniform over the block
+      const I v = flag_large[i];
+      mark_out_block<I>(a.out_idx, a.out_off[v], a.out_deg[v], a.aff, a.in_deg, sw, w.next_small, w.next_large,
+                        w.next_count);
+    }
+    if (tid == 0) {
+      L.front_cnt[zi][0] = 0;
+      L.front_cnt[zi][1] = 0;
+      L.flag_cnt[1 - par][0] = 0;
+      L.flag_cnt[1 - par][1] = 0;
+    }
+    grid.sync();  // F(i+1) is complete; the counters of F(i+2) and G(i+1) are zero
+
+    // ---- decide (identically in every block)
+    double m = 0.0, s = 0.0;
+    for (int j = threadIdx.x; j < nblocks; j += blockDim.x) {
+      m = fmax(m, part[j]);
+      s += part[nblocks + j];
+    }
+    m = sr::block_max(m, scratch);
+    s = sr::block_sum(s, scratch);
+    if (threadIdx.x == 0) {
+      total += s;
+      const long long next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
+      const bool conv = (total > 0.0 && m / total < a.tol) || next == 0;
+      if (blockIdx.x == 0) {
+        a.hist[it] = static_cast<int>(n0 + n1);
+        a.status[1] = it + 1;
+        a.status[2] = conv ? 1 : 0;
+        a.total[0] = total;
+      }
+      stop_code = (conv || it + 1 >= a.max_iter) ? 1 : (next > L.handover ? 2 : 0);
+    }
+    __syncthreads();
+    code = stop_code;
+    ++it;
+    fi = ni;
+    if (code) break;
+    // stop_code is written again only after the barriers of the next iteration's reductions.
+  }
+  if (L.ticks && tid == 0) L.ticks[it] = device_ns();
+  if (code == 2) {  // the launch sequence takes over from frontier pair fi
+    if (tid == 0) a.status[3] = fi + 1;
+    return;
+  }
+  const I* last_small = L.front[2 * fi];
+  const I* last_large = L.front[2 * fi + 1];
+  const long long c0 = L.front_cnt[fi][0], c1 = L.front_cnt[fi][1];
+  for (long long t = tid; t < c0 + c1; t += stride) a.aff[t < c0 ? last_small[t] : last_large[t - c0]] = 0;
+  if (tid == 0) a.status[0] = 1;
+}

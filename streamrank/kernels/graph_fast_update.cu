@@ -1,0 +1,699 @@
+// The fast path of GpuGraph.apply (streamrank/graph_gpu_fast.py): a whole small batch in ONE
+// launch of ONE block of FU_THREADS threads, with no host round trip inside.
+//
+// Semantics are those of the slow path (graph_gpu.py, normalize.py, graph.py):
+//   1. collapse to the last op per (src, dst) pair in arrival order (block bitonic sort of the
+//      batch by (src, dst, arrival)); survivors in (src, dst) order, duplicates counted;
+//   2. id lookup of every endpoint in the device hash map (idhash.cuh);
+//   3. new vertex ids in the CPU store's order: first appearance over the interleaved
+//      (src, dst) of the collapsed insertions (a small temporary table keeps, per unknown id, the
+//      first position it occurs at; a block scan over positions numbers the firsts);
+//   4. membership against the graph before the batch: the shorter of out(u) and in(v) is scanned
+//      by one thread when it is short (FU_SHORT), else by a warp;
+//   5. per direction: the applied changes sorted as keys u << 32 | t (block bitonic sort),
+//      grouped by u, and planned: lists that would overflow move to the reserved tail of idx
+//      (offsets by a block scan);
+//   6. only when everything fits (vertex / id map room, both idx tails) the commit: new ids
+//      into the id map, per touched list the deletions compacted out and the insertions appended
+//      (small insert-only groups: one thread; other lists: one warp; lists of at least FU_BIG
+//      entries that must be rewritten or moved: the whole block; each list has one writer).
+//      Otherwise NOTHING of the graph or the id map is written and the overflow counter says
+//      why; the host then runs the slow path, which re-plans and reserves.
+// Work lists (queries left to warps, groups per kind of writer) are filled with shared-memory
+// atomics, so their order varies between runs; every entry is independent of the others.
+// Thread 0 writes the counters (slots C_*) last; the host reads them with its one sync.
+#include "common.cuh"
+#include "idhash.cuh"
+
+#define FU_THREADS 1024             // the block; the scans below assume exactly 32 warps
+#define FU_MAX 2048                 // largest batch (edges); 2 * FU_THREADS
+#define FU_TEMP (4 * FU_MAX)        // slots of the temporary table of unknown ids (load <= 1/2)
+#define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
+#define FU_SHORT 64                 // membership: lists this short are scanned by one thread
+#define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
+
+// Counter slots (int64), one launch's result.
+#define C_OVERFLOW 0   // 0: applied; else FU_OVER_* bits, and nothing was written
+#define C_NEW 1        // new vertices
+#define C_INS 2        // applied insertions
+#define C_DEL 3        // applied deletions
+#define C_DUP 4        // in-batch duplicates collapsed
+#define C_PRESENT 5    // insertions of present edges (dropped)
+#define C_ABSENT 6     // deletions of absent edges (dropped)
+#define C_OUT_END 7    // used end of the out-direction idx after the batch
+#define C_IN_END 8     // used end of the in-direction idx after the batch
+#define C_COUNT 16
+
+#define FU_OVER_VERTICES 1   // more new vertices than the room reserved (vertex arrays, id map)
+#define FU_OVER_OUT_TAIL 2   // relocated out-lists do not fit in the reserved tail of idx
+#define FU_OVER_IN_TAIL 4    // the same for the in-direction
+#define FU_OVER_ARGS 8       // batch size, block size or workspace outside what this kernel handles
+
+namespace {
+
+// One direction's applied changes, sorted, and their plan (entries of group leaders only, except
+// key / ins / ipos which hold every sorted position).
+struct FuDir {
+  long long key[FU_MAX];    // sorted keys u << 32 | t
+  long long noff[FU_MAX];   // leader: offset of the relocated list in the tail, else -1
+  int ins[FU_MAX];          // 1 = insertion, 0 = deletion
+  int ipos[FU_MAX + 1];     // insertions before sorted position r
+  int gend[FU_MAX];         // leader: end of its group
+  int d0[FU_MAX];           // leader: degree before the batch
+  int kd[FU_MAX];           // leader: deletions in the group
+  int ki[FU_MAX];           // leader: insertions in the group
+  int ncap[FU_MAX];         // leader: capacity of the relocated list
+};
+
+// Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
+struct FuWork {
+  long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), (src, dst) order
+  long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
+  unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
+  int tmin[FU_TEMP];                     //   its first position in the interleaved sequence
+  int tval[FU_TEMP];                     //   its new internal id
+  int pslot[2 * FU_MAX];                 // position -> its slot in the temporary table
+  int iu[FU_MAX], iv[FU_MAX];            // insertions' internal ids (-1, then new ids)
+  int du[FU_MAX], dv[FU_MAX];            // deletions' internal ids (-1: unknown)
+  int iok[FU_MAX], dok[FU_MAX];          // applied (insertion absent / deletion present)?
+  int ipos[FU_MAX], dpos[FU_MAX];        // index among the applied insertions / deletions, or -1
+  int mlist[FU_MAX];                     // queries (q as in step 3) left to the warps
+  int tlist[2 * FU_MAX];                 // groups ((dir << 16) | leader) committed by one thread
+  int wlist[2 * FU_MAX];                 //   by one warp
+  int blist[2 * FU_MAX];                 //   by the whole block
+  FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
+};
+
+// Exclusive block-wide prefix sum of one value per thread (blockDim.x == FU_THREADS); `total`
+// gets the sum. Every thread must call it (it synchronizes).
+template <typename T>
+__device__ __forceinline__ T block_exclusive_scan(T v, T* scratch, T& total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T y = __shfl_up_sync(SR_FULL_MASK, x, o);
+    if (lane >= o) x += y;
+  }
+  __syncthreads();  // scratch may still be read by the previous call
+  if (lane == 31) scratch[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    T s = scratch[lane];
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const T y = __shfl_up_sync(SR_FULL_MASK, s, o);
+      if (lane >= o) s += y;
+    }
+    scratch[lane] = s;  // inclusive prefix over warps
+  }
+  __syncthreads();
+  total = scratch[31];
+  return (warp > 0 ? scratch[warp - 1] : T(0)) + x - v;
+}
+
+// K consecutive items per thread (item threadIdx.x * K + j in v[j], 0 beyond the count):
+// v[j] becomes its exclusive prefix sum over all items; returns the total. Every thread calls it.
+template <int K, typename T>
+__device__ __forceinline__ T block_scan_items(T (&v)[K], T* scratch) {
+  T s = 0;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const T x = v[j];
+    v[j] = s;
+    s += x;
+  }
+  T total;
+  const T off = block_exclusive_scan(s, scratch, total);
+#pragma unroll
+  for (int j = 0; j < K; ++j) v[j] += off;
+  return total;
+}
+
+// Sort perm[0, P) ascending by `less` (a strict total order; P a power of two), bitonic network
+// over the block. The caller synchronizes before (perm written); it ends synchronized.
+template <typename Less>
+__device__ __forceinline__ void block_bitonic(int* perm, int P, Less less) {
+  for (int k = 2; k <= P; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < P; i += FU_THREADS) {
+        const int l = i ^ j;
+        if (l > i) {
+          const int a = perm[i], b = perm[l];
+          const bool up = (i & k) == 0;
+          if (up ? less(b, a) : less(a, b)) {
+            perm[i] = b;
+            perm[l] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  __syncthreads();  // also when P == 1
+}
+
+// Whether want is among list[base, base + d): one thread, 8 loads in flight per round.
+__device__ __forceinline__ bool thread_has(const int* list, long long base, int d, int want) {
+  for (int p0 = 0; p0 < d; p0 += 8) {
+    int t[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) t[j] = p0 + j < d ? list[base + p0 + j] : -1;
+    bool eq = false;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) eq = eq || t[j] == want;
+    if (eq) return true;
+  }
+  return false;
+}
+
+// Whether edge u -> v exists (u, v below n): the warp scans the shorter of out(u) and in(v),
+// 128 entries per round with the loads issued together. All 32 lanes call it with the same u, v.
+__device__ __forceinline__ bool warp_has_edge(int u, int v, const long long* out_off, const int* out_deg,
+                                              const int* out_idx, const long long* in_off,
+                                              const int* in_deg, const int* in_idx) {
+  const int lane = threadIdx.x & 31;
+  const int du = out_deg[u], dv = in_deg[v];
+  const bool use_out = du <= dv;
+  const long long base = use_out ? out_off[u] : in_off[v];
+  const int d = use_out ? du : dv;
+  const int* list = use_out ? out_idx : in_idx;
+  const int want = use_out ? v : u;
+  for (int p0 = 0; p0 < d; p0 += 128) {
+    int t[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int p = p0 + 32 * j + lane;
+      t[j] = p < d ? list[base + p] : -1;
+    }
+    const bool eq = t[0] == want || t[1] == want || t[2] == want || t[3] == want;
+    if (__any_sync(SR_FULL_MASK, eq)) return true;
+  }
+  return false;
+}
+
+// Whether the group [r, ge) of D deletes key (binary search; keys in a group are sorted).
+__device__ __forceinline__ bool group_deletes(const FuDir& D, int r, int ge, long long key) {
+  int lo = r, hi = ge;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    const long long k = D.key[mid];
+    if (k == key) return D.ins[mid] == 0;
+    if (k < key) lo = mid + 1; else hi = mid;
+  }
+  return false;
+}
+
+// Commit an insert-only group (kd == 0, at most FU_THREAD_INS insertions, a moved list of at most
+// FU_SHORT entries) with one thread: move the list when planned, append the targets.
+__device__ __forceinline__ void thread_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
+                                              int* idx) {
+  const int u = static_cast<int>(D.key[r] >> 32);
+  const int ge = D.gend[r], d = D.d0[r];
+  long long base = off[u];
+  const long long moved = D.noff[r];
+  if (moved >= 0) {
+    for (int p0 = 0; p0 < d; p0 += 8) {  // all loads of a round before its stores
+      int t[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) t[j] = p0 + j < d ? idx[base + p0 + j] : 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (p0 + j < d) idx[moved + p0 + j] = t[j];
+      }
+    }
+    base = moved;
+    off[u] = moved;
+    cap[u] = D.ncap[r];
+  }
+  for (int j0 = r; j0 < ge; j0 += 4) {  // every entry of the group is an insertion
+    long long k[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) k[j] = j0 + j < ge ? D.key[j0 + j] : 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (j0 + j < ge) idx[base + d + (j0 + j - r)] = static_cast<int>(k[j] & 0xffffffffLL);
+    }
+  }
+  deg[u] = d + (ge - r);
+}
+
+// Commit the group led by r (vertex u) with one warp: compact the deleted targets out of u's
+// list, move the list to its tail slots when planned, append the inserted targets.
+__device__ __forceinline__ void warp_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
+                                            int* idx) {
+  const int lane = threadIdx.x & 31;
+  const long long key = D.key[r];
+  const int u = static_cast<int>(key >> 32);
+  const long long high = static_cast<long long>(u) << 32;
+  const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
+  long long base = off[u];
+  if (kd > 0) {
+    int wr = 0;
+    for (int p0 = 0; p0 < d; p0 += 32) {
+      const int p = p0 + lane;
+      const bool valid = p < d;
+      const int t = valid ? idx[base + p] : 0;
+      const bool keep = valid && !group_deletes(D, r, ge, high | static_cast<long long>(t));
+      const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
+      if (keep) idx[base + wr + __popc(b & ((1u << lane) - 1u))] = t;
+      wr += __popc(b);
+    }
+    __syncwarp();  // the compacted list is visible to every lane before it is copied
+  }
+  const int d1 = d - kd;
+  const long long moved = ki > 0 ? D.noff[r] : -1;
+  if (ki > 0) {
+    if (moved >= 0) {
+      for (int p = lane; p < d1; p += 32) idx[moved + p] = idx[base + p];
+      base = moved;
+    }
+    const int i0 = D.ipos[r];
+    for (int j = r + lane; j < ge; j += 32) {
+      if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
+    }
+  }
+  __syncwarp();  // every lane has read off[u] (above) before lane 0 rewrites it
+  if (lane == 0) {
+    if (moved >= 0) {
+      off[u] = moved;
+      cap[u] = D.ncap[r];
+    }
+    deg[u] = d1 + ki;
+  }
+}
+
+// The same with the whole block, for a long list (every thread calls it with the same r).
+__device__ __forceinline__ void block_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
+                                             int* idx, int* warp_kept) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long long key = D.key[r];
+  const int u = static_cast<int>(key >> 32);
+  const long long high = static_cast<long long>(u) << 32;
+  const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
+  long long base = off[u];
+  if (kd > 0) {
+    int wr = 0;
+    for (int p0 = 0; p0 < d; p0 += FU_THREADS) {
+      const int p = p0 + threadIdx.x;
+      const bool valid = p < d;
+      const int t = valid ? idx[base + p] : 0;
+      const bool keep = valid && !group_deletes(D, r, ge, high | static_cast<long long>(t));
+      const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
+      __syncthreads();  // every entry of this chunk is read, and warp_kept is free again
+      if (lane == 0) warp_kept[warp] = __popc(b);
+      __syncthreads();
+      int before = 0, total = 0;
+      for (int j = 0; j < 32; ++j) {
+        const int c = warp_kept[j];
+        before += j < warp ? c : 0;
+        total += c;
+      }
+      if (keep) idx[base + wr + before + __popc(b & ((1u << lane) - 1u))] = t;
+      wr += total;
+    }
+    __syncthreads();  // the compacted list is visible to every thread before it is copied
+  }
+  const int d1 = d - kd;
+  const long long moved = ki > 0 ? D.noff[r] : -1;
+  if (ki > 0) {
+    if (moved >= 0) {
+      for (int p = threadIdx.x; p < d1; p += FU_THREADS) idx[moved + p] = idx[base + p];
+      base = moved;
+    }
+    const int i0 = D.ipos[r];
+    for (int j = r + static_cast<int>(threadIdx.x); j < ge; j += FU_THREADS) {
+      if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
+    }
+  }
+  __syncthreads();  // every thread has read off[u] (above) before thread 0 rewrites it
+  if (threadIdx.x == 0) {
+    if (moved >= 0) {
+      off[u] = moved;
+      cap[u] = D.ncap[r];
+    }
+    deg[u] = d1 + ki;
+  }
+  __syncthreads();  // warp_kept and the list are free for the next group
+}
+
+__device__ __forceinline__ void write_counters(long long* counters, long long overflow, long long nnew,
+                                               long long nins, long long ndel, long long dup,
+                                               long long present, long long absent, long long out_end,
+                                               long long in_end) {
+  counters[C_OVERFLOW] = overflow;
+  counters[C_NEW] = nnew;
+  counters[C_INS] = nins;
+  counters[C_DEL] = ndel;
+  counters[C_DUP] = dup;
+  counters[C_PRESENT] = present;
+  counters[C_ABSENT] = absent;
+  counters[C_OUT_END] = out_end;
+  counters[C_IN_END] = in_end;
+  for (int i = C_IN_END + 1; i < C_COUNT; ++i) counters[i] = 0;
+}
+
+}  // namespace
+
+// The batch: bsrc/bdst (external ids), bins (1 = insert) in arrival order, m edges.
+// The id map: hkeys/hvals/hmask (idhash.cuh), ext (internal -> external, capacity >= n + room),
+// n vertices; `room` new vertices fit in the vertex arrays, ext and the table's load limit.
+// Each direction: off/deg/cap/idx of the gapped CSR, the used end of idx and its size (the tail
+// [end, size) is reserved for relocated lists). work: FuWork scratch (work_bytes long).
+// changes: 4 * m int64 (ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m).
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
+            const unsigned char* __restrict__ bins, int m,
+            long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
+            long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
+            long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
+            unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+  __shared__ long long sh_a[FU_MAX];  // sort keys: external src, then packed internal keys
+  __shared__ long long sh_b[FU_MAX];  // external dst
+  __shared__ int sh_perm[FU_MAX];
+  __shared__ int sh_iscan[32];
+  __shared__ long long sh_lscan[32];
+  __shared__ int sh_warp[32];
+  __shared__ long long sh_tail[2];
+  __shared__ int s_over, s_mq, s_tq, s_wq, s_bq;  // overflow bits, lengths of the work lists
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (blockDim.x != FU_THREADS || gridDim.x != 1 || m < 1 || m > FU_MAX ||
+      work_bytes < static_cast<long long>(sizeof(FuWork))) {
+    if (tid == 0) write_counters(counters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;  // uniform: the condition is the same for every thread
+  }
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+
+  // ---------------------------------------------------------------- 1. collapse
+  int P = 1;
+  while (P < m) P <<= 1;
+  for (int i = tid; i < P; i += FU_THREADS) {
+    if (i < m) {
+      sh_a[i] = bsrc[i];
+      sh_b[i] = bdst[i];
+    }
+    sh_perm[i] = i;
+  }
+  if (tid == 0) {
+    s_over = 0;
+    s_mq = 0;
+    s_tq = 0;
+    s_wq = 0;
+    s_bq = 0;
+    sh_tail[0] = 0;
+    sh_tail[1] = 0;
+  }
+  __syncthreads();
+  block_bitonic(sh_perm, P, [&](int x, int y) -> bool {
+    if (x >= m || y >= m) return x < y;  // padding sorts last
+    if (sh_a[x] != sh_a[y]) return sh_a[x] < sh_a[y];
+    if (sh_b[x] != sh_b[y]) return sh_b[x] < sh_b[y];
+    return x < y;  // arrival order
+  });
+  // Survivor at sorted position r: the last of its pair. Two scans number the surviving
+  // insertions and deletions in (src, dst) order.
+  int ipre[2], dpre[2];
+  bool surv[2], sins[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int r = 2 * tid + j;
+    surv[j] = false;
+    sins[j] = false;
+    if (r < m) {
+      const int x = sh_perm[r];
+      surv[j] = r == m - 1 || sh_a[sh_perm[r + 1]] != sh_a[x] || sh_b[sh_perm[r + 1]] != sh_b[x];
+      sins[j] = bins[x] != 0;
+    }
+    ipre[j] = (surv[j] && sins[j]) ? 1 : 0;
+    dpre[j] = (surv[j] && !sins[j]) ? 1 : 0;
+  }
+  const int nI = block_scan_items<2, int>(ipre, sh_iscan);
+  const int nD = block_scan_items<2, int>(dpre, sh_iscan);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (!surv[j]) continue;
+    const int x = sh_perm[2 * tid + j];
+    const long long s = sh_a[x], d = sh_b[x];
+    const int us = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, s));
+    const int vs = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, d));
+    if (sins[j]) {
+      const int k = ipre[j];
+      w->isrc[k] = s;
+      w->idst[k] = d;
+      w->iu[k] = us;
+      w->iv[k] = vs;
+    } else {
+      const int k = dpre[j];
+      w->du[k] = us;
+      w->dv[k] = vs;
+    }
+  }
+
+  // ---------------------------------------------------------------- 2. new vertex ids
+  // Positions p of the interleaved sequence src0, dst0, src1, ... of the collapsed insertions.
+  const int L = 2 * nI;
+  int TT = 64;
+  while (TT < 2 * L) TT <<= 1;  // <= FU_TEMP
+  const unsigned long long tmask = static_cast<unsigned long long>(TT - 1);
+  const unsigned long long empty = static_cast<unsigned long long>(SR_HASH_EMPTY);
+  for (int s = tid; s < TT; s += FU_THREADS) {
+    w->tkey[s] = empty;
+    w->tmin[s] = 0x7fffffff;
+  }
+  __syncthreads();  // iu/iv/isrc/idst written, the temporary table cleared
+  for (int p = tid; p < L; p += FU_THREADS) {
+    const int k = p >> 1;
+    if (((p & 1) ? w->iv[k] : w->iu[k]) >= 0) continue;
+    const long long x = (p & 1) ? w->idst[k] : w->isrc[k];
+    unsigned long long h = sr::hash_mix(x) & tmask;
+    while (true) {
+      const unsigned long long prev = atomicCAS(&w->tkey[h], empty, static_cast<unsigned long long>(x));
+      if (prev == empty || prev == static_cast<unsigned long long>(x)) break;
+      h = (h + 1) & tmask;
+    }
+    atomicMin(&w->tmin[h], p);
+    w->pslot[p] = static_cast<int>(h);
+  }
+  __syncthreads();
+  int fpre[4];
+  bool first[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int p = 4 * tid + j;
+    first[j] = false;
+    if (p < L && ((p & 1) ? w->iv[p >> 1] : w->iu[p >> 1]) < 0) first[j] = w->tmin[w->pslot[p]] == p;
+    fpre[j] = first[j] ? 1 : 0;
+  }
+  const int nNew = block_scan_items<4, int>(fpre, sh_iscan);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (!first[j]) continue;
+    const int p = 4 * tid + j;
+    w->tval[w->pslot[p]] = n + fpre[j];
+    w->new_ext[fpre[j]] = (p & 1) ? w->idst[p >> 1] : w->isrc[p >> 1];
+  }
+  __syncthreads();  // tval complete
+  for (int p = tid; p < L; p += FU_THREADS) {
+    const int k = p >> 1;
+    if (p & 1) {
+      if (w->iv[k] < 0) w->iv[k] = w->tval[w->pslot[p]];
+    } else {
+      if (w->iu[k] < 0) w->iu[k] = w->tval[w->pslot[p]];
+    }
+  }
+  if (tid == 0 && nNew > room) s_over |= FU_OVER_VERTICES;
+  __syncthreads();
+  if (s_over != 0) {  // uniform (read after the barrier, written before it)
+    if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;
+  }
+
+  // ---------------------------------------------------------------- 3. membership
+  // Query q < nD: deletion q; else insertion q - nD. Short lists: this thread; long: a warp.
+  for (int q = tid; q < nD + nI; q += FU_THREADS) {
+    const bool is_del = q < nD;
+    const int k = is_del ? q : q - nD;
+    const int u = is_del ? w->du[k] : w->iu[k];
+    const int v = is_del ? w->dv[k] : w->iv[k];
+    bool hit = false;
+    if (u >= 0 && v >= 0 && u < n && v < n) {  // else unknown (deletion) or new (insertion): absent
+      const int du = out_deg[u], dv = in_deg[v];
+      const bool use_out = du <= dv;
+      const int d = use_out ? du : dv;
+      if (d > FU_SHORT) {
+        w->mlist[atomicAdd(&s_mq, 1)] = q;
+        continue;
+      }
+      hit = use_out ? thread_has(out_idx, out_off[u], d, v) : thread_has(in_idx, in_off[v], d, u);
+    }
+    if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
+  }
+  __syncthreads();
+  const int mq = s_mq;
+  for (int i = warp; i < mq; i += FU_THREADS / 32) {  // uniform over the warp
+    const int q = w->mlist[i];
+    const bool is_del = q < nD;
+    const int k = is_del ? q : q - nD;
+    const int u = is_del ? w->du[k] : w->iu[k];
+    const int v = is_del ? w->dv[k] : w->iv[k];
+    const bool hit = warp_has_edge(u, v, out_off, out_deg, out_idx, in_off, in_deg, in_idx);
+    if (lane == 0) {
+      if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
+    }
+  }
+  __syncthreads();
+  int apre[2], bpre[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int k = 2 * tid + j;
+    apre[j] = k < nI ? w->iok[k] : 0;
+    bpre[j] = k < nD ? w->dok[k] : 0;
+  }
+  const int nIa = block_scan_items<2, int>(apre, sh_iscan);
+  const int nDa = block_scan_items<2, int>(bpre, sh_iscan);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int k = 2 * tid + j;
+    if (k < nI) w->ipos[k] = w->iok[k] ? apre[j] : -1;
+    if (k < nD) w->dpos[k] = w->dok[k] ? bpre[j] : -1;
+  }
+  __syncthreads();
+  const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
+
+  // ---------------------------------------------------------------- 4. sort and plan per direction
+  int Pc = 1;
+  while (Pc < c) Pc <<= 1;
+  for (int dir = 0; dir < 2; ++dir) {
+    FuDir& D = w->dir[dir];
+    for (int k = tid; k < FU_MAX; k += FU_THREADS) {
+      if (k < nD && w->dpos[k] >= 0) {
+        const long long a = w->du[k], b = w->dv[k];
+        sh_a[w->dpos[k]] = dir == 0 ? (a << 32) | b : (b << 32) | a;
+      }
+      if (k < nI && w->ipos[k] >= 0) {
+        const long long a = w->iu[k], b = w->iv[k];
+        sh_a[nDa + w->ipos[k]] = dir == 0 ? (a << 32) | b : (b << 32) | a;
+      }
+    }
+    for (int i = tid; i < Pc; i += FU_THREADS) sh_perm[i] = i;
+    __syncthreads();
+    block_bitonic(sh_perm, Pc, [&](int x, int y) -> bool {
+      if (x >= c || y >= c) return x < y;  // padding sorts last
+      return sh_a[x] < sh_a[y];            // keys are distinct
+    });
+    int pre[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      pre[j] = (r < c && sh_perm[r] >= nDa) ? 1 : 0;
+    }
+    block_scan_items<2, int>(pre, sh_iscan);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      if (r >= c) continue;
+      const int x = sh_perm[r];
+      const long long key = sh_a[x];
+      const bool ins = x >= nDa;
+      D.key[r] = key;
+      D.ins[r] = ins ? 1 : 0;
+      D.ipos[r] = pre[j];
+      if (dir == 0) {  // the changes, sorted by (src, dst) of internal ids
+        const int at = ins ? pre[j] : r - pre[j];
+        long long* out = changes + (ins ? 0 : 2 * static_cast<long long>(m));
+        out[at] = key >> 32;
+        out[m + at] = key & 0xffffffffLL;
+      }
+    }
+    if (tid == 0) D.ipos[c] = nIa;
+    __syncthreads();  // D.key / D.ins / D.ipos complete
+    long long need[2], at[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      need[j] = 0;
+      if (r >= c) continue;
+      const long long key = D.key[r];
+      const long long hi = key >> 32;
+      if (r > 0 && (D.key[r - 1] >> 32) == hi) continue;  // not a group leader
+      int lo = r + 1, up = c;  // first position of the next vertex
+      while (lo < up) {
+        const int mid = (lo + up) >> 1;
+        if ((D.key[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
+      }
+      const int u = static_cast<int>(hi);
+      const int ki = D.ipos[lo] - D.ipos[r];
+      const int kd = (lo - r) - ki;
+      // vertices from n on (new ones) have degree and capacity 0 (the store keeps them so)
+      const int d = u < n ? (dir == 0 ? out_deg[u] : in_deg[u]) : 0;
+      const int cp = u < n ? (dir == 0 ? out_cap[u] : in_cap[u]) : 0;
+      const long long want = static_cast<long long>(d - kd) + ki;
+      if (ki > 0 && want > cp) need[j] = 2 * want > 4 ? 2 * want : 4;
+      D.gend[r] = lo;
+      D.d0[r] = d;
+      D.kd[r] = kd;
+      D.ki[r] = ki;
+      D.ncap[r] = static_cast<int>(need[j]);
+      const int entry = (dir << 16) | r;
+      if (kd == 0 && ki <= FU_THREAD_INS && (need[j] == 0 || d <= FU_SHORT)) {
+        w->tlist[atomicAdd(&s_tq, 1)] = entry;
+      } else if (d >= FU_BIG && (kd > 0 || need[j] > 0)) {
+        w->blist[atomicAdd(&s_bq, 1)] = entry;
+      } else {
+        w->wlist[atomicAdd(&s_wq, 1)] = entry;
+      }
+    }
+    at[0] = need[0];
+    at[1] = need[1];
+    const long long tail = block_scan_items<2, long long>(at, sh_lscan);
+    const long long end = dir == 0 ? out_end : in_end;
+    const long long size = dir == 0 ? out_size : in_size;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      if (r < c) D.noff[r] = need[j] > 0 ? end + at[j] : -1;
+    }
+    if (tid == 0) {
+      sh_tail[dir] = tail;
+      if (end + tail > size) s_over |= dir == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
+    }
+    __syncthreads();  // sh_a / sh_perm free for the next direction; D complete
+  }
+  if (s_over != 0) {  // uniform (read after the barrier above)
+    if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;
+  }
+
+  // ---------------------------------------------------------------- 5. commit
+  for (int j = tid; j < nNew; j += FU_THREADS) {
+    const long long x = w->new_ext[j];
+    ext[n + j] = x;
+    sr::hash_insert(hkeys, hvals, hmask, x, n + j);
+  }
+  // Lists: each list belongs to one group, and each group to one writer, so no two writers
+  // meet. The list lengths are final since the barrier ending step 4.
+  const int tq = s_tq, wq = s_wq, bq = s_bq;
+  for (int i = tid; i < tq; i += FU_THREADS) {
+    const int e = w->tlist[i];
+    const int dir = e >> 16, r = e & 0xffff;
+    if (dir == 0) thread_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
+    else thread_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+  }
+  for (int i = warp; i < wq; i += FU_THREADS / 32) {  // uniform over the warp
+    const int e = w->wlist[i];
+    const int dir = e >> 16, r = e & 0xffff;
+    if (dir == 0) warp_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
+    else warp_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+  }
+  for (int h = 0; h < bq; ++h) {  // uniform loop; block_commit synchronizes
+    const int e = w->blist[h];
+    const int dir = e >> 16, r = e & 0xffff;
+    if (dir == 0) block_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, sh_warp);
+    else block_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, sh_warp);
+  }
+  if (tid == 0) {
+    write_counters(counters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa, out_end + sh_tail[0],
+                   in_end + sh_tail[1]);
+  }
+}

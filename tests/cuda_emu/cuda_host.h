@@ -1,0 +1,70 @@
+// Host emulation of the CUDA features used by kernels/graph_fast_update.cu and kernels/idhash.cu,
+// so that tests/test_fast_update_emulated.py can run the real kernel source on a machine without
+// a GPU: one block = real threads (std::thread), __syncthreads = a std::barrier over the block,
+// warp intrinsics = a barrier per warp with a slot per lane, atomics = GCC builtins. Threads run
+// truly concurrently, so missing barriers show up as wrong results, as they can on a GPU.
+// Test code only; it covers the intrinsics those two files use, nothing more.
+#pragma once
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <vector>
+#include <cstring>
+#include <cstdint>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __shared__ static
+#define __launch_bounds__(a, b)
+struct Dim3 { unsigned x; };
+thread_local Dim3 threadIdx{0};
+Dim3 blockDim{1}, gridDim{1}, blockIdx{0};
+static std::barrier<>* g_block = nullptr;
+struct WarpSync { std::barrier<> bar{32}; unsigned long long slot[32]; };
+static WarpSync* g_warps = nullptr;
+inline void __syncthreads() { g_block->arrive_and_wait(); }
+inline void __syncwarp() { g_warps[threadIdx.x >> 5].bar.arrive_and_wait(); }
+inline unsigned __ballot_sync(unsigned, bool p) {
+  WarpSync& W = g_warps[threadIdx.x >> 5];
+  const int l = threadIdx.x & 31;
+  W.slot[l] = p ? 1 : 0;
+  W.bar.arrive_and_wait();
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) if (W.slot[i]) r |= 1u << i;
+  W.bar.arrive_and_wait();
+  return r;
+}
+inline bool __any_sync(unsigned m, bool p) { return __ballot_sync(m, p) != 0u; }
+template <class T> T shfl_from(T v, int src) {
+  WarpSync& W = g_warps[threadIdx.x >> 5];
+  const int l = threadIdx.x & 31;
+  unsigned long long bits = 0; std::memcpy(&bits, &v, sizeof(T));
+  W.slot[l] = bits;
+  W.bar.arrive_and_wait();
+  T r = v;
+  if (src >= 0 && src < 32) { unsigned long long b = W.slot[src]; std::memcpy(&r, &b, sizeof(T)); }
+  W.bar.arrive_and_wait();
+  return r;
+}
+template <class T> T __shfl_up_sync(unsigned, T v, int o) { const int l = threadIdx.x & 31; return shfl_from(v, l >= o ? l - o : l); }
+template <class T> T __shfl_down_sync(unsigned, T v, int o) { const int l = threadIdx.x & 31; return shfl_from(v, l + o < 32 ? l + o : l); }
+template <class T> T __shfl_sync(unsigned, T v, int s) { return shfl_from(v, s); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long c, unsigned long long v) {
+  __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return c;
+}
+inline int atomicMin(int* a, int v) {
+  int old = __atomic_load_n(a, __ATOMIC_SEQ_CST);
+  while (v < old && !__atomic_compare_exchange_n(a, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+inline int atomicAdd(int* a, int v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
+inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
+  unsigned long long old = __atomic_load_n(a, __ATOMIC_SEQ_CST);
+  while (v > old && !__atomic_compare_exchange_n(a, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+inline long long __double_as_longlong(double d) { long long r; std::memcpy(&r, &d, 8); return r; }

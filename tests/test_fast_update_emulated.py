@@ -1,0 +1,223 @@
+"""The fused small-batch update kernel (kernels/graph_fast_update.cu), run on the host.
+
+The real CUDA source is compiled with g++ against a host emulation of the intrinsics it uses
+(tests/cuda_emu/cuda_host.h: one block of real threads, barriers for __syncthreads and the warp
+intrinsics), and driven by a NumPy model of the host side of GpuGraph (room reserved ahead, ends
+of idx, vertex count). After every batch the gapped CSR must hold exactly CpuGraph's edges under
+the same internal ids, with the same changes and drop counts. This checks the kernel's logic and
+its barriers where no GPU exists; tests/test_gpu_graph.py checks the real thing on a device.
+Skipped when no C++20 compiler is available; marked slow (each launch starts 1024 threads and
+synchronizes them some hundred times: about a second per launch).
+"""
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamrank.batch import EdgeBatch
+from streamrank.graph import CpuGraph
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+_C = ctypes.c_void_p
+_LL, _I, _U64 = ctypes.c_longlong, ctypes.c_int, ctypes.c_ulonglong
+FAST_MAX = 2048
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no g++ to build the host emulation of the kernel")
+    out = tmp_path_factory.mktemp("cuda_emu") / "libfastemu.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-Wno-unknown-pragmas",
+           f"-I{ROOT / 'streamrank' / 'kernels'}", str(ROOT / "tests" / "cuda_emu" / "fast_update_host.cpp"),
+           "-o", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0 and "barrier" in res.stderr:
+        pytest.skip("the C++ compiler lacks <barrier> (C++20)")
+    assert res.returncode == 0, res.stderr
+    return ctypes.CDLL(str(out))
+
+
+def _p(a):
+    assert a.flags.c_contiguous
+    return a.ctypes.data_as(_C)
+
+
+def _slots(count):
+    s = 1024
+    while s < 2 * count:
+        s *= 2
+    return s
+
+
+class _Dir:
+    def __init__(self, vcap, size):
+        self.off = np.zeros(vcap, np.int64)
+        self.deg = np.zeros(vcap, np.int32)
+        self.cap = np.zeros(vcap, np.int32)
+        self.idx = np.zeros(size, np.int32)
+        self.end = 0
+
+    def grow(self, vcap):
+        for name in ("off", "deg", "cap"):
+            a = getattr(self, name)
+            b = np.zeros(vcap, a.dtype)
+            b[: a.shape[0]] = a
+            setattr(self, name, b)
+
+
+class _Model:
+    """The host side of GpuGraph's fast path, on NumPy arrays."""
+
+    def __init__(self, lib, vertex_room=4096, slot_room=1 << 16):
+        self.lib, self.rv, self.rs = lib, vertex_room, slot_room
+        self.n = 0
+        self.vcap = vertex_room
+        self.ext = np.zeros(vertex_room, np.int64)
+        self.keys = np.full(_slots(vertex_room), -1, np.int64)
+        self.vals = np.zeros(self.keys.shape[0], np.int32)
+        self.dirs = [_Dir(self.vcap, slot_room), _Dir(self.vcap, slot_room)]
+        self.work = np.zeros(1 << 20, np.uint8)
+        self.counters = np.zeros(16, np.int64)
+
+    def state(self):
+        o, i = self.dirs
+        return [a.copy() for a in (self.keys, self.vals, self.ext, o.off, o.deg, o.cap, o.idx,
+                                   i.off, i.deg, i.cap, i.idx)]
+
+    def reserve(self):
+        n, rv = self.n, self.rv
+        if self.ext.shape[0] - n < rv:
+            e = np.zeros(n + 2 * rv, np.int64)
+            e[:n] = self.ext[:n]
+            self.ext = e
+        if 2 * (n + rv) > self.keys.shape[0]:
+            self.keys = np.full(_slots(2 * (n + rv)), -1, np.int64)
+            self.vals = np.zeros(self.keys.shape[0], np.int32)
+            self.lib.emu_hash_insert(_p(self.keys), _p(self.vals), _U64(self.keys.shape[0] - 1), _p(self.ext),
+                                     _LL(n), _LL(0))
+        if self.vcap - n < rv:
+            self.vcap = n + 2 * rv
+            for d in self.dirs:
+                d.grow(self.vcap)
+        for d in self.dirs:
+            if d.idx.shape[0] - d.end < self.rs // 2 + 1:
+                b = np.zeros(d.end + self.rs + 4096, np.int32)
+                b[: d.end] = d.idx[: d.end]
+                d.idx = b
+
+    def apply(self, s, d, ins):
+        s, d = np.ascontiguousarray(s, np.int64), np.ascontiguousarray(d, np.int64)
+        ins = np.ascontiguousarray(ins, np.uint8)
+        m = s.shape[0]
+        changes = np.zeros(4 * m, np.int64)
+        room = min(self.vcap - self.n, self.keys.shape[0] // 2 - self.n, self.ext.shape[0] - self.n)
+        o, i = self.dirs
+        self.lib.emu_fast_update(
+            _p(s), _p(d), _p(ins), _I(m), _p(self.keys), _p(self.vals), _U64(self.keys.shape[0] - 1),
+            _p(self.ext), _I(self.n), _I(room),
+            _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _LL(o.end), _LL(o.idx.shape[0]),
+            _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _LL(i.end), _LL(i.idx.shape[0]),
+            _p(self.work), _LL(self.work.nbytes), _p(changes), _p(self.counters))
+        c = [int(v) for v in self.counters[:9]]
+        if c[0] == 0:
+            self.n += c[1]
+            o.end, i.end = c[7], c[8]
+        return c, changes
+
+
+def _check(model, cg, c, changes, ch):
+    n = model.n
+    assert n == cg.num_vertices
+    assert np.array_equal(model.ext[:n], cg.ids.external)  # the same internal ids
+    cs, cd = cg.edges()
+    want = set(zip(cs.tolist(), cd.tolist()))
+    o, i = model.dirs
+    got_out, got_in = set(), set()
+    for u in range(n):
+        lo = o.idx[o.off[u]: o.off[u] + o.deg[u]].tolist()
+        li = i.idx[i.off[u]: i.off[u] + i.deg[u]].tolist()
+        assert len(set(lo)) == len(lo) and len(set(li)) == len(li)
+        got_out.update((u, t) for t in lo)
+        got_in.update((t, u) for t in li)
+    assert got_out == want and got_in == want
+    for d in (o, i):
+        assert np.all(d.deg[:n] <= d.cap[:n]) and not d.deg[n:].any() and not d.cap[n:].any()
+        spans = sorted((int(d.off[u]), int(d.off[u] + d.cap[u])) for u in range(n) if d.cap[u] > 0)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # lists never overlap
+        assert not spans or spans[-1][1] <= d.end
+    s = ch.summary()
+    assert (c[2], c[3], c[1], c[4], c[5], c[6]) == (
+        s["inserted"], s["deleted"], s["new_vertices"], s["dropped_duplicate"],
+        s["dropped_present_insertion"], s["dropped_absent_deletion"])
+    m = changes.shape[0] // 4
+    for at, k, src, dst in ((0, c[2], ch.ins_src, ch.ins_dst), (2 * m, c[3], ch.del_src, ch.del_dst)):
+        keys = changes[at: at + k] * 2**32 + changes[at + m: at + m + k]
+        assert np.all(np.diff(keys) > 0)  # sorted by (src, dst)
+        assert np.array_equal(keys, np.sort(src * 2**32 + dst))
+
+
+def _step(model, cg, s, d, ins):
+    c, changes = model.apply(s, d, ins)
+    assert c[0] == 0, f"overflow {c[0]}"
+    ch = cg.apply(EdgeBatch.from_arrays(np.asarray(s), np.asarray(d), np.asarray(ins, bool)))
+    _check(model, cg, c, changes, ch)
+    model.reserve()
+
+
+def test_mixed_batches_match_cpu(lib):
+    """Duplicates, insert/delete pairs, present insertions, absent deletions, new ids (also
+    first as dst, both endpoints of an edge, ids far above 2**32), up to the 2048-edge cap."""
+    rng = np.random.default_rng(0)
+    model, cg = _Model(lib), CpuGraph()
+    _step(model, cg, np.array([50, 7, 2**62]), np.array([7, 50, 2**62]), np.array([1, 1, 1]))
+    for k in (1700, 300):
+        s, d = rng.integers(0, 400, k), rng.integers(0, 400, k)
+        ins = rng.random(k) < 0.6
+        es, ed = cg.edges_external()
+        pick, use = rng.integers(0, len(es), k), rng.random(k) < 0.4
+        s, d = np.where(use, es[pick], s), np.where(use, ed[pick], d)
+        s = np.where(rng.random(k) < 0.05, 2**40 + rng.integers(0, 50, k), s)
+        j = rng.integers(0, k, max(1, k // 5))
+        s, d, ins = np.concatenate([s, s[j]]), np.concatenate([d, d[j]]), np.concatenate([ins, ~ins[j]])
+        _step(model, cg, s[:FAST_MAX], d[:FAST_MAX], ins[:FAST_MAX])
+
+
+def test_hub_lists(lib):
+    """Lists past the block threshold: block-wide compaction and relocation, warp membership
+    between two long lists, insert-only appends by one thread."""
+    rng = np.random.default_rng(9)
+    model, cg = _Model(lib, slot_room=1 << 18), CpuGraph()
+    _step(model, cg, np.zeros(2000, np.int64), np.arange(10, 2010), np.ones(2000))
+    _step(model, cg, np.concatenate([np.zeros(100, np.int64), np.arange(3000, 3200)]),
+          np.concatenate([np.arange(2010, 2110), np.ones(200, np.int64)]), np.ones(300))
+    es, ed = cg.edges_external()
+    pick = rng.choice(np.flatnonzero(es == 0), 50, replace=False)
+    # hub 0: 50 deletions and 1990 insertions, more than its room: compacted and moved by the block
+    _step(model, cg, np.concatenate([es[pick], np.zeros(1990, np.int64), [0, 0]]),
+          np.concatenate([ed[pick], np.arange(5000, 6990), [1, 3000]]),
+          np.concatenate([np.zeros(50), np.ones(1990), [1, 0]]))
+    assert model.dirs[0].deg[0] > 4000
+    _step(model, cg, np.array([0, 0, 0]), np.array([1, 1, 5000]), np.array([1, 0, 0]))
+
+
+def test_overflow_writes_nothing(lib):
+    model, cg = _Model(lib, vertex_room=50), CpuGraph()
+    _step(model, cg, np.arange(10), np.arange(1, 11), np.ones(10))
+    before = model.state()
+    c, _ = model.apply(np.arange(100, 200), np.arange(200, 300), np.ones(100))  # 200 new > room
+    assert c[0] == 1 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
+    for d in model.dirs:  # no tail left
+        d.idx = np.ascontiguousarray(d.idx[: d.end + 2])
+    before = model.state()
+    c, _ = model.apply(np.zeros(30, np.int64), np.arange(1, 31), np.ones(30))
+    assert c[0] & 6 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
+    c, _ = model.apply(np.zeros(FAST_MAX + 1, np.int64), np.ones(FAST_MAX + 1, np.int64), np.ones(FAST_MAX + 1))
+    assert c[0] == 8

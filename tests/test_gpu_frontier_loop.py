@@ -1,0 +1,122 @@
+"""The DF/DF-P loop as one cooperative launch (kernels/frontier_loop.cu) against the launch
+sequence of pagerank.cu: same iterations, same per-iteration frontiers, same ranks; also when
+the loop hands a grown frontier over to the sequence, and against the SciPy oracle."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from streamrank.backend import to_host as _host
+from streamrank.batch import EdgeBatch
+from streamrank.config import RankConfig
+from streamrank.metrics import l1_error
+from streamrank.oracle import oracle_pagerank
+
+pytestmark = pytest.mark.gpu
+
+
+def _edges(rng, n=3000, m=20000, hubs=6):
+    s = rng.integers(0, n, m)
+    d = rng.integers(0, n, m)
+    hs = rng.choice(n, hubs, replace=False)
+    s = np.concatenate([s, np.repeat(hs, 400), rng.integers(0, n, 400 * hubs)])
+    d = np.concatenate([d, rng.integers(0, n, 400 * hubs), np.repeat(hs, 400)])
+    # one hub past 1024 in- and out-edges: the block-per-vertex paths of the loop
+    s = np.concatenate([s, np.full(1600, hs[0]), rng.integers(0, n, 1600)])
+    d = np.concatenate([d, rng.integers(0, n, 1600), np.full(1600, hs[0])])
+    return s, d
+
+
+def _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, *, loop, handover=None):
+    monkeypatch.setattr(pagerank_gpu, "_LOOP", loop)
+    if handover is not None:
+        monkeypatch.setattr(pagerank_gpu, "_LOOP_HANDOVER", handover)
+    return pagerank_gpu.update_pagerank(algorithm, gg, ch, x, config=cfg)
+
+
+@pytest.mark.parametrize("algorithm", ["df", "dfp"])
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+@pytest.mark.parametrize("handover", [None, 1e-9])
+def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, handover):
+    from streamrank import pagerank_gpu
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(zlib.crc32(f"{algorithm}/{dangling}/{handover}".encode()))
+    s, d = _edges(rng)
+    gg = GpuGraph.from_edges(s, d)
+    # switch degree 8: both list kinds (thread and block per vertex) carry many vertices
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    x = pagerank_gpu.static_pagerank(gg, config=cfg).x
+    for k in (1, 3, 40, 500):
+        es, ed = (_host(a) for a in gg.edges_external())
+        ins = rng.random(k) < 0.75
+        pick = rng.integers(0, len(es), k)
+        bs = np.where(ins, rng.integers(0, 3100, k), es[pick])  # some new vertices too
+        bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
+        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=False)
+        loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=True, handover=handover)
+        assert pagerank_gpu.loop_unavailable is None
+        assert loop.converged and seq.converged
+        assert loop.iterations == seq.iterations, k
+        assert loop.affected == seq.affected, k  # the same frontier in every iteration
+        assert loop.initially_affected == seq.initially_affected
+        # the loop sums a short in-list with a warp (another rounding order than a thread)
+        np.testing.assert_allclose(_host(loop.x), _host(seq.x), rtol=1e-10)
+        assert abs(loop.total - seq.total) <= 1e-9 * seq.total
+        x = loop.x
+        ref = oracle_pagerank(gg, dangling=dangling)
+        assert l1_error(_host(loop.ranks), ref) < 1e-5
+    for ws in gg.__dict__.get("_rank_workspaces", {}).values():
+        assert int(ws.aff.sum()) == 0  # every call cleared the flags it set
+
+
+def test_loop_stops_at_max_iter(cp, monkeypatch):
+    from streamrank import pagerank_gpu
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(7)
+    s, d = _edges(rng, n=500, m=3000, hubs=2)
+    gg = GpuGraph.from_edges(s, d)
+    cfg = RankConfig(tol=1e-14, max_iter=3, frontier_tol=0.0, prune_tol=0.0)
+    x = pagerank_gpu.static_pagerank(gg, config=RankConfig()).x
+    ch = gg.apply(EdgeBatch.from_arrays(cp.asarray([1, 2]), cp.asarray([3, 4]), xp=cp))
+    res = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True)
+    assert res.iterations == 3 and not res.converged
+    assert len(res.affected) == 3
+    for ws in gg.__dict__.get("_rank_workspaces", {}).values():
+        assert int(ws.aff.sum()) == 0
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_auto_switches_to_warm_sweeps_when_the_frontier_floods(cp, monkeypatch, dangling):
+    from streamrank import pagerank_gpu
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(11)
+    s, d = _edges(rng)
+    gg = GpuGraph.from_edges(s, d)
+    cfg = RankConfig(dangling=dangling, switch_degree=8)
+    x = pagerank_gpu.static_pagerank(gg, config=cfg).x
+    es, ed = (_host(a) for a in gg.edges_external())
+    ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(es[:30]), cp.asarray(ed[:30]),
+                                        cp.zeros(30, dtype=bool), xp=cp))
+    ref = oracle_pagerank(gg, dangling=dangling)
+    # no flood: auto is DF-P
+    plain = pagerank_gpu.update_pagerank("auto", gg, ch, x, config=cfg)
+    dfp = pagerank_gpu.update_pagerank("dfp", gg, ch, x, config=cfg)
+    assert plain.algorithm == "dfp" and plain.iterations == dfp.iterations
+    # a flood after the first iteration: warm sweeps finish the batch
+    monkeypatch.setattr(pagerank_gpu, "_LOOP_HANDOVER", 1e-9)
+    monkeypatch.setattr(pagerank_gpu, "_AUTO_FLOOD", 1e-9)
+    res = pagerank_gpu.update_pagerank("auto", gg, ch, x, config=cfg)
+    assert res.algorithm == "dfp>warm" and res.converged
+    assert res.iterations > len(res.affected[:1])
+    warm = pagerank_gpu.update_pagerank("warm", gg, ch, x, config=cfg)
+    assert warm.algorithm == "warm" and warm.converged
+    for r in (res, warm):
+        assert l1_error(_host(r.ranks), ref) < 1e-8
+        assert abs(float(r.x.sum()) - r.total) < 1e-9 * r.total
+    for ws in gg.__dict__.get("_rank_workspaces", {}).values():
+        assert int(ws.aff.sum()) == 0
