@@ -173,6 +173,9 @@ def test_string_id_engine_restores_from_full_checkpoint_and_log(tmp_path):
 
     stage = CheckpointStage(str(tmp_path), full_every=3, keep=2)
     eng = Engine("cpu", "dfp", id_type="string")
+    rng = np.random.default_rng(0)  # a base graph, so that the log stays small beside a full checkpoint
+    eng.load_edges(pa.array([f"u{v}/é" for v in rng.integers(0, 300, 3000)]),
+                   pa.array([f"u{v}/é" for v in rng.integers(0, 300, 3000)]))
     kinds = []
     for i, (s, d, ins) in enumerate(random_batches(3, 12, 30, 120)):
         names_s = np.array([f"u{v}/é" for v in s], dtype=object)

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..checkpoint import list_checkpoints, save_checkpoint
 from ..checkpoint_log import BatchLog, LoggedBatch, log_path
 from ..recovery import Restored, list_logs, restore_latest
-from ..vertex_ids import DEFAULT_MAX_ID_BYTES
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES, to_string_array
 
 log = logging.getLogger("streamrank.daemon")
 
@@ -157,6 +157,4 @@ def _logged_bytes(b: LoggedBatch) -> int:
     n = int(len(b.insert))
     if isinstance(b.src, np.ndarray) and b.src.dtype != object:
         return n * 17
-    size = sum(len(str(v).encode("utf-8")) for v in b.src) if isinstance(b.src, np.ndarray) else b.src.nbytes
-    size += sum(len(str(v).encode("utf-8")) for v in b.dst) if isinstance(b.dst, np.ndarray) else b.dst.nbytes
-    return size + n * 9
+    return to_string_array(b.src).nbytes + to_string_array(b.dst).nbytes + n * 9
