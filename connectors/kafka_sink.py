@@ -1,13 +1,17 @@
 """Kafka sinks: rank updates keyed by vertex id, periodic top-k, and dead letters.
 
-Rank-update messages (topic ``publish_topic``):
+Rank-update messages (topic ``publish_topic``), by ``publish_format``:
 
-- key ``b"<vertex id>"`` (the id as text: digits, or the string id in UTF-8), value JSON
-  ``{"seq": S, "vertex": V, "rank": R}`` (``V`` a JSON number, or a JSON string for string ids)
-  for each vertex whose rank moved by more than the threshold since it was last published (new
-  vertices included);
-- key ``b"__top_k__"``, value JSON ``{"seq": S, "k": K, "top": [[vertex, rank], ...]}`` every
-  ``top_k_every`` batches.
+- ``"keyed"`` (default): key ``b"<vertex id>"`` (the id as text: digits, or the string id in
+  UTF-8), value JSON ``{"seq": S, "vertex": V, "rank": R}`` (``V`` a JSON number, or a JSON string
+  for string ids) for each vertex whose rank moved by more than the threshold since it was last
+  published (new vertices included); compacted topics keep the latest rank per vertex;
+- ``"arrow"``: one message per batch, key ``b"__batch__"``, value an Arrow IPC stream with columns
+  ``vertex`` (int64, or string for string ids) and ``rank`` (float64) holding all those vertices,
+  and schema metadata ``seq``; for consumers that want throughput;
+- ``"both"``: both of the above;
+- and always key ``b"__top_k__"``, value JSON ``{"seq": S, "k": K, "top": [[vertex, rank], ...]}``
+  every ``top_k_every`` batches (string ids as JSON strings).
 
 Every message also has a header ``seq``. Publishing is at-least-once: after a crash, batches
 past the last checkpoint are applied and published again with the same sequence numbers, so a
@@ -25,50 +29,39 @@ import re
 
 import numpy as np
 
-from streamrank.errors import StreamrankError
+from streamrank.errors import InvalidArgumentError
+
+from .kafka_clients import SinkError  # noqa: F401  (re-exported: sinks raise it)
 
 log = logging.getLogger(__name__)
 
 TOP_K_KEY = b"__top_k__"
+BATCH_KEY = b"__batch__"
+PUBLISH_FORMATS = ("keyed", "arrow", "both")
 
 
-class SinkError(StreamrankError, IOError):
-    """Publishing to a sink failed (the broker is unreachable, the flush timed out)."""
+def encode_rank_batch(seq: int, vertex, rank) -> bytes:
+    """The ``"arrow"`` publish format: an Arrow IPC stream of ``vertex``/``rank`` with ``seq`` metadata."""
+    import pyarrow as pa
+
+    vertex = np.asarray(vertex)
+    vertex = pa.array(vertex, type=pa.string()) if vertex.dtype.kind in "OU" else vertex.astype(np.int64)
+    table = pa.table({"vertex": vertex, "rank": np.asarray(rank, dtype=np.float64)})
+    table = table.replace_schema_metadata({"seq": str(int(seq))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
-def make_producer(bootstrap_servers: str, *, client_id: str = "streamrank-serve", linger_ms: int = 20):
-    """A kafka-python producer configured for at-least-once delivery.
+def decode_rank_batch(value: bytes):
+    """``(seq, vertex, rank)`` of a message written by :func:`encode_rank_batch` (string ids: an
+    ``object`` array of ``str``)."""
+    import pyarrow as pa
 
-    Raises
-    ------
-    SinkError
-        When no broker is reachable.
-    """
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError
-
-    try:
-        return KafkaProducer(bootstrap_servers=bootstrap_servers.split(","), client_id=client_id,
-                             acks="all", linger_ms=linger_ms, retries=5, max_block_ms=10000,
-                             request_timeout_ms=10000, batch_size=256 * 1024,
-                             max_request_size=16 * 1024 * 1024, bootstrap_timeout_ms=5000)
-    except (KafkaError, OSError) as exc:
-        raise SinkError(f"cannot create a Kafka producer for {bootstrap_servers}: {exc}") from exc
-
-
-def flush(producer, *, timeout_s: float = 30.0) -> None:
-    """Wait until everything sent is acknowledged.
-
-    Raises
-    ------
-    SinkError
-    """
-    from kafka.errors import KafkaError
-
-    try:
-        producer.flush(timeout=timeout_s)
-    except (KafkaError, OSError) as exc:
-        raise SinkError(f"Kafka flush failed: {exc}") from exc
+    table = pa.ipc.open_stream(pa.BufferReader(value)).read_all()
+    seq = int(table.schema.metadata[b"seq"])
+    return seq, table.column("vertex").to_numpy(zero_copy_only=False), table.column("rank").to_numpy()
 
 
 class RankPublisher:
@@ -76,7 +69,8 @@ class RankPublisher:
 
     Parameters
     ----------
-    producer : kafka.KafkaProducer
+    producer : KafkaPythonProducer or ConfluentProducer
+        From :func:`connectors.kafka_clients.make_producer`.
     topic : str
     threshold : float
         A vertex is published when ``|p - p_published| > threshold``.
@@ -84,16 +78,22 @@ class RankPublisher:
         Size of the top-k message (0: none).
     top_k_every : int
         Send the top-k message every this many batches (0: never).
+    publish_format : {"keyed", "arrow", "both"}
+        Per-vertex keyed messages, one Arrow message per batch, or both.
     """
 
-    def __init__(self, producer, topic: str, *, threshold: float = 1e-6, top_k: int = 20, top_k_every: int = 10):
+    def __init__(self, producer, topic: str, *, threshold: float = 1e-6, top_k: int = 20, top_k_every: int = 10,
+                 publish_format: str = "keyed"):
+        if publish_format not in PUBLISH_FORMATS:
+            raise InvalidArgumentError(f"publish format must be one of {PUBLISH_FORMATS}, got {publish_format!r}")
+        self.publish_format = publish_format
         self.producer = producer
         self.topic = topic
         self.threshold = float(threshold)
         self.top_k = int(top_k)
         self.top_k_every = int(top_k_every)
         self._published = np.zeros(0, dtype=np.float64)
-        self.sent = {"vertex": 0, "top_k": 0}
+        self.sent = {"vertex": 0, "batch": 0, "top_k": 0}
 
     def prime(self, p) -> None:
         """Take ``p`` as already published (after a restore: only later moves are sent)."""
@@ -124,14 +124,12 @@ class RankPublisher:
         ------
         SinkError
         """
-        from kafka.errors import KafkaError
-
         idx = self.moved(p)
         headers = [("seq", str(seq).encode())]
-        sent = {"vertex": 0, "top_k": 0}
-        try:
-            send = self.producer.send
-            topic = self.topic
+        sent = {"vertex": 0, "batch": 0, "top_k": 0}
+        send = self.producer.send
+        topic = self.topic
+        if self.publish_format in ("keyed", "both"):
             vids = ids[idx].tolist()
             vals = p[idx].tolist()
             for v, r in zip(vids, vals):
@@ -139,15 +137,16 @@ class RankPublisher:
                      value=b'{"seq":%d,"vertex":%s,"rank":%s}' % (seq, _json_vertex(v), repr(r).encode()),
                      headers=headers)
             sent["vertex"] = len(vids)
-            if self.top_k and self.top_k_every and (seq % self.top_k_every == 0 or force_top_k) and p.shape[0]:
-                k = min(self.top_k, p.shape[0])
-                top = np.argpartition(-p, k - 1)[:k]
-                top = top[np.lexsort((ids[top], -p[top]))]
-                body = {"seq": int(seq), "k": int(k), "top": [[_vertex(ids[i]), float(p[i])] for i in top]}
-                send(topic, key=TOP_K_KEY, value=json.dumps(body, ensure_ascii=False).encode(), headers=headers)
-                sent["top_k"] = 1
-        except (KafkaError, OSError) as exc:
-            raise SinkError(f"publishing batch {seq} to {self.topic} failed: {exc}") from exc
+        if self.publish_format in ("arrow", "both") and idx.size:
+            send(topic, key=BATCH_KEY, value=encode_rank_batch(seq, ids[idx], p[idx]), headers=headers)
+            sent["batch"] = 1
+        if self.top_k and self.top_k_every and (seq % self.top_k_every == 0 or force_top_k) and p.shape[0]:
+            k = min(self.top_k, p.shape[0])
+            top = np.argpartition(-p, k - 1)[:k]
+            top = top[np.lexsort((ids[top], -p[top]))]
+            body = {"seq": int(seq), "k": int(k), "top": [[_vertex(ids[i]), float(p[i])] for i in top]}
+            send(topic, key=TOP_K_KEY, value=json.dumps(body, ensure_ascii=False).encode(), headers=headers)
+            sent["top_k"] = 1
         self._published[idx] = p[idx]
         for k, n in sent.items():
             self.sent[k] += n
@@ -190,8 +189,6 @@ class KafkaDeadLetters:
         ------
         SinkError
         """
-        from kafka.errors import KafkaError
-
         headers = [
             ("reason", bad.reason.encode()),
             ("detail", bad.detail.encode("utf-8", "replace")[:1000]),
@@ -199,13 +196,10 @@ class KafkaDeadLetters:
             ("partition", str(bad.partition).encode()),
             ("offset", str(bad.offset).encode()),
         ]
-        try:
-            self.producer.send(self.topic, key=bad.key, value=bad.value, headers=headers)
-        except (KafkaError, OSError) as exc:
-            raise SinkError(f"dead-lettering to {self.topic} failed: {exc}") from exc
+        self.producer.send(self.topic, key=bad.key, value=bad.value, headers=headers)
 
     def flush(self, *, timeout_s: float = 30.0) -> None:
-        flush(self.producer, timeout_s=timeout_s)
+        self.producer.flush(timeout_s=timeout_s)
 
     def close(self) -> None:
         pass

@@ -17,9 +17,13 @@ import time
 
 from streamrank.errors import SourceError
 
-from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock
+from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
-from .records import DEFAULT_MAX_MESSAGE_BYTES, BadRecord, EdgeChunk, RecordError, parse_message
+from .fetch import fetch_items
+from .records import DEFAULT_MAX_MESSAGE_BYTES
+
+#: Longest the broker may hold a fetch without data (see ``kafka_confluent.FETCH_WAIT_MS``).
+FETCH_WAIT_MS = 20
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +124,7 @@ class KafkaEdgeSource:
                     fetch_max_bytes=max(52428800, self.max_message_bytes * 2),
                     max_partition_fetch_bytes=max(1048576, self.max_message_bytes + 1024),
                     reconnect_backoff_max_ms=5000,
+                    fetch_max_wait_ms=FETCH_WAIT_MS,
                     bootstrap_timeout_ms=5000,
                 )
             except (KafkaError, OSError) as exc:
@@ -199,12 +204,12 @@ class KafkaEdgeSource:
 
     # ------------------------------------------------------------------ reading
     def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
-        """Fetch records and parse them.
+        """Fetch records and decode them all at once (:func:`connectors.fetch.fetch_items`).
 
         Returns
         -------
-        list of EdgeChunk or BadRecord
-            In partition order; each item carries the position just past its record.
+        list of EdgeRun or BadRecord
+            In partition order; each item carries the position just past its last record.
         """
         from kafka.errors import KafkaError
 
@@ -215,23 +220,19 @@ class KafkaEdgeSource:
                                           max_records=max_records or self.max_poll_records)
         except (KafkaError, OSError) as exc:
             raise SourceError(f"Kafka poll failed: {exc}") from exc
-        items = []
+        pos_keys, topics, parts, offsets, keys, values, stamps = [], [], [], [], [], [], []
         for tp, records in batches.items():
-            key = position_key(tp.topic, tp.partition)
-            for r in records:
-                items.append(self._item(r, key))
-        return items
-
-    def _item(self, r, key):
-        try:
-            e = parse_message(r.value, max_bytes=self.max_message_bytes, id_type=self.id_type,
-                              max_id_bytes=self.max_id_bytes)
-            self.id_lock.admit(e.id_kind)  # one id kind per stream
-        except (RecordError, IdError) as exc:
-            return BadRecord(value=r.value or b"", reason=exc.reason, detail=exc.detail, topic=r.topic,
-                             partition=r.partition, offset=r.offset, key=r.key, pos_key=key,
-                             pos_value=r.offset + 1)
-        return EdgeChunk(e.src, e.dst, e.insert, key, r.offset + 1)
+            n = len(records)
+            pos_keys += [position_key(tp.topic, tp.partition)] * n
+            topics += [tp.topic] * n
+            parts += [tp.partition] * n
+            offsets += [r.offset for r in records]
+            keys += [r.key for r in records]
+            values += [r.value for r in records]
+            stamps += [r.timestamp for r in records]
+        return fetch_items(pos_keys, topics, parts, offsets, keys, values, stamps,
+                           max_message_bytes=self.max_message_bytes, id_type=self.id_type, id_lock=self.id_lock,
+                           max_id_bytes=self.max_id_bytes)
 
     # ------------------------------------------------------------------ positions
     def commit(self, positions: dict) -> bool:

@@ -1,17 +1,25 @@
-"""Throughput of ``streamrank serve``: edges per second from Kafka through to published ranks.
+"""Benchmark of ``streamrank serve``: Kafka in, ranks out, on this host, for a fixed time.
 
-Starts a local broker (unless ``--bootstrap-servers`` is given), a producer process
-(``examples/produce_edges.py --loop``: the file's edges inserted, then deleted, again and again)
-and the daemon (a real ``python -m streamrank serve`` process, publishing rank updates and
-serving metrics), all on this host. After a warm-up it measures for ``--seconds`` the edges the
-daemon applied *and published* (from its applied log), then stops everything and reads the
-per-stage time split from the daemon's Prometheus metrics.
+For each run it starts the daemon (a real ``python -m streamrank serve`` process publishing rank
+updates, checkpointing every few seconds) and a producer (``examples/produce_edges.py --loop``:
+the file's edges inserted, then deleted, again and again) against one local broker (or
+``--bootstrap-servers``), and after a warm-up measures for ``--seconds``:
 
-    python examples/bench_daemon.py --format json --seconds 60           # one JSON edge per message
-    python examples/bench_daemon.py --format arrow --edges-per-message 1000 --seconds 60
-    python examples/bench_daemon.py --format json --seconds 60 --string-ids  # ids rewritten as user_<id>
+- sustained edges/s applied *and published* (from the daemon's applied log), and the producer's rate;
+- staleness: time from a record's produce timestamp (Kafka CreateTime) to the hand-over of the
+  rank updates of its batch to the Kafka client, p50/p99 over edges;
+- checkpoint time and bytes, full and incremental;
+- the daemon's RSS over time; its per-stage time split (Prometheus metrics).
 
-Prints one JSON report.
+A run is ``FORMAT:EDGES_PER_MESSAGE:CLIENT:PUBLISH_FORMAT[:RATE]`` (RATE in edges/s, 0 or absent:
+as fast as the producer goes)::
+
+    python examples/bench_daemon.py --runs json:1:confluent:keyed,json:1:kafka-python:keyed \\
+        --seconds 30 --json docs/results/daemon_2core.json --plot docs/results/daemon_2core.png
+    python examples/bench_daemon.py --runs json:1:confluent:keyed:20000 --seconds 30   # staleness at a fixed rate
+    python examples/bench_daemon.py --runs json:1:confluent:keyed --seconds 30 --string-ids  # ids user_<id>
+
+Prints a table and writes the JSON report and the plot when asked.
 """
 
 from __future__ import annotations
@@ -24,17 +32,22 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 from _broker import ROOT, child_env, start_broker, start_daemon
+
+sys.path.insert(0, str(ROOT))
+from streamrank.daemon.staleness import STALENESS_EDGES_MS  # noqa: E402
 
 DEFAULT_DATA = ROOT / "streamrank" / "data" / "CollegeMsg.txt.gz"
 
 
 def stage_split(metrics_text: str) -> dict:
-    """``stage -> (count, total seconds)`` from Prometheus text."""
+    """``stage -> {"sum": seconds, "count": n}`` from Prometheus text."""
     out = {}
     for m in re.finditer(r'streamrank_stage_seconds_(sum|count)\{stage="(\w+)"\} ([0-9.e+-]+)', metrics_text):
         kind, stage, v = m.groups()
@@ -42,54 +55,88 @@ def stage_split(metrics_text: str) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap-servers", help="existing broker (default: start Tansu locally)")
-    ap.add_argument("--file", default=str(DEFAULT_DATA), help="edge file to stream (default: bundled CollegeMsg)")
-    ap.add_argument("--format", choices=("json", "csv", "arrow"), default="json")
-    ap.add_argument("--edges-per-message", type=int, default=1)
-    ap.add_argument("--seconds", type=float, default=60.0, help="measured window")
-    ap.add_argument("--warmup", type=float, default=10.0)
-    ap.add_argument("--batch-size", type=int, default=20000)
-    ap.add_argument("--batch-wait-ms", type=int, default=200)
-    ap.add_argument("--partitions", type=int, default=3)
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--publish-threshold", type=float, default=1e-6)
-    ap.add_argument("--string-ids", action="store_true",
-                    help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
-    args = ap.parse_args(argv)
+def hist_quantiles(events, qs=(0.5, 0.99)):
+    """Quantiles (ms) of the staleness histograms of ``events`` (upper bucket edge)."""
+    total = np.zeros(len(STALENESS_EDGES_MS) - 1, dtype=np.int64)
+    for e in events:
+        if "stale_hist" in e:
+            first, counts = e["stale_hist"]
+            total[first:first + len(counts)] += np.asarray(counts, dtype=np.int64)
+    if total.sum() == 0:
+        return [None] * len(qs)
+    cum = np.cumsum(total)
+    return [round(float(STALENESS_EDGES_MS[1 + int(np.searchsorted(cum, q * cum[-1]))]), 1) for q in qs]
 
+
+class RssSampler(threading.Thread):
+    """Samples a process's resident set size (MiB) every ``period`` seconds."""
+
+    def __init__(self, pid: int, period: float = 0.5):
+        super().__init__(daemon=True)
+        self.pid, self.period = pid, period
+        self.samples = []
+        self._stop = threading.Event()
+
+    def run(self):
+        t0 = time.time()
+        while not self._stop.is_set():
+            try:
+                with open(f"/proc/{self.pid}/status") as fh:
+                    kb = int(re.search(r"VmRSS:\s+(\d+)", fh.read()).group(1))
+                self.samples.append((round(time.time() - t0, 2), round(kb / 1024, 1)))
+            except (OSError, AttributeError):
+                pass
+            self._stop.wait(self.period)
+
+    def stop(self):
+        self._stop.set()
+
+
+def parse_run(spec: str) -> dict:
+    parts = spec.split(":")
+    if len(parts) not in (4, 5):
+        raise SystemExit(f"run {spec!r}: FORMAT:EDGES_PER_MESSAGE:CLIENT:PUBLISH_FORMAT[:RATE]")
+    return {"format": parts[0], "edges_per_message": int(parts[1]), "client": parts[2], "publish_format": parts[3],
+            "rate": float(parts[4]) if len(parts) == 5 else 0.0}
+
+
+def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
+    tag = f"{run['format']}-{run['edges_per_message']}-{run['client']}-{run['publish_format']}-{int(run['rate'])}"
+    rdir = work / tag
+    rdir.mkdir()
+    topic, publish = f"bench-{tag}-{os.getpid()}", f"bench-ranks-{tag}-{os.getpid()}"
+    if broker is not None:
+        broker.create_topic(topic, partitions=args.partitions)
+        broker.create_topic(publish, partitions=args.partitions)
     from kafka_broker import free_port
 
-    bootstrap, broker = start_broker(args.bootstrap_servers)
-    work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
-    procs = []
-    if args.string_ids:
-        from bench_string_ids import rewrite
-
-        rewrite(Path(args.file), work / "named.txt.gz", "user_{}")
-        args.file = str(work / "named.txt.gz")
+    port = free_port()
+    applied = rdir / "applied.jsonl"
+    daemon = start_daemon(["--bootstrap-servers", bootstrap, "--topic", topic, "--publish-topic", publish,
+                           "--checkpoint-dir", str(rdir / "ckpt"), "--batch-size", str(args.batch_size),
+                           "--batch-wait-ms", str(args.batch_wait_ms), "--metrics-port", str(port),
+                           "--applied-log", str(applied), "--device", args.device, "--publish-threshold",
+                           str(args.publish_threshold), "--checkpoint-interval", str(args.checkpoint_interval),
+                           "--checkpoint-every", "1000000", "--full-checkpoint-every", str(args.full_every),
+                           "--kafka-client", run["client"], "--publish-format", run["publish_format"],
+                           "--id-type", "string" if args.string_ids else "int"],
+                          rdir / "daemon.log")
+    rss = RssSampler(daemon.pid)
+    rss.start()
+    prod = None
     try:
-        topic, publish = f"bench-{os.getpid()}", f"bench-ranks-{os.getpid()}"
-        if broker is not None:
-            broker.create_topic(topic, partitions=args.partitions)
-            broker.create_topic(publish, partitions=args.partitions)
+        deadline = time.time() + 60
+        while not (applied.exists() and "serving" in (rdir / "daemon.log").read_text()):
+            if daemon.poll() is not None or time.time() > deadline:
+                raise SystemExit(f"daemon did not start:\n{(rdir / 'daemon.log').read_text()[-2000:]}")
+            time.sleep(0.1)
         prod = subprocess.Popen([sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers",
-                                 bootstrap, "--topic", topic, "--file", args.file, "--format", args.format,
-                                 "--edges-per-message", str(args.edges_per_message), "--loop", "--duration",
-                                 str(args.warmup + args.seconds + 30)],
-                                env=child_env(), stdout=open(work / "producer.log", "w"), stderr=subprocess.STDOUT)
-        procs.append(prod)
-        port = free_port()
-        applied = work / "applied.jsonl"
-        daemon = start_daemon(["--bootstrap-servers", bootstrap, "--topic", topic, "--publish-topic", publish,
-                               "--checkpoint-dir", str(work / "ckpt"), "--batch-size", str(args.batch_size),
-                               "--batch-wait-ms", str(args.batch_wait_ms), "--metrics-port", str(port),
-                               "--applied-log", str(applied), "--device", args.device, "--publish-threshold",
-                               str(args.publish_threshold), "--checkpoint-interval", "30",
-                               "--checkpoint-every", "1000000", "--id-type", "string" if args.string_ids else "int"],
-                              work / "daemon.log")
-        procs.append(daemon)
+                                 bootstrap, "--topic", topic, "--file", args.file, "--format", run["format"],
+                                 "--edges-per-message", str(run["edges_per_message"]), "--loop", "--duration",
+                                 str(args.warmup + args.seconds + 5), "--rate", str(run["rate"]),
+                                 "--client", args.producer_client],
+                                env=child_env(), stdout=open(rdir / "producer.log", "w"), stderr=subprocess.STDOUT)
+        t_prod = time.time()
         time.sleep(args.warmup)
         t_start = time.time()
         time.sleep(args.seconds)
@@ -97,41 +144,133 @@ def main(argv=None) -> int:
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(120)
-        prod.send_signal(signal.SIGTERM)
-        prod.wait(30)
-        events = [json.loads(line) for line in applied.read_text().splitlines() if line.strip()]
-        win = [e for e in events if e["event"] == "apply" and t_start <= e["t"] <= t_end]
-        edges = sum(e["edges"] for e in win)
-        span = (win[-1]["t"] - win[0]["t"]) if len(win) > 1 else float("nan")
-        edges_in_span = edges - (win[0]["edges"] if win else 0)  # edges applied after the first batch in the window
-        stages = stage_split(metrics)
-        total_stage = sum(v.get("sum", 0.0) for v in stages.values())
-        lag = sum(float(v) for v in re.findall(r"streamrank_consumer_lag\{[^}]*\} ([0-9.e+-]+)", metrics))
-        pub = sum(float(v) for v in re.findall(r'streamrank_published_messages_total\{kind="vertex"\} ([0-9.e+-]+)',
-                                               metrics))
-        report = {
-            "format": args.format, "edges_per_message": args.edges_per_message, "file": os.path.basename(args.file),
-            "id_type": "string" if args.string_ids else "int",
-            "window_s": round(t_end - t_start, 1), "batches": len(win), "edges": edges,
-            "edges_per_s": round(edges_in_span / span) if span == span and span > 0 else None,
-            "median_batch_edges": sorted(e["edges"] for e in win)[len(win) // 2] if win else 0,
-            "consumer_lag_at_end (broker batches, see KAFKA.md)": lag,
-            "vertex_messages_published_total": pub,
-            "stage_seconds_total": {k: round(v.get("sum", 0.0), 2) for k, v in stages.items()},
-            "stage_share": {k: round(v.get("sum", 0.0) / total_stage, 3) for k, v in stages.items()} if total_stage else {},
-            "daemon_exit": rc,
-            "producer_log_tail": (work / "producer.log").read_text().splitlines()[-1:],
-            "workdir": str(work),
-        }
-        print(json.dumps(report, indent=1))
-        return 0 if rc == 0 else 1
     finally:
-        for p in procs:
-            if p.poll() is None:
+        rss.stop()
+        for p in (prod, daemon):
+            if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+    events = [json.loads(line) for line in applied.read_text().splitlines() if line.strip()]
+    win = [e for e in events if e["event"] == "apply" and t_start <= e["t"] <= t_end]
+    span = (win[-1]["t"] - win[0]["t"]) if len(win) > 1 else 0.0
+    edges_after_first = sum(e["edges"] for e in win[1:])
+    ck = [e for e in events if e["event"] == "checkpoint"]
+    stages = stage_split(metrics)
+    total_stage = sum(v.get("sum", 0.0) for v in stages.values())
+    prod_lines = [ln for ln in (rdir / "producer.log").read_text().splitlines() if "edges" in ln]
+    produced = None
+    for ln in prod_lines:
+        m = re.match(r"(\d+) edges in ([0-9.]+)s", ln)
+        if m and 0 < float(m.group(2)) <= t_end - t_prod:
+            produced = round(int(m.group(1)) / float(m.group(2)))
+    p50, p99 = hist_quantiles(win)
+
+    def ck_summary(kind):
+        c = [e for e in ck if e.get("kind") == kind]
+        if not c:
+            return None
+        return {"count": len(c), "median_ms": float(np.median([e["ms"] for e in c])),
+                "median_write_ms": float(np.median([e["write_ms"] for e in c])),
+                "max_ms": max(e["ms"] for e in c), "median_bytes": int(np.median([e["bytes"] for e in c])),
+                "max_bytes": max(e["bytes"] for e in c)}
+
+    return {
+        **run, "tag": tag, "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
+        "edges_per_s": round(edges_after_first / span) if span > 0 else None,
+        "producer_edges_per_s_reported": produced,
+        "median_batch_edges": int(np.median([e["edges"] for e in win])) if win else 0,
+        "staleness_ms_p50": p50, "staleness_ms_p99": p99,
+        "checkpoint_full": ck_summary("full"), "checkpoint_incremental": ck_summary("incremental"),
+        "rss_mib_max": max((s[1] for s in rss.samples), default=None), "rss_mib": rss.samples,
+        "stage_share": {k: round(v.get("sum", 0.0) / total_stage, 3) for k, v in stages.items()} if total_stage else {},
+        "rate_series": [(round(e["t"] - t_start, 2), e["edges"]) for e in events if e["event"] == "apply"],
+        "daemon_exit": rc, "workdir": str(rdir),
+    }
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for r in results:
+        ts = np.array([t for t, _ in r["rate_series"]])
+        ed = np.array([e for _, e in r["rate_series"]], dtype=float)
+        if ts.size:
+            bins = np.arange(np.floor(ts.min()), np.ceil(ts.max()) + 1, 1.0)
+            h, _ = np.histogram(ts, bins=bins, weights=ed)
+            axes[0].plot(bins[:-1], h / 1e3, label=r["tag"])
+        if r["rss_mib"]:
+            axes[1].plot([s[0] for s in r["rss_mib"]], [s[1] for s in r["rss_mib"]], label=r["tag"])
+    axes[0].set(xlabel="seconds from the start of the window", ylabel="k edges/s applied", title="throughput")
+    axes[1].set(xlabel="seconds from daemon start", ylabel="RSS (MiB)", title="daemon memory")
+    tags = [r["tag"] for r in results]
+    x = np.arange(len(tags))
+    axes[2].bar(x - 0.2, [r["staleness_ms_p50"] or 0 for r in results], 0.4, label="p50")
+    axes[2].bar(x + 0.2, [r["staleness_ms_p99"] or 0 for r in results], 0.4, label="p99")
+    axes[2].set_xticks(x, tags, rotation=30, ha="right", fontsize=7)
+    axes[2].set(ylabel="ms", title="staleness (produce -> rank update sent)", yscale="log")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", default="json:1:confluent:keyed", help="comma-separated run specs (see above)")
+    ap.add_argument("--bootstrap-servers", help="existing broker (default: start Tansu locally)")
+    ap.add_argument("--file", default=str(DEFAULT_DATA), help="edge file to stream (default: bundled CollegeMsg)")
+    ap.add_argument("--seconds", type=float, default=30.0, help="measured window per run")
+    ap.add_argument("--warmup", type=float, default=8.0)
+    ap.add_argument("--batch-size", type=int, default=20000)
+    ap.add_argument("--batch-wait-ms", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--publish-threshold", type=float, default=1e-6)
+    ap.add_argument("--checkpoint-interval", type=float, default=5.0)
+    ap.add_argument("--full-every", type=int, default=4, help="--full-checkpoint-every of the daemon")
+    ap.add_argument("--producer-client", default="auto", choices=("auto", "confluent", "kafka-python"))
+    ap.add_argument("--string-ids", action="store_true",
+                    help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
+    ap.add_argument("--json", help="write the report here")
+    ap.add_argument("--plot", help="write the plot here (PNG)")
+    args = ap.parse_args(argv)
+    runs = [parse_run(s) for s in args.runs.split(",") if s]
+    bootstrap, broker = start_broker(args.bootstrap_servers)
+    work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
+    if args.string_ids:
+        from bench_string_ids import rewrite
+
+        rewrite(Path(args.file), work / "named.txt.gz", "user_{}")
+        args.file = str(work / "named.txt.gz")
+    results = []
+    try:
+        for run in runs:
+            results.append(one_run(run, args, bootstrap, broker, work))
+            r = results[-1]
+            print(f"{r['tag']}: {r['edges_per_s']} edges/s, staleness p50/p99 {r['staleness_ms_p50']}/"
+                  f"{r['staleness_ms_p99']} ms", file=sys.stderr)
+    finally:
         if broker is not None:
             broker.stop()
+    hdr = f"{'run':42} {'edges/s':>9} {'prod/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ckpt full':>20} {'ckpt incr':>20} {'RSS MiB':>8}"
+    print(hdr)
+    for r in results:
+        def ck(c):
+            return f"{c['median_bytes'] / 1e6:.2f}MB {c['median_ms']:.0f}ms" if c else "-"
+        print(f"{r['tag']:42} {r['edges_per_s'] or 0:>9} {r['producer_edges_per_s_reported'] or 0:>9} "
+              f"{r['staleness_ms_p50'] or 0:>8} {r['staleness_ms_p99'] or 0:>8} {ck(r['checkpoint_full']):>20} "
+              f"{ck(r['checkpoint_incremental']):>20} {r['rss_mib_max'] or 0:>8}")
+    report = {"host": {"cpus": os.cpu_count()}, "args": vars(args), "runs": results}
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    if args.plot:
+        plot(results, args.plot)
+    return 0 if all(r["daemon_exit"] == 0 for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ partition, in order), as one of the message formats the daemon accepts:
         --file graph.txt.gz --format json                 # one JSON edge per message
     python examples/produce_edges.py ... --format arrow --edges-per-message 1000
     python examples/produce_edges.py ... --rate 5000 --loop --duration 120
+    python examples/produce_edges.py ... --client kafka-python     # default: confluent-kafka where installed
 
 ``--loop`` replays the file again and again, alternating a pass of insertions with a pass of
 deletions of the same edges, so a finite file becomes an endless stream. String vertex ids (a
@@ -114,6 +115,39 @@ def produce(producer, topic: str, src, dst, ins, *, fmt="json", per_message=1, r
             return sent
 
 
+class _ConfluentSender:
+    """confluent-kafka's Producer with the ``send``/``flush``/``close`` calls used here."""
+
+    def __init__(self, bootstrap_servers: str):
+        from confluent_kafka import Producer
+
+        self._p = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5, "acks": 1,
+                            "queue.buffering.max.messages": 2_000_000, "batch.size": 1024 * 1024})
+
+    def send(self, topic, *, key, value):
+        while True:
+            try:
+                self._p.produce(topic, value=value, key=key)
+                return
+            except BufferError:
+                self._p.poll(0.01)
+
+    def flush(self):
+        self._p.flush(60)
+
+    def close(self):
+        self._p.flush(60)
+
+
+def make_producer(client: str, bootstrap_servers: str):
+    """A producer for this script: confluent-kafka or kafka-python (acks from the leader)."""
+    if client == "confluent":
+        return _ConfluentSender(bootstrap_servers)
+    from kafka import KafkaProducer
+
+    return KafkaProducer(bootstrap_servers=bootstrap_servers.split(","), linger_ms=20, batch_size=512 * 1024, acks=1)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap-servers", required=True)
@@ -125,18 +159,19 @@ def main(argv=None) -> int:
     ap.add_argument("--loop", action="store_true", help="replay forever: insert pass, delete pass, ...")
     ap.add_argument("--duration", type=float, default=0.0, help="stop after SECONDS")
     ap.add_argument("--limit", type=int, default=0, help="stop after N edges")
+    ap.add_argument("--client", choices=("auto", "confluent", "kafka-python"), default="auto",
+                    help="Kafka client (default: confluent-kafka where installed)")
     args = ap.parse_args(argv)
     if args.format == "arrow" and args.edges_per_message < 2:
         ap.error("--format arrow needs --edges-per-message >= 2")
-    from kafka import KafkaProducer
+    from connectors.kafka_clients import resolve_client
 
     src, dst, ins = read_edges(args.file)
     # a batched message must not mix source partitions: group edges by source, keeping per-edge order
     if args.edges_per_message > 1:
         order = np.argsort(partition_key(src) % 64, kind="stable")
         src, dst, ins = src[order], dst[order], ins[order]
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap_servers.split(","), linger_ms=20,
-                             batch_size=512 * 1024, acks=1)
+    producer = make_producer(resolve_client(args.client), args.bootstrap_servers)
     t0 = time.monotonic()
     n = produce(producer, args.topic, src, dst, ins, fmt=args.format, per_message=args.edges_per_message,
                 rate=args.rate, loop=args.loop, duration=args.duration, limit=args.limit,

@@ -254,16 +254,16 @@ def read_checkpoint(path) -> Checkpoint:
                       created=float(header.get("created", 0.0)))
 
 
-def load_latest(directory) -> Checkpoint | None:
-    """The newest readable checkpoint in ``directory``, or ``None`` when there is none.
+def iter_readable(directory):
+    """Readable full checkpoints in ``directory``, newest first (a generator of :class:`Checkpoint`).
 
     The manifest is consulted first; files it does not list (a crash after the rename but before
     the manifest update) are considered too, since every file is complete once renamed. A file
-    that does not read is skipped with a warning and the next older one is tried.
+    that does not read is skipped with a warning.
     """
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
-        return None
+        return
     candidates = {e["file"]: int(e["seq"]) for e in _read_manifest(directory)}
     for seq, name in _scan(directory):
         candidates.setdefault(name, seq)
@@ -272,7 +272,17 @@ def load_latest(directory) -> Checkpoint | None:
         if not os.path.exists(path):
             continue
         try:
-            return read_checkpoint(path)
+            ck = read_checkpoint(path)
         except CheckpointError as exc:
             log.warning("skipping unreadable checkpoint: %s", exc)
-    return None
+            continue
+        yield ck
+
+
+def load_latest(directory) -> Checkpoint | None:
+    """The newest readable full checkpoint in ``directory``, or ``None`` when there is none.
+
+    Only the snapshot: the batches logged after it (incremental checkpoints) are replayed by
+    :func:`streamrank.recovery.restore_latest`, which is what a reader of the latest state wants.
+    """
+    return next(iter_readable(directory), None)

@@ -6,6 +6,8 @@
   sequence number applied exactly once in the lineage of the final state;
 - each kind of bad record is dead-lettered with its reason while the good records around it apply;
 - SIGTERM leaves a checkpoint and exits 0; a broker that is not there yet is waited for.
+
+Every test runs with both Kafka clients (confluent-kafka and kafka-python).
 """
 
 from __future__ import annotations
@@ -17,15 +19,32 @@ import pytest
 from kafka_broker import (Broker, DaemonProcess, free_port, kafka_broker, l1, lineage,  # noqa: F401
                           make_events, oracle_error, ranks_by_id)
 
+from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
 from streamrank.batch import EdgeBatch
-from streamrank.checkpoint import load_latest
+from streamrank.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 3
+
+
+def _confluent():
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param("confluent", marks=pytest.mark.skipif(not _confluent(), reason="confluent-kafka not installed")),
+    "kafka-python"])
+def client(request):
+    """The Kafka client the daemon uses (``--kafka-client``)."""
+    return request.param
 
 
 def encode(rng, chunk):
@@ -98,14 +117,15 @@ def stream(kafka_broker):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(kafka_broker, stream, tmp_path_factory):
+def uninterrupted(kafka_broker, stream, client, tmp_path_factory):
     """One uninterrupted daemon run over the stream (publishing ranks)."""
     work = tmp_path_factory.mktemp("uninterrupted")
     publish = kafka_broker.create_topic(partitions=1)
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"],
                        "--publish-topic", publish, "--checkpoint-dir", work / "ckpt", "--batch-size", 200,
                        "--batch-wait-ms", 50, "--checkpoint-every", 5, "--top-k", 5, "--top-k-every", 3,
-                       "--group-id", "g-" + stream["topic"], "--snapshot-every", 4], work)
+                       "--group-id", f"g-{client}-{stream['topic']}", "--snapshot-every", 4,
+                       "--kafka-client", client, "--full-checkpoint-every", 3, "--publish-format", "both"], work)
     events = d.wait_edges(len(EVENTS))
     rc = d.terminate()
     ck = load_latest(work / "ckpt")
@@ -135,9 +155,16 @@ def test_kafka_ranks_match_replay_of_same_batches(stream, uninterrupted):
 def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
     u = uninterrupted
     got = ranks_by_id(*u["ckpt"].ranks)
-    latest, tops = {}, []
+    latest, tops, keyed, batched = {}, [], {}, {}
     for r in kafka_broker.read_all(u["publish"]):
+        if r.key == BATCH_KEY:  # --publish-format both: one Arrow message per batch as well
+            seq, vertex, rank = decode_rank_batch(r.value)
+            assert dict(r.headers)["seq"] == str(seq).encode()
+            batched[seq] = dict(zip(vertex.tolist(), rank.tolist()))
+            continue
         body = json.loads(r.value)
+        if r.key != b"__top_k__":
+            keyed.setdefault(body["seq"], {})[body["vertex"]] = body["rank"]
         assert dict(r.headers)["seq"] == str(body["seq"]).encode()
         if r.key == b"__top_k__":
             tops.append(body)
@@ -146,6 +173,7 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
             if body["seq"] >= latest.get(body["vertex"], (-1, 0))[0]:
                 latest[body["vertex"]] = (body["seq"], body["rank"])
     assert set(latest) == set(got)  # every vertex was published at least once
+    assert batched == keyed  # the Arrow batch of each seq holds exactly its keyed messages
     assert max(abs(latest[v][1] - got[v]) for v in got) <= 1e-6 + 1e-15  # the publish threshold
     assert tops and all(t["k"] == 5 and len(t["top"]) == 5 for t in tops)
     assert [t["seq"] % 3 for t in tops] == [0] * len(tops)
@@ -162,9 +190,10 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
     assert snaps and all(int(s.stem.split("-")[1]) % 4 == 0 for s in snaps)
 
 
-def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, tmp_path):
+def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, client, tmp_path):
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--checkpoint-dir",
-            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4]
+            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4,
+            "--kafka-client", client, "--full-checkpoint-every", 3]
     env = {"STREAMRANK_POLL_MAX_RECORDS": "10"}  # many small polls: the kill lands mid-stream
     d1 = DaemonProcess(args, tmp_path, env=env)
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2
@@ -209,7 +238,7 @@ BAD = [
 ]
 
 
-def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, tmp_path):
+def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, client, tmp_path):
     topic = kafka_broker.create_topic(partitions=1)
     dlq = kafka_broker.create_topic(partitions=1)
     good = make_events(11, 60, 30)
@@ -229,7 +258,7 @@ def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, tmp_path):
     prod.close()
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic, "--dead-letter-topic", dlq,
                        "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 16, "--batch-wait-ms", 20,
-                       "--max-message-bytes", 500, "--metrics-port", free_port()], tmp_path)
+                       "--max-message-bytes", 500, "--metrics-port", free_port(), "--kafka-client", client], tmp_path)
     d.wait_edges(len(good))
     assert d.terminate() == 0, d.log_tail()
     letters = kafka_broker.read_all(dlq, expect=len(BAD))
@@ -246,10 +275,10 @@ def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, tmp_path):
     assert "dead letter: negative_id" in log and "Traceback" not in log
 
 
-def test_sigterm_idle_leaves_checkpoint(kafka_broker, tmp_path):
+def test_sigterm_idle_leaves_checkpoint(kafka_broker, client, tmp_path):
     topic = kafka_broker.create_topic(partitions=2)
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic,
-                       "--checkpoint-dir", tmp_path / "ckpt"], tmp_path)
+                       "--checkpoint-dir", tmp_path / "ckpt", "--kafka-client", client], tmp_path)
     d.wait_for(lambda ev: any(e["event"] == "restore" for e in ev))
     d.wait_for(lambda ev: "serving" in d.output.read_text(), timeout=30)
     assert d.terminate() == 0, d.log_tail()
@@ -257,11 +286,11 @@ def test_sigterm_idle_leaves_checkpoint(kafka_broker, tmp_path):
     assert ck is not None and ck.seq == 0
 
 
-def test_broker_not_there_yet_is_waited_for(tmp_path):
+def test_broker_not_there_yet_is_waited_for(client, tmp_path):
     """The daemon starts before the broker, retries with backoff, and runs once it appears."""
     port = free_port()
     d = DaemonProcess(["--bootstrap-servers", f"127.0.0.1:{port}", "--topic", "late", "--checkpoint-dir",
-                       tmp_path / "ckpt", "--batch-wait-ms", 20], tmp_path)
+                       tmp_path / "ckpt", "--batch-wait-ms", 20, "--kafka-client", client], tmp_path)
     d.wait_for(lambda ev: "unreachable" in d.output.read_text() or "waiting for topics" in d.output.read_text(),
                timeout=30)
     broker = Broker(port)
@@ -277,3 +306,43 @@ def test_broker_not_there_yet_is_waited_for(tmp_path):
     finally:
         broker.stop()
     assert load_latest(tmp_path / "ckpt").positions == {"kafka:late:0": 50}
+
+
+def test_source_picks_up_a_new_topic_keeping_positions(kafka_broker, client):
+    """A refresh that finds new partitions assigns them without moving the assigned ones, whether
+    or not they yielded records since they were assigned."""
+    import time
+
+    from connectors.kafka_clients import make_source
+
+    def read(source, n):
+        got, deadline = [], time.monotonic() + 20
+        while sum(len(i) for i in got) < n and time.monotonic() < deadline:
+            got += source.poll(0.2)
+        return {i.pos_key: i.src.tolist() for i in got}
+
+    t1 = kafka_broker.create_topic(partitions=1)
+    prod = kafka_broker.producer()
+    for i in range(10):
+        prod.send(t1, b"%d,%d" % (i, i + 1))
+    prod.flush()
+    busy = make_source(client, bootstrap_servers=kafka_broker.bootstrap, topics=[t1])
+    quiet = make_source(client, bootstrap_servers=kafka_broker.bootstrap, topics=[t1])
+    try:
+        busy.open({f"kafka:{t1}:0": 4})  # resume after offset 3: reads 4..9 first
+        quiet.open({f"kafka:{t1}:0": 10})  # nothing to read on t1 before the refresh
+        assert read(busy, 6) == {f"kafka:{t1}:0": list(range(4, 10))}
+        t2 = kafka_broker.create_topic(partitions=1)
+        for i in range(3):
+            prod.send(t2, b"%d,1" % (100 + i))
+        prod.send(t1, b"7,7")
+        prod.flush()
+        want = {f"kafka:{t1}:0": [7], f"kafka:{t2}:0": [100, 101, 102]}
+        for source in (busy, quiet):
+            source.topics.append(t2)  # as if a topic had gained a partition
+            source._last_refresh = 0.0  # the next poll refreshes the assignment
+            assert read(source, 4) == want
+    finally:
+        busy.close()
+        quiet.close()
+        prod.close()

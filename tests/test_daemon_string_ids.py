@@ -1,5 +1,7 @@
-"""The daemon with string vertex ids, end to end: Kafka (JSON, CSV, JSON array, Arrow messages)
-and a directory of files; SIGKILL and restart; published keys; query and ppr on the checkpoint.
+"""The daemon with string vertex ids, end to end: Kafka (JSON, CSV, JSON array, Arrow messages,
+decoded a fetch at a time, with both Kafka clients) and a directory of files; SIGKILL and restart
+(incremental checkpoints: string ids in the batch log); published keys and Arrow rank batches;
+query and ppr on the checkpoint.
 
 The string stream is the integer stream of the other daemon tests with every id ``v`` written
 as ``name(v)``; the ranks must be those of an Engine fed the same batches with the integer ids,
@@ -16,9 +18,11 @@ import pyarrow as pa
 import pytest
 from kafka_broker import (DaemonProcess, kafka_broker, l1, lineage, make_events, ranks_by_id)  # noqa: F401
 
+from connectors.kafka_clients import confluent_available
+from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
 from streamrank.batch import EdgeBatch
-from streamrank.checkpoint import load_latest
+from streamrank.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
 from streamrank.oracle import scipy_pagerank
@@ -140,8 +144,16 @@ def int_batches_from_lineage(chain, sent):
 EVENTS = make_events(17, 2000, 250)
 
 
+@pytest.fixture(scope="module", params=[
+    pytest.param("confluent", marks=pytest.mark.skipif(not confluent_available(), reason="confluent-kafka not installed")),
+    "kafka-python"])
+def client(request):
+    """The Kafka client the daemon uses (``--kafka-client``)."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def kafka_run(kafka_broker, tmp_path_factory):
+def kafka_run(kafka_broker, client, tmp_path_factory):
     topic = kafka_broker.create_topic(partitions=PARTITIONS)
     sent = produce(kafka_broker, topic, EVENTS, seed=2, bad=BAD)
     work = tmp_path_factory.mktemp("kafka-strings")
@@ -150,7 +162,8 @@ def kafka_run(kafka_broker, tmp_path_factory):
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic, "--publish-topic", publish,
                        "--dead-letter-topic", dlq, "--checkpoint-dir", work / "ckpt", "--batch-size", 150,
                        "--batch-wait-ms", 30, "--checkpoint-every", 4, "--top-k", 5, "--top-k-every", 3,
-                       "--snapshot-every", 4], work)
+                       "--snapshot-every", 4, "--kafka-client", client, "--publish-format", "both",
+                       "--full-checkpoint-every", 3], work)
     d.wait_edges(len(EVENTS))
     rc = d.terminate()
     return {"rc": rc, "daemon": d, "work": work, "topic": topic, "sent": sent, "publish": publish, "dlq": dlq,
@@ -169,9 +182,14 @@ def test_kafka_string_ids_match_integer_engine_and_oracle(kafka_broker, kafka_ru
     # dead letters, with their reasons
     letters = kafka_broker.read_all(r["dlq"], expect=len(BAD))
     assert sorted(dict(x.headers)["reason"].decode() for x in letters) == sorted(reason for _, reason in BAD)
-    # rank messages keyed by the id string
-    latest = {}
+    # rank messages keyed by the id string; Arrow rank batches with a string vertex column
+    latest, batched = {}, {}
     for m in kafka_broker.read_all(r["publish"]):
+        if m.key == BATCH_KEY:
+            seq, vertex, rank = decode_rank_batch(m.value)
+            assert vertex.dtype == object and all(isinstance(v, str) for v in vertex.tolist())
+            batched.update(zip(vertex.tolist(), rank.tolist()))
+            continue
         body = json.loads(m.value)
         if m.key == b"__top_k__":
             assert all(isinstance(v, str) for v, _ in body["top"])
@@ -179,7 +197,8 @@ def test_kafka_string_ids_match_integer_engine_and_oracle(kafka_broker, kafka_ru
         assert m.key.decode("utf-8") == body["vertex"]
         latest[body["vertex"]] = body["rank"]
     ranks = ranks_by_id(*r["ckpt"].ranks)
-    assert set(latest) == set(ranks)
+    assert set(latest) == set(ranks) == set(batched)
+    assert batched == latest
     # query by name
     best = max(ranks, key=ranks.get)
     assert cli_main(["query", "--checkpoint-dir", str(r["work"] / "ckpt"), "--vertex", best, "--json"]) == 0
@@ -194,9 +213,10 @@ def test_kafka_string_ids_match_integer_engine_and_oracle(kafka_broker, kafka_ru
 
 
 @pytest.mark.kafka
-def test_kafka_string_ids_sigkill_restart(kafka_broker, kafka_run, tmp_path):
+def test_kafka_string_ids_sigkill_restart(kafka_broker, kafka_run, client, tmp_path):
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", kafka_run["topic"], "--checkpoint-dir",
-            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4]
+            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4,
+            "--kafka-client", client, "--full-checkpoint-every", 3]
     d1 = DaemonProcess(args, tmp_path, env={"STREAMRANK_POLL_MAX_RECORDS": "10"})
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2 and lineage(ev)[0][-1]["seq"] % 4 != 0)
     d1.kill()

@@ -86,3 +86,50 @@ def test_drift_guard_replaces_ranks_and_metrics(tmp_path):
     assert "streamrank_drift_corrections_total" in text
     assert d.metrics.drift_corrections._value.get() >= 1
     assert 'streamrank_stage_seconds_count{stage="checkpoint"}' in text
+
+
+def test_arrow_publish_format_one_message_per_batch():
+    import numpy as np
+
+    from connectors.kafka_sink import BATCH_KEY, RankPublisher, decode_rank_batch
+
+    class Capture:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, topic, *, key, value, headers):
+            self.sent.append((topic, key, value, headers))
+
+    prod = Capture()
+    pub = RankPublisher(prod, "ranks", threshold=1e-3, top_k=0, publish_format="arrow")
+    ids = np.array([10, 20, 30])
+    out = pub.publish(1, ids, np.array([0.5, 0.3, 0.2]))
+    assert out == {"vertex": 0, "batch": 1, "top_k": 0}
+    (topic, key, value, headers), = prod.sent
+    assert (topic, key, headers) == ("ranks", BATCH_KEY, [("seq", b"1")])
+    seq, v, r = decode_rank_batch(value)
+    assert seq == 1 and v.tolist() == [10, 20, 30] and r.tolist() == [0.5, 0.3, 0.2]
+    out = pub.publish(2, ids, np.array([0.5, 0.31, 0.19]))  # both moved by 0.01 > 1e-3
+    assert decode_rank_batch(prod.sent[-1][2])[1].tolist() == [20, 30]
+    assert pub.publish(3, ids, np.array([0.5, 0.31, 0.19]))["batch"] == 0  # nothing moved: no message
+    with pytest.raises(InvalidArgumentError):
+        RankPublisher(prod, "ranks", publish_format="parquet")
+
+
+def test_staleness_fields_weighted_by_edges():
+    import numpy as np
+
+    from connectors.fetch import EdgeRun
+    from streamrank.daemon.staleness import STALENESS_EDGES_MS, staleness_fields
+
+    z = np.zeros(101, dtype=np.int64)
+    # message 1: 1 edge produced 500 ms ago; message 2: 100 edges produced 10 ms ago
+    run = EdgeRun(z, z, np.ones(101, bool), "k", 2, ends=np.array([1, 101]), positions=np.array([1, 2]),
+                  timestamps_ms=np.array([9500, 9990]))
+    f = staleness_fields([run], now_ms=10000.0)
+    assert f["stale_ms"] == [10.0, 10.0, 500.0]
+    first, counts = f["stale_hist"]
+    assert sum(counts) == 101 and counts[0] == 100
+    assert STALENESS_EDGES_MS[first] <= 10 < STALENESS_EDGES_MS[first + 1]
+    assert staleness_fields([EdgeRun(z, z, z > 0, "k", 1, ends=np.array([101]), positions=np.array([1]),
+                                     timestamps_ms=np.array([-1]))]) == {}

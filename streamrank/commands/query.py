@@ -19,17 +19,17 @@ def add_arguments(parser) -> None:
 
 
 def load_ranks(checkpoint_dir: str):
-    """``(ids, p, checkpoint)`` from the latest checkpoint.
+    """``(ids, p, checkpoint)`` of the latest state: full checkpoint + logged batches replayed on the CPU.
 
     Raises
     ------
     CheckpointError
         When there is no readable checkpoint.
     """
-    from ..checkpoint import load_latest
     from ..errors import CheckpointError
+    from ..recovery import load_latest_state
 
-    ck = load_latest(checkpoint_dir)
+    ck = load_latest_state(checkpoint_dir)
     if ck is None:
         raise CheckpointError(f"no checkpoint in {checkpoint_dir}")
     if ck.ranks is not None:

@@ -29,7 +29,13 @@ _FLAGS = {
     "--checkpoint-every": ("checkpoint_every", dict(type=int, metavar="N", help="checkpoint every N batches (default 100)")),
     "--checkpoint-interval": ("checkpoint_interval", dict(type=float, metavar="SECONDS",
                                                            help="checkpoint at least every SECONDS (default 30)")),
-    "--checkpoint-keep": ("checkpoint_keep", dict(type=int, metavar="K", help="checkpoints kept (default 3)")),
+    "--checkpoint-keep": ("checkpoint_keep", dict(type=int, metavar="K", help="full checkpoints kept, with their logs (default 3)")),
+    "--full-checkpoint-every": ("full_checkpoint_every", dict(
+        type=int, metavar="N", help="a full checkpoint every N checkpoints, batch-log frames between (default 10; 1: all full)")),
+    "--kafka-client": ("kafka_client", dict(choices=("auto", "confluent", "kafka-python"),
+                                             help="Kafka client library (default auto: confluent-kafka where installed)")),
+    "--publish-format": ("publish_format", dict(choices=("keyed", "arrow", "both"),
+                                                 help="rank updates: a keyed message per vertex, one Arrow message per batch, or both (default keyed)")),
     "--batch-size": ("batch_size", dict(type=int, metavar="EDGES", help="max edges per batch (default 10000)")),
     "--batch-wait-ms": ("batch_wait_ms", dict(type=int, metavar="MS", help="close a batch MS after its first record (default 200)")),
     "--algorithm": ("algorithm", dict(metavar="NAME", help="static, nd, dt, df or dfp (default dfp)")),
@@ -74,6 +80,7 @@ def run(args) -> int:
         logging.getLogger().setLevel(logging.INFO)  # a daemon logs a line per batch by default
     if logging.getLogger().level >= logging.INFO:
         logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python is chatty at INFO
+        logging.getLogger("confluent_kafka").setLevel(logging.WARNING)
     shutdown = ShutdownFlag().install()
     return Daemon(cfg, shutdown=shutdown).run()
 

@@ -39,6 +39,9 @@ class DaemonConfig:
     checkpoint_every: int = 100
     checkpoint_interval: float = 30.0
     checkpoint_keep: int = 3
+    full_checkpoint_every: int = 10
+    kafka_client: str = "auto"
+    publish_format: str = "keyed"
     batch_size: int = 10000
     batch_wait_ms: int = 200
     algorithm: str = "dfp"
@@ -79,10 +82,14 @@ class DaemonConfig:
             raise InvalidArgumentError(f"--algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.start_from not in ("earliest", "latest"):
             raise InvalidArgumentError("--start-from must be 'earliest' or 'latest'")
+        if self.kafka_client not in ("auto", "confluent", "kafka-python"):
+            raise InvalidArgumentError(f"--kafka-client must be auto, confluent or kafka-python, got {self.kafka_client!r}")
+        if self.publish_format not in ("keyed", "arrow", "both"):
+            raise InvalidArgumentError(f"--publish-format must be keyed, arrow or both, got {self.publish_format!r}")
         if self.id_type not in ID_TYPES:
             raise InvalidArgumentError(f"--id-type must be one of {ID_TYPES}, got {self.id_type!r}")
-        for name in ("checkpoint_every", "checkpoint_keep", "batch_size", "poll_max_records", "max_message_bytes",
-                     "max_id_bytes"):
+        for name in ("checkpoint_every", "checkpoint_keep", "full_checkpoint_every", "batch_size", "poll_max_records",
+                     "max_message_bytes", "max_id_bytes"):
             if int(getattr(self, name)) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",

@@ -2,15 +2,19 @@
 
 ``source -> batch (size/time window) -> engine.apply -> sinks -> checkpoint -> commit``
 
-One thread does it all, in that order, so the rules are easy to check:
+One thread does it all, in that order, so the rules are easy to check, except polling and
+decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand over decoded items:
 
 - a batch closes when it holds ``batch_size`` edges or ``batch_wait_ms`` after its first record
   (a message is never split: a message that would overflow the batch opens the next one);
 - rejected records go to the dead letters before the batch they arrived in is applied;
 - source positions advance only with the batch that consumed them, are written in the next
   checkpoint, and are committed to the consumer group only after that checkpoint is on disk;
-- before a checkpoint every message published so far is flushed (acknowledged by the broker),
-  so the checkpoint never claims work whose output could still be lost;
+- publishing only hands messages to the client; before a checkpoint every message published so
+  far is flushed (acknowledged by the broker), so the checkpoint never claims work whose output
+  could still be lost (a message the client gave up on stops the daemon without a checkpoint);
+- checkpoints are full now and then and incremental (a log of the batches) in between
+  (:mod:`.checkpoints`);
 - a shutdown request (signal) ends the batch in hand, publishes, checkpoints, commits, exits 0.
 """
 
@@ -23,17 +27,20 @@ import time
 
 import numpy as np
 
+from connectors.fetch import EdgeRun
 from connectors.records import EdgeChunk
 
 from ..batch import EdgeBatch
-from ..checkpoint import load_latest, save_checkpoint
 from ..engine import Engine
 from ..errors import SourceError, StreamrankError
 from ..vertex_ids import IdTypeLock, concat_ids
+from .checkpoints import CheckpointStage
 from .config import DaemonConfig
 from .drift import DriftGuard
+from .ingest import Ingest
 from .metrics import DaemonMetrics
 from .signals import ShutdownFlag
+from .staleness import staleness_fields
 
 log = logging.getLogger("streamrank.daemon")
 
@@ -61,6 +68,9 @@ class Daemon:
         self.engine: Engine | None = None
         self.positions: dict = {}
         self.source = None
+        self.ingest = None
+        self.ckpt = CheckpointStage(config.checkpoint_dir, full_every=config.full_checkpoint_every,
+                                    keep=config.checkpoint_keep)
         self.producer = None
         self.publisher = None
         self.dead_letters = None
@@ -81,15 +91,14 @@ class Daemon:
     # ================================================================== setup
     def _restore(self) -> None:
         cfg = self.cfg
-        ck = load_latest(cfg.checkpoint_dir)
+        ck = self.ckpt.restore(device=cfg.device, algorithm=cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
+                               max_id_bytes=cfg.max_id_bytes)
         if ck is not None:
-            self.engine = Engine.from_state(ck.engine_state, device=cfg.device, algorithm=cfg.algorithm,
-                                            config=cfg.rank, id_type=cfg.id_type, max_id_bytes=cfg.max_id_bytes)
-            if self.engine.seq != ck.seq:
-                raise StreamrankError(f"checkpoint {ck.path}: engine seq {self.engine.seq} != {ck.seq}")
+            self.engine = ck.engine
             self.positions = dict(ck.positions)
-            log.info("restored checkpoint %s: seq=%d, %d vertices, %d edges, positions=%s", ck.path, ck.seq,
-                     self.engine.graph.num_vertices, self.engine.graph.num_edges, self.positions)
+            log.info("restored checkpoint %s + %d logged batches: seq=%d, %d vertices, %d edges, positions=%s",
+                     ck.snapshot.path, ck.replayed, ck.seq, self.engine.graph.num_vertices,
+                     self.engine.graph.num_edges, self.positions)
         else:
             self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
                                  max_id_bytes=cfg.max_id_bytes)
@@ -103,7 +112,7 @@ class Daemon:
         log.info("engine: device=%s (%s), algorithm=%s, vertex ids: %s", self.engine.backend.name,
                  self.engine.backend.reason, cfg.algorithm, self.id_lock.current)
         self._log_event("restore", seq=self.engine.seq, positions=self.positions,
-                        checkpoint=ck.path if ck else None)
+                        checkpoint=ck.snapshot.path if ck else None, replayed=ck.replayed if ck else 0)
 
     def _load_base(self, path: str) -> None:
         from connectors.files import open_edge_file
@@ -130,23 +139,26 @@ class Daemon:
             self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size, id_type=cfg.id_type,
                                           id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
         else:
-            from connectors.kafka_source import KafkaEdgeSource
+            from connectors.kafka_clients import make_source, resolve_client
 
-            self.source = KafkaEdgeSource(bootstrap_servers=cfg.bootstrap_servers, topics=cfg.topic,
-                                          group_id=cfg.group_id, start_from=cfg.start_from,
-                                          max_message_bytes=cfg.max_message_bytes,
-                                          max_poll_records=cfg.poll_max_records,
-                                          stop=lambda: self.shutdown.requested, id_type=cfg.id_type,
-                                          id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
+            client = resolve_client(cfg.kafka_client)
+            log.info("Kafka client: %s", client)
+            self.source = make_source(client, bootstrap_servers=cfg.bootstrap_servers, topics=cfg.topic,
+                                      group_id=cfg.group_id, start_from=cfg.start_from,
+                                      max_message_bytes=cfg.max_message_bytes, max_poll_records=cfg.poll_max_records,
+                                      stop=lambda: self.shutdown.requested, id_type=cfg.id_type,
+                                      id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
         if cfg.publish_topic or cfg.dead_letter_topic:
-            from connectors.kafka_sink import make_producer
+            from connectors.kafka_clients import make_producer
 
-            self.producer = self._retry(lambda: make_producer(cfg.bootstrap_servers), "creating the producer")
+            self.producer = self._retry(lambda: make_producer(cfg.kafka_client, cfg.bootstrap_servers),
+                                        "creating the producer")
         if cfg.publish_topic:
             from connectors.kafka_sink import RankPublisher
 
             self.publisher = RankPublisher(self.producer, cfg.publish_topic, threshold=cfg.publish_threshold,
-                                           top_k=cfg.top_k, top_k_every=cfg.top_k_every)
+                                           top_k=cfg.top_k, top_k_every=cfg.top_k_every,
+                                           publish_format=cfg.publish_format)
             if self.engine.graph.num_vertices:
                 self.publisher.prime(self.engine.ranks()[1])
         if cfg.dead_letter_topic:
@@ -164,6 +176,9 @@ class Daemon:
             self.snapshots = ParquetSnapshots(cfg.snapshot_dir or os.path.join(cfg.checkpoint_dir, "snapshots"),
                                               every=cfg.snapshot_every)
         self.source.open(self.positions)
+        self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
+                             threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size)
+        self.ingest.start()
 
     # ================================================================== helpers
     def _log_event(self, event: str, **fields) -> None:
@@ -177,12 +192,15 @@ class Daemon:
 
         Gives up (re-raises) once shutdown is requested and ``deadline`` (monotonic) has passed.
         """
+        from connectors.kafka_clients import DeliveryFailed
         from connectors.kafka_source import Backoff
 
         backoff = Backoff(initial=0.2, maximum=10.0)
         while True:
             try:
                 return fn()
+            except DeliveryFailed:
+                raise  # output is lost: no retry can make a checkpoint true; restart re-publishes
             except StreamrankError as exc:
                 self.metrics.source_errors.labels(where=what).inc()
                 if self.shutdown.requested and (deadline is None or time.monotonic() > deadline):
@@ -192,18 +210,6 @@ class Daemon:
                 self.shutdown.wait(d) if not self.shutdown.requested else time.sleep(d)
 
     # ================================================================== batching
-    def _poll(self, timeout_s: float) -> list:
-        t0 = time.perf_counter()
-        try:
-            items = self.source.poll(timeout_s)
-        except SourceError as exc:
-            self.metrics.source_errors.labels(where="poll").inc()
-            log.warning("source poll failed: %s", exc)
-            self.shutdown.wait(1.0)
-            return []
-        self.metrics.stage_seconds.labels(stage="poll").observe(time.perf_counter() - t0)
-        return items
-
     def _collect(self):
         """Gather one batch window. Returns ``(chunks, bad, positions)``; both lists may be empty."""
         cfg = self.cfg
@@ -224,11 +230,18 @@ class Daemon:
                     if remaining <= 0 or self.shutdown.requested:
                         break
                     timeout = min(0.2, remaining)
-                self._held = self._poll(timeout)
+                self._held = self.ingest.get(timeout)
                 continue
             item = self._held[0]
             is_edges = isinstance(item, EdgeChunk)
             size = len(item) if is_edges else 0
+            if n + size > cfg.batch_size and isinstance(item, EdgeRun) and item.num_messages > 1:
+                head, tail = item.split(cfg.batch_size - n)  # between messages, never inside one
+                if head is None and not n:
+                    head, tail = item.split(int(item.ends[0]))  # one message bigger than a batch
+                if head is not None:
+                    self._held[0:1] = [head, tail]
+                    item, size = head, len(head)
             if n and n + size > cfg.batch_size:
                 break
             self._held.pop(0)
@@ -262,6 +275,7 @@ class Daemon:
             ins = np.concatenate([c.insert for c in chunks])
         batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
         step = eng.apply(batch)
+        self.ckpt.record(step.seq, src, dst, ins)
         self.metrics.observe_step(step)
         self.positions.update(pos)
         self._dirty = True
@@ -279,7 +293,8 @@ class Daemon:
                  step.seq, ch.received, ch.num_insertions, ch.num_deletions, sum(ch.dropped.values()),
                  ch.num_new_vertices, step.rank.iterations, step.rank.affected_total, step.graph_ms,
                  step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices, eng.graph.num_edges)
-        self._log_event("apply", seq=step.seq, edges=len(batch), positions=pos, t=time.time())
+        self._log_event("apply", seq=step.seq, edges=len(batch), positions=pos, t=time.time(),
+                        **(staleness_fields(chunks) if self._applied_log is not None else {}))
         if self.drift.due(step.seq):
             self.drift.submit(step.seq, eng)
 
@@ -311,6 +326,7 @@ class Daemon:
                 log.warning("drift check seq=%d: L1 error %.3e > bound %.1e over %d vertices; replacing ranks "
                             "with a static recompute", r.seq, r.l1, self.drift.bound, r.num_vertices)
                 self.engine.recompute()
+                self.ckpt.force_full()  # the log replays batches only
                 self.metrics.drift_corrections.inc()
                 self._dirty = True
             else:
@@ -324,29 +340,31 @@ class Daemon:
         deadline = time.monotonic() + SHUTDOWN_FLUSH_DEADLINE_S
         # 1. everything published so far must be acknowledged before the checkpoint claims it
         if self.producer is not None:  # rank updates and Kafka dead letters share the producer
-            from connectors.kafka_sink import flush
-
-            self._retry(lambda: flush(self.producer, timeout_s=10.0), "flushing published messages",
+            self._retry(lambda: self.producer.flush(timeout_s=10.0), "flushing published messages",
                         deadline=deadline)
         self._retry(self.dead_letters.flush, "flushing dead letters", deadline=deadline)
-        # 2. the checkpoint itself
-        ranks = self._ranks if self._ranks is not None else eng.ranks()
+        # 2. the checkpoint itself: a frame of the batch log, or now and then a full one
         meta = {"algorithm": self.cfg.algorithm, "device": eng.backend.name, "rank": self.cfg.rank.to_dict(),
                 "vertices": eng.graph.num_vertices, "edges": eng.graph.num_edges}
-        path = self._retry(lambda: save_checkpoint(self.cfg.checkpoint_dir, eng.state(), seq=eng.seq,
-                                                   positions=self.positions, meta=meta, ranks=ranks,
-                                                   keep=self.cfg.checkpoint_keep),
+        info = self._retry(lambda: self.ckpt.write(eng, positions=self.positions, meta=meta, ranks=self._full_ranks),
                            "writing the checkpoint", deadline=deadline)
+        path = info.path
         # 3. only now may the positions be committed to the group
-        self.source.commit(self.positions)
+        self.ingest.call(lambda: self.source.commit(self.positions))
         dt = time.perf_counter() - t0
         self.metrics.stage_seconds.labels(stage="checkpoint").observe(dt)
         self.metrics.checkpoints.inc()
         self._dirty = False
         self._since_ckpt = 0
         self._last_ckpt = time.monotonic()
-        self._log_event("checkpoint", seq=eng.seq, positions=self.positions, final=final)
-        log.info("checkpoint seq=%d -> %s (%.1f ms)%s", eng.seq, path, dt * 1e3, " [final]" if final else "")
+        self._log_event("checkpoint", seq=eng.seq, positions=self.positions, final=final, kind=info.kind,
+                        bytes=info.bytes, ms=round(dt * 1e3, 3), write_ms=round(info.seconds * 1e3, 3))
+        log.info("checkpoint seq=%d (%s, %d bytes) -> %s (%.1f ms)%s", eng.seq, info.kind, info.bytes, path, dt * 1e3,
+                 " [final]" if final else "")
+
+    def _full_ranks(self):
+        """Ranks saved with a full checkpoint (those of the last batch when at hand)."""
+        return self._ranks if self._ranks is not None else self.engine.ranks()
 
     def _checkpoint_due(self) -> bool:
         if not self._dirty:
@@ -363,7 +381,7 @@ class Daemon:
             return
         self._last_lag = now
         try:
-            lags = self.source.lags(self.positions)
+            lags = self.ingest.call(lambda: self.source.lags(self.positions))
         except SourceError as exc:
             if self._broker_ok:
                 log.warning("broker unreachable (%s); retrying with backoff", exc)
@@ -384,8 +402,18 @@ class Daemon:
         -------
         int
             0 after a clean shutdown with a final checkpoint; 1 when the final checkpoint could
-            not be completed (the previous one stands, nothing is lost).
+            not be completed or the Kafka client gave up on a published message (the previous
+            checkpoint stands, nothing is lost; a restart re-applies and re-publishes the rest).
         """
+        from connectors.kafka_clients import DeliveryFailed
+
+        try:
+            return self._run()
+        except DeliveryFailed as exc:
+            log.error("%s: stopping without a checkpoint (the previous one stands; a restart re-publishes)", exc)
+            return 1
+
+    def _run(self) -> int:
         cfg = self.cfg
         os.makedirs(cfg.checkpoint_dir, exist_ok=True)
         if cfg.applied_log:
@@ -428,11 +456,14 @@ class Daemon:
             return 0
         finally:
             self.drift.join(1.0)
+            if self.ingest is not None:
+                self.ingest.stop()
             if self.source is not None:
                 self.source.close()
+            self.ckpt.close()
             if self.producer is not None:
                 try:
-                    self.producer.close(timeout=5)
+                    self.producer.close(timeout_s=5)
                 except Exception as exc:  # closing must not mask the exit path
                     log.debug("producer close: %s", exc)
             if self.dead_letters is not None:

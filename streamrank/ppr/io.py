@@ -54,9 +54,9 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
         s, d = rmat_edges(scale, ef, seed=0, xp=backend.xp)
         return cls.from_edges(s, d), {"graph": spec, "backend": backend.name, "reason": backend.reason}, None
     if os.path.isdir(spec):
-        from ..checkpoint import load_latest
+        from ..recovery import load_latest_state
 
-        ck = load_latest(spec)
+        ck = load_latest_state(spec)  # full checkpoint + the batches logged after it
         if ck is None:
             raise SourceError(f"no readable checkpoint in {spec}")
         ids = StringIdMap.from_state(ck.engine_state) if ck.engine_state.get("id_type") == "string" else None
