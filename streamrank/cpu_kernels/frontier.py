@@ -37,7 +37,7 @@ NEW = 4
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
 #: out-edges exceed ``DENSE_WEIGHT`` times all edges: a dense pass reads every edge once, a
 #: sparse one the frontier's in-edges and the edges its marking needs.
-DENSE_WEIGHT = 1.0
+DENSE_WEIGHT = 0.5
 
 
 # ------------------------------------------------------------------------------ sparse step
