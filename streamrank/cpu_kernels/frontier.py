@@ -8,14 +8,15 @@ next iteration. Two representations of the frontier, chosen per iteration by the
 read (both give the same values, iterations and frontier sizes):
 
 * sparse: a list ``F`` of the marked vertices; the work follows the list (rank, commit,
-  pruning), and marking either pushes from the spreaders' out-edges or, when the spreaders
-  reach much of the graph, pulls (each unmarked vertex looks for a spreading in-neighbour);
-* dense: per-vertex flags ``keep`` (marked and not pruned) and ``spread`` (spread in the
-  previous iteration); one sequential pass over all vertices finds the frontier and updates it
-  at once: a vertex is in the frontier when it is kept or one of its in-neighbours spread,
-  which it sees while summing its in-edges. This is a full sweep's memory pattern, used while
-  the frontier covers a large part of the graph (the first iterations after a batch on a
-  small graph), where it is cheaper than following lists.
+  pruning); marking pushes from the spreaders' out-edges, or (when it reads fewer edges) only
+  from the vertices that began to spread, re-pulling the vertices pruned in this iteration
+  (:func:`_mark_sparse`);
+* dense: per-vertex flags ``keep`` (marked and not pruned), and the sign bit of each vertex's
+  contribution ``c`` set when it spread in the previous iteration; one sequential pass over all
+  vertices finds the frontier and updates it at once: a vertex is in the frontier when it is
+  kept or one of its in-neighbours spread, which it sees while summing its in-edges. This is a
+  full sweep's memory pattern, used while the frontier covers a large part of the graph (the
+  first iterations after a batch on a small graph), where it is cheaper than following lists.
 
 Chunks of ``CHUNK`` items run in parallel when a step reads about ``PARALLEL_EDGES`` edges;
 per-chunk partials are combined in chunk order and lists are merged in chunk order, so the
@@ -23,6 +24,8 @@ result is the same for any thread count.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit, prange
@@ -37,7 +40,7 @@ NEW = 4
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
 #: out-edges exceed ``DENSE_WEIGHT`` times all edges: a dense pass reads every edge once, a
 #: sparse one the frontier's in-edges and the edges its marking needs.
-DENSE_WEIGHT = 1.0
+DENSE_WEIGHT = 0.5
 
 
 # ------------------------------------------------------------------------------ sparse step
@@ -94,9 +97,9 @@ def _rank_range(lo, hi, k, F, g, c, x, xnew, status, last_spread, it, alpha, sel
 
 
 @njit(cache=True)
-def _commit_range(lo, hi, F, inv, c, x, xnew, status, flags, spreading, last_spread, it):
-    """Write the new values (after every read of the iteration), unmark the pruned, flag the
-    spreaders."""
+def _commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, it):
+    """Write the new values (after every read of the iteration), unmark the pruned, stamp the
+    spreaders' ``last_spread``."""
     for i in range(lo, hi):
         v = F[i]
         val = xnew[i]
@@ -106,12 +109,11 @@ def _commit_range(lo, hi, F, inv, c, x, xnew, status, flags, spreading, last_spr
         if st & PRUNE:
             flags[v] = 0
         if st & SPREAD:
-            spreading[v] = 1
             last_spread[v] = it
 
 
 @njit(cache=True, parallel=True)
-def _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, last_spread, it, alpha, selfloop, ftol,
+def _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, it, alpha, selfloop, ftol,
                 ptol, grow, prune, parts):
     for k in prange(nch):
         lo = k * CHUNK
@@ -119,7 +121,7 @@ def _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, last_s
                     ptol, grow, prune, parts)
     for k in prange(nch):
         lo = k * CHUNK
-        _commit_range(lo, min(lo + CHUNK, nf), F, inv, c, x, xnew, status, flags, spreading, last_spread, it)
+        _commit_range(lo, min(lo + CHUNK, nf), F, inv, c, x, xnew, status, flags, last_spread, it)
 
 
 @njit(cache=True)
@@ -233,14 +235,16 @@ def _mark_sparse(nf, F, Fnext, g, status, flags, last_spread, it, par, nch, part
 
 # ------------------------------------------------------------------------------ dense step
 @njit(cache=True)
-def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, alpha, selfloop, ftol, ptol,
-                 grow, prune, parts, part_count):
+def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                 part_count):
     """One dense iteration over the vertices of chunk ``k`` (see the module docstring).
 
-    Branch-free per vertex: every vertex sums its in-edges and ORs its in-neighbours' spread
-    flags; a vertex outside the frontier keeps its value (its change is exactly 0), so the
-    partial sums and maxima are those of the frontier alone. (An early exit at the first
-    spreader reads fewer edges but mispredicts a branch per vertex: slower.)
+    In dense mode a vertex that spread in the previous iteration carries its contribution with
+    the sign bit set (``-c``; ``-0.0`` for a dangling one), so one read per in-edge gives both
+    the sum (of ``|c|``) and whether a spreader points here. Branch-free per vertex: a vertex
+    outside the frontier keeps its value (its change is exactly 0), so the partial sums and
+    maxima are those of the frontier alone. (An early exit at the first spreader reads fewer
+    edges but mispredicts a branch per vertex: slower.)
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
@@ -254,24 +258,24 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, a
     for v in range(k * CHUNK, min(k * CHUNK + CHUNK, n)):
         o = in_off[v]
         acc = 0.0
-        sp = keep[v]
+        sp = np.int64(keep[v])
         for j in range(o, o + in_deg[v]):
-            u = in_idx[j]
-            acc += c[u]
-            sp |= spread[u]
+            cu = c[in_idx[j]]
+            acc += abs(cu)
+            sp |= np.int64(math.copysign(1.0, cu) < 0.0)
         a = np.int64(sp != 0)
         old = x[v]
         new = closed_form(acc, 1.0, alpha, selfloop, out_deg, v)
         val = new if a != 0 else old
         xnew[v] = val
-        cnew[v] = val * inv[v]
         d = val - old
         ad = abs(d)
         top = max(val, old)
         kept = a & (1 - (prune_i & np.int64(ad <= ptol * top)))
         spreads = a & grow_i & np.int64(ad > ftol * top)
         keep2[v] = np.uint8(kept)
-        spread2[v] = np.uint8(spreads)
+        cv = val * inv[v]
+        cnew[v] = -cv if spreads != 0 else cv
         count += a
         keep_in += in_deg[v] * kept
         push += out_deg[v] * spreads
@@ -285,26 +289,26 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, a
 
 
 @njit(cache=True, parallel=True)
-def _dense_par(nch, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, alpha, selfloop, ftol, ptol,
-               grow, prune, parts, part_count):
+def _dense_par(nch, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+               part_count):
     for k in prange(nch):
-        _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, alpha, selfloop, ftol, ptol,
-                     grow, prune, parts, part_count)
+        _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                     part_count)
 
 
 @njit(cache=True)
-def _dense_serial(nch, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, alpha, selfloop, ftol, ptol,
-                  grow, prune, parts, part_count):
+def _dense_serial(nch, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                  part_count):
     for k in range(nch):
-        _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, spread, keep2, spread2, alpha, selfloop, ftol, ptol,
-                     grow, prune, parts, part_count)
+        _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                     part_count)
 
 
 @njit(cache=True)
-def _to_sparse(n, g, flags, spreading, last_spread, it, F):
+def _to_sparse(n, g, flags, c, last_spread, it, F):
     """After dense iteration ``it``: the frontier list (kept vertices in id order, then the
-    unmarked out-neighbours of the spreaders), ``last_spread`` of the spreaders and a cleared
-    ``spreading``. Returns its size."""
+    unmarked out-neighbours of the spreaders), ``last_spread`` of the spreaders, and ``c``
+    without the spreaders' sign bits. Returns its size."""
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     m = 0
     for v in range(n):
@@ -312,8 +316,8 @@ def _to_sparse(n, g, flags, spreading, last_spread, it, F):
             F[m] = v
             m += 1
     for v in range(n):
-        if spreading[v]:
-            spreading[v] = 0
+        if math.copysign(1.0, c[v]) < 0.0:
+            c[v] = -c[v]
             last_spread[v] = it
             for j in range(out_off[v], out_off[v] + out_deg[v]):
                 w = out_idx[j]
@@ -357,7 +361,6 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
         total += x[v]
     xnew = np.empty(n)
     status = np.zeros(n, dtype=np.uint8)
-    spreading = np.zeros(n, dtype=np.uint8)
     last_spread = np.full(n, -2, dtype=np.int32)
     Fnext = np.empty(n, dtype=F.dtype)
     cand = np.empty(0, dtype=np.int32)
@@ -365,7 +368,6 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
     # dense-mode buffers, made on first use
     cnew = np.empty(0)
     keep2 = np.empty(0, dtype=np.uint8)
-    spread2 = np.empty(0, dtype=np.uint8)
     mean_degree = num_edges / max(n, 1)
     dense = False
     iterations = 0
@@ -378,18 +380,16 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
             if cnew.shape[0] == 0:
                 cnew = np.empty(n)
                 keep2 = np.empty(n, dtype=np.uint8)
-                spread2 = np.empty(n, dtype=np.uint8)
             nch = nch_max
             if big:
-                _dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, spreading, keep2, spread2, alpha, selfloop,
-                           ftol, ptol, grow, prune, parts, part_count)
+                _dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
+                           parts, part_count)
             else:
-                _dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, spreading, keep2, spread2, alpha, selfloop,
-                              ftol, ptol, grow, prune, parts, part_count)
+                _dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
+                              prune, parts, part_count)
             x, xnew = xnew, x
             c, cnew = cnew, c
             flags, keep2 = keep2, flags
-            spreading, spread2 = spread2, spreading
             count = 0
             for k in range(nch):
                 count += part_count[k]
@@ -401,12 +401,12 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par else 1
             if par:
-                _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, spreading, last_spread, it, alpha,
+                _sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, it, alpha,
                             selfloop, ftol, ptol, grow, prune, parts)
             else:
                 _rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, it, alpha, selfloop, ftol, ptol, grow,
                             prune, parts)
-                _commit_range(0, nf, F, inv, c, x, xnew, status, flags, spreading, last_spread, it)
+                _commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, it)
         err = 0.0
         dsum = 0.0
         keep_in = 0
@@ -424,16 +424,18 @@ def frontier_iterate(g, num_edges, x, flags, F, nf, alpha, selfloop, tol, ftol, 
             break
         next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
-            dense = True  # keeps flags (kept) and spreading (spreaders) as they are
+            if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
+                for i in range(nf):
+                    if status[i] & SPREAD:
+                        v = F[i]
+                        c[v] = -c[v]
+            dense = True
         elif dense:
-            nf = _to_sparse(n, g, flags, spreading, last_spread, it, F)
+            nf = _to_sparse(n, g, flags, c, last_spread, it, F)
             dense = False
         else:
             m, cand = _mark_sparse(nf, F, Fnext, g, status, flags, last_spread, it, par, nch, parts, cand,
                                    cand_start, cand_count, pulled, pulled_count)
-            for i in range(nf):
-                if status[i] & SPREAD:
-                    spreading[F[i]] = 0
             F, Fnext = Fnext, F
             nf = m
     return x, iterations, converged

@@ -43,27 +43,18 @@ def has_edges(off, deg, idx, own, nbr):
 
 
 @njit(cache=True)
-def _groups(own):
-    """Start of each run of equal values in the sorted ``own`` (plus the end)."""
-    starts = np.empty(own.shape[0] + 1, dtype=np.int64)
-    k = 0
-    for i in range(own.shape[0]):
-        if i == 0 or own[i] != own[i - 1]:
-            starts[k] = i
-            k += 1
-    starts[k] = own.shape[0]
-    return starts[: k + 1]
-
-
-@njit(cache=True)
 def _net_changes(deg, d_own, i_own):
     """Per touched vertex (sorted, unique): its new degree, from sorted deletion / insertion owners."""
-    touched = np.unique(np.concatenate((d_own, i_own)))
+    touched = np.empty(d_own.shape[0] + i_own.shape[0], dtype=np.int64)
     new_deg = np.empty(touched.shape[0], dtype=np.int64)
     p = 0
     q = 0
-    for t in range(touched.shape[0]):
-        v = touched[t]
+    t = 0
+    while p < d_own.shape[0] or q < i_own.shape[0]:
+        if q >= i_own.shape[0] or (p < d_own.shape[0] and d_own[p] <= i_own[q]):
+            v = d_own[p]
+        else:
+            v = i_own[q]
         nd = deg[v]
         while p < d_own.shape[0] and d_own[p] == v:
             nd -= 1
@@ -71,8 +62,10 @@ def _net_changes(deg, d_own, i_own):
         while q < i_own.shape[0] and i_own[q] == v:
             nd += 1
             q += 1
+        touched[t] = v
         new_deg[t] = nd
-    return touched, new_deg
+        t += 1
+    return touched[:t], new_deg[:t]
 
 
 @njit(cache=True)
