@@ -654,7 +654,7 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"
         return None
-    status, hist, total = _read_status(ws, config)  # the one sync of the batch's rank update
+    status, hist, total = _read_status(ws)  # the one sync of the batch's rank update
     it = int(status[1])
     if status[3]:  # handed over: frontier in loop pair status[3] - 1 after `it` iterations
         src = (0, 1, 3)[int(status[3]) - 1]
@@ -683,7 +683,7 @@ def _loop_names(ct: str) -> tuple:
     return tuple(f"frontier_loop<int, {ct}, {s}, {m}>" for s in (0, 1) for m in (1, 2))
 
 
-def _read_status(ws, config):
+def _read_status(ws):
     """(status, per-iteration frontier sizes, sum of the iterate) with one synchronization."""
     cp = _cupy()
     n_hist = int(ws.hist.shape[0])
