@@ -63,6 +63,8 @@ class _Side:
                 self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
                                                                      SLACK_NUM, SLACK_ADD)
                 self.garbage = 0
+                # compaction resets every room: a vertex that fitted its old room may not now
+                need = csr.room_needed(self.cap, touched, new_deg)
             if self.end + need > self.idx.shape[0]:
                 idx = np.empty(max(2 * self.idx.shape[0], self.end + need), dtype=np.int32)
                 idx[: self.end] = self.idx[: self.end]
