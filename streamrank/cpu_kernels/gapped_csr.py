@@ -125,16 +125,25 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
 
 
 @njit(cache=True)
-def compact(n, off, deg, idx, slack_num, slack_add):
-    """A fresh gapped layout of the first ``n`` vertices in id order, room ``deg + deg *
-    slack_num // 8 + slack_add`` each: ``(off, cap, idx, end)``."""
-    new_off = np.empty(off.shape[0], dtype=np.int64)
-    new_cap = np.zeros(off.shape[0], dtype=np.int64)
+def _rooms(n, deg, vcap, slack_num, slack_add):
+    """Offsets and rooms of a fresh layout of the first ``n`` vertices in id order, room
+    ``deg + deg * slack_num // 8 + slack_add`` each (arrays for ``vcap`` vertices, zero past
+    ``n``): ``(off, cap, end)``."""
+    off = np.zeros(vcap, dtype=np.int64)
+    cap = np.zeros(vcap, dtype=np.int64)
     end = 0
     for v in range(n):
-        new_off[v] = end
-        new_cap[v] = deg[v] + deg[v] * slack_num // 8 + slack_add
-        end += new_cap[v]
+        off[v] = end
+        cap[v] = deg[v] + deg[v] * slack_num // 8 + slack_add
+        end += cap[v]
+    return off, cap, end
+
+
+@njit(cache=True)
+def compact(n, off, deg, idx, slack_num, slack_add):
+    """A fresh gapped layout of the first ``n`` vertices in id order (:func:`_rooms`):
+    ``(off, cap, idx, end)``."""
+    new_off, new_cap, end = _rooms(n, deg, off.shape[0], slack_num, slack_add)
     new_idx = np.empty(max(end, 1), dtype=idx.dtype)
     for v in range(n):
         new_idx[new_off[v]: new_off[v] + deg[v]] = idx[off[v]: off[v] + deg[v]]
@@ -147,13 +156,7 @@ def layout_sorted(n, vcap, own, nbr, slack_num, slack_add):
     deg = np.zeros(vcap, dtype=np.int64)
     for i in range(own.shape[0]):
         deg[own[i]] += 1
-    off = np.zeros(vcap, dtype=np.int64)
-    cap = np.zeros(vcap, dtype=np.int64)
-    end = 0
-    for v in range(n):
-        off[v] = end
-        cap[v] = deg[v] + deg[v] * slack_num // 8 + slack_add
-        end += cap[v]
+    off, cap, end = _rooms(n, deg, vcap, slack_num, slack_add)
     idx = np.empty(max(end, 1), dtype=np.int32)
     fill = off.copy()
     for i in range(own.shape[0]):
