@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from .backend import Backend, resolve_backend
 from .batch import EdgeBatch
@@ -123,12 +122,9 @@ class Engine:
             return batch
         if self.string_ids is None:
             self.string_ids = StringIdMap()
-        n = len(batch)
         insert = self.backend.to_host(batch.insert)
-        src, dst = to_string_array(batch.src), to_string_array(batch.dst)
-        both = pa.concat_arrays([src, dst.cast(src.type)])
-        codes = self.string_ids.encode(both, add=np.concatenate([insert, insert]))
-        return EdgeBatch(codes[:n], codes[n:], insert)
+        src, dst = self.string_ids.encode_edges(to_string_array(batch.src), to_string_array(batch.dst), insert)
+        return EdgeBatch(src, dst, insert)
 
     def _external(self, codes):
         """External ids (host) of the graph store's external ids ``codes`` (host int64)."""

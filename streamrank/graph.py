@@ -56,17 +56,21 @@ class _Side:
         self.garbage = 0
 
     def update(self, n, d_own, d_nbr, i_own, i_nbr):
-        need = csr.room_needed(self.deg, self.cap, d_own, i_own)
+        touched, new_deg = csr.net_changes(self.deg, d_own, i_own)
+        need = csr.room_needed(self.cap, touched, new_deg)
         if self.end + need > self.idx.shape[0]:
             if self.garbage * 4 > self.end:
                 self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
                                                                      SLACK_NUM, SLACK_ADD)
                 self.garbage = 0
+                # compaction resets every room: a vertex that fitted its old room may not now
+                need = csr.room_needed(self.cap, touched, new_deg)
             if self.end + need > self.idx.shape[0]:
                 idx = np.empty(max(2 * self.idx.shape[0], self.end + need), dtype=np.int32)
                 idx[: self.end] = self.idx[: self.end]
                 self.idx = idx
-        self.end, garbage = csr.update(self.off, self.deg, self.cap, self.idx, self.end, d_own, d_nbr, i_own, i_nbr)
+        self.end, garbage = csr.update(self.off, self.deg, self.cap, self.idx, self.end, touched, new_deg,
+                                       d_own, d_nbr, i_own, i_nbr)
         self.garbage += garbage
 
 

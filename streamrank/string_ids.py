@@ -95,6 +95,15 @@ class StringIdMap:
             codes_u[transient] = self._n + np.arange(transient.shape[0], dtype=np.int64)
         return codes_u[indices]
 
+    def encode_edges(self, src: pa.Array, dst: pa.Array, insert) -> tuple[np.ndarray, np.ndarray]:
+        """Codes ``(src, dst)`` of the endpoints of edges ``src[i] -> dst[i]`` (Arrow string
+        arrays) with per-edge ops ``insert``: an unknown id is added where an insertion names it
+        (:meth:`encode` of both endpoint arrays at once)."""
+        n = len(src)
+        insert = np.asarray(insert, dtype=bool)
+        codes = self.encode(pa.concat_arrays([src, dst.cast(src.type)]), add=np.concatenate([insert, insert]))
+        return codes[:n], codes[n:]
+
     def _append(self, fresh: list) -> np.ndarray:
         start, count = self._n, len(fresh)
         if start + count > self._strings.shape[0]:

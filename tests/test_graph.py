@@ -179,3 +179,24 @@ def test_many_batches_relocate_and_compact_and_both_directions_agree(device):
             assert {(int(ext[u]), int(ext[v])) for v in range(n) for u in ins_[v]} == truth
     s, d = (be.to_host(a) for a in g.edges())
     assert np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] > d[:-1])))  # sorted by (src, dst)
+
+
+def test_compaction_recounts_the_room_the_update_needs():
+    """A vertex that fits its old (relocated) room may not fit the room compaction gives it:
+    the room the update takes is counted again after compacting (it once wrote past the array)."""
+    from streamrank.graph import _Side
+
+    side = _Side(4)
+    side.off[:], side.deg[:], side.cap[:] = [0, 100, 110, 115], [10, 2, 1, 1], [100, 10, 5, 5]
+    side.idx = np.zeros(150, dtype=np.int32)
+    side.idx[0:10] = np.arange(10)
+    side.idx[100:102] = [0, 1]
+    side.idx[110], side.idx[115] = 2, 3
+    side.end, side.garbage = 120, 80  # over a quarter garbage: the update below compacts
+    own = np.array([0] * 60 + [1] * 20, dtype=np.int64)  # vertex 0: 70 <= its room 100 before compaction
+    nbr = np.array(list(range(10, 70)) + list(range(2, 22)), dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    side.update(4, none, none, own, nbr)
+    assert side.end <= side.idx.shape[0]
+    got = [side.idx[side.off[v]: side.off[v] + side.deg[v]].tolist() for v in range(4)]
+    assert got == [list(range(70)), list(range(22)), [2], [3]]

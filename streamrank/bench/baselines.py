@@ -58,6 +58,20 @@ def gpu_oracle(graph, *, alpha: float, dangling: str):
     return p.get()
 
 
+def oracle_fn(backend, cfg, *, cugraph: bool):
+    """The benches' float64 oracle as ``(graph -> host ranks, name)``: cuGraph where ``cugraph``,
+    else a cuSPARSE power iteration on the GPU, else SciPy."""
+    if cugraph:
+        from ..oracle_cugraph import cugraph_pagerank
+
+        return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
+    if backend.is_gpu:
+        return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
+    from ..oracle import oracle_pagerank
+
+    return lambda g: oracle_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
+
+
 
 def baseline_step(name, graph, p_prev, cfg, backend):
     """One batch of a rebuild-and-warm-start baseline: (p, rebuild ms, rank ms, iterations)."""

@@ -35,7 +35,7 @@ from ..backend import resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..errors import InvalidArgumentError
 from ..metrics import l1_error
-from .baselines import CusparsePower, baseline_step, gpu_oracle
+from .baselines import CusparsePower, baseline_step, oracle_fn
 from .inputs import BatchMaker, load_base_edges, parse_graph_spec
 
 DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
@@ -118,16 +118,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         f"(generated in {report['graph']['generate_s']:.2f} s, stored in {report['graph']['build_s']:.2f} s) "
         f"on {report['device']}")
 
-    def oracle():
-        if use_cugraph:
-            from ..oracle_cugraph import cugraph_pagerank
-
-            return cugraph_pagerank(graph, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
-        if backend.is_gpu:
-            return gpu_oracle(graph, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
-        from ..oracle import oracle_pagerank
-
-        return oracle_pagerank(graph, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
+    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=use_cugraph)
 
     # ---- static on the base graph: the engine's, then cuSPARSE at the same criterion and at L1 1e-6
     rank.static_pagerank(graph, config=cfg)  # warm-up (pools, first-use compilation)
@@ -136,7 +127,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     res0 = rank.static_pagerank(graph, config=cfg)
     backend.synchronize()
     static_ms = (time.perf_counter() - t) * 1e3
-    ref, oracle_name = oracle()
+    ref = oracle(graph)
     report["oracle"] = oracle_name
     static = {"ms": static_ms, "iterations": res0.iterations, "l1_error": l1_error(res0.ranks, ref)}
     report["static"] = static
@@ -217,7 +208,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                     r["graph_ms"].append(gms)
                     r["rank_ms"].append(rms)
                     r["iterations"].append(its)
-        ref, _ = oracle()
+        ref = oracle(graph)
         totals = {}
         for a in names + extra:
             r = rec[a]

@@ -87,22 +87,6 @@ def _read_lines(path: str):
     return src, dst
 
 
-def _oracle_fn(backend, cfg):
-    from ..oracle_cugraph import cugraph_available
-
-    if backend.is_gpu and cugraph_available():
-        from ..oracle_cugraph import cugraph_pagerank
-
-        return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
-    if backend.is_gpu:
-        from .baselines import gpu_oracle
-
-        return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
-    from ..oracle import oracle_pagerank
-
-    return lambda g: oracle_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
-
-
 def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     """Run the temporal protocol and return the report (a JSON-ready dict).
 
@@ -121,6 +105,8 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     """
     from ..backend import resolve_backend
     from ..engine import Engine
+    from ..oracle_cugraph import cugraph_available
+    from .baselines import oracle_fn
     from .random_batches import _device_name
 
     for a in opts.algorithms:
@@ -153,7 +139,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                                    f"{int(max(src.max(), dst.max()))}")
     skip_loops = cfg.dangling == "self-loop"
     base_end = int(opts.base_fraction * lines)
-    oracle, oracle_name = _oracle_fn(backend, cfg)
+    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=backend.is_gpu and cugraph_available())
     report = {"protocol": "temporal", "graph": {"name": opts.path, "lines": lines, "base_lines": base_end},
               "device": _device_name(backend), "backend": backend.name, "config": cfg.to_dict(),
               "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle_name,

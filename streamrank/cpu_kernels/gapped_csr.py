@@ -5,7 +5,7 @@ vertex ``v``'s neighbours are ``idx[off[v] : off[v] + deg[v]]``, kept sorted, wi
 ``cap[v]``. An update merges each touched vertex's sorted deletions and insertions into its
 segment, in place while it fits, else into a new segment of twice the room at the end of the
 used part ``idx[:end]`` (the old room becomes garbage until the next compaction). The caller
-checks the room first (:func:`room_needed`) and grows or compacts the arrays.
+checks the room first (:func:`net_changes`, :func:`room_needed`) and grows or compacts the arrays.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def has_edges(off, deg, idx, own, nbr):
 
 
 @njit(cache=True)
-def _net_changes(deg, d_own, i_own):
-    """Per touched vertex (sorted, unique): its new degree, from sorted deletion / insertion owners."""
+def net_changes(deg, d_own, i_own):
+    """The touched vertices (sorted, unique) and their new degrees ``(touched, new_deg)``, from
+    the sorted deletion / insertion owners."""
     touched = np.empty(d_own.shape[0] + i_own.shape[0], dtype=np.int64)
     new_deg = np.empty(touched.shape[0], dtype=np.int64)
     p = 0
@@ -69,9 +70,9 @@ def _net_changes(deg, d_own, i_own):
 
 
 @njit(cache=True)
-def room_needed(deg, cap, d_own, i_own):
-    """Slots past the used end that :func:`update` will take (relocated segments)."""
-    touched, new_deg = _net_changes(deg, d_own, i_own)
+def room_needed(cap, touched, new_deg):
+    """Slots past the used end that :func:`update` will take (relocated segments), for the
+    :func:`net_changes` of the update and the rooms ``cap`` it will find."""
     need = 0
     for t in range(touched.shape[0]):
         if new_deg[t] > cap[touched[t]]:
@@ -80,11 +81,11 @@ def room_needed(deg, cap, d_own, i_own):
 
 
 @njit(cache=True)
-def update(off, deg, cap, idx, end, d_own, d_nbr, i_own, i_nbr):
+def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr):
     """Delete ``d_own[i] -> d_nbr[i]`` (all stored) and insert ``i_own[i] -> i_nbr[i]`` (none
-    stored), both sorted by (own, nbr). ``idx`` must have :func:`room_needed` slots past
-    ``end``. Returns ``(new end, garbage slots left behind)``."""
-    touched, new_deg = _net_changes(deg, d_own, i_own)
+    stored), both sorted by (own, nbr); ``(touched, new_deg)`` is their :func:`net_changes`.
+    ``idx`` must have :func:`room_needed` slots past ``end``. Returns ``(new end, garbage slots
+    left behind)``."""
     maxdeg = 0
     for t in range(touched.shape[0]):
         maxdeg = max(maxdeg, deg[touched[t]])
@@ -124,16 +125,25 @@ def update(off, deg, cap, idx, end, d_own, d_nbr, i_own, i_nbr):
 
 
 @njit(cache=True)
-def compact(n, off, deg, idx, slack_num, slack_add):
-    """A fresh gapped layout of the first ``n`` vertices in id order, room ``deg + deg *
-    slack_num // 8 + slack_add`` each: ``(off, cap, idx, end)``."""
-    new_off = np.empty(off.shape[0], dtype=np.int64)
-    new_cap = np.zeros(off.shape[0], dtype=np.int64)
+def _rooms(n, deg, vcap, slack_num, slack_add):
+    """Offsets and rooms of a fresh layout of the first ``n`` vertices in id order, room
+    ``deg + deg * slack_num // 8 + slack_add`` each (arrays for ``vcap`` vertices, zero past
+    ``n``): ``(off, cap, end)``."""
+    off = np.zeros(vcap, dtype=np.int64)
+    cap = np.zeros(vcap, dtype=np.int64)
     end = 0
     for v in range(n):
-        new_off[v] = end
-        new_cap[v] = deg[v] + deg[v] * slack_num // 8 + slack_add
-        end += new_cap[v]
+        off[v] = end
+        cap[v] = deg[v] + deg[v] * slack_num // 8 + slack_add
+        end += cap[v]
+    return off, cap, end
+
+
+@njit(cache=True)
+def compact(n, off, deg, idx, slack_num, slack_add):
+    """A fresh gapped layout of the first ``n`` vertices in id order (:func:`_rooms`):
+    ``(off, cap, idx, end)``."""
+    new_off, new_cap, end = _rooms(n, deg, off.shape[0], slack_num, slack_add)
     new_idx = np.empty(max(end, 1), dtype=idx.dtype)
     for v in range(n):
         new_idx[new_off[v]: new_off[v] + deg[v]] = idx[off[v]: off[v] + deg[v]]
@@ -146,13 +156,7 @@ def layout_sorted(n, vcap, own, nbr, slack_num, slack_add):
     deg = np.zeros(vcap, dtype=np.int64)
     for i in range(own.shape[0]):
         deg[own[i]] += 1
-    off = np.zeros(vcap, dtype=np.int64)
-    cap = np.zeros(vcap, dtype=np.int64)
-    end = 0
-    for v in range(n):
-        off[v] = end
-        cap[v] = deg[v] + deg[v] * slack_num // 8 + slack_add
-        end += cap[v]
+    off, cap, end = _rooms(n, deg, vcap, slack_num, slack_add)
     idx = np.empty(max(end, 1), dtype=np.int32)
     fill = off.copy()
     for i in range(own.shape[0]):

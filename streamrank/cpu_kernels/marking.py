@@ -1,7 +1,7 @@
 """Which vertices a batch affects (Numba): the starting frontier of DF / DF-P and DT.
 
 Both kernels return ``(flags, F, nf)``: ``flags[v] == 1`` exactly for the ``nf`` vertices
-listed in ``F[:nf]`` (``F`` has room for every vertex, as :func:`.rank.frontier_iterate`
+listed in ``F[:nf]`` (``F`` has room for every vertex, as :func:`.frontier.frontier_iterate`
 needs), in a deterministic order. Work follows the batch: the cost is the out-degrees of the
 vertices visited, plus one allocation of ``n`` bytes and ``n`` ids.
 """

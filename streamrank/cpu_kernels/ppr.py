@@ -9,10 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-#: Vertices per parallel chunk of the power iteration (fixed: results do not depend on the
-#: thread count) and the edge count from which it uses all threads.
-CHUNK = 512
-PARALLEL_EDGES = 1 << 15
+from .common import CHUNK, PARALLEL_EDGES, inverse_degrees, nchunks
 
 
 # ------------------------------------------------------------------------------ power
@@ -52,11 +49,9 @@ def power_iterate(in_off, in_deg, in_idx, out_deg, pers, alpha, personalization,
     Returns ``(p, iterations, converged, last change)``.
     """
     n = pers.shape[0]
-    nch = (n + CHUNK - 1) // CHUNK
+    nch = nchunks(n)
     par = num_edges + n >= PARALLEL_EDGES and nch > 1
-    inv = np.empty(n)
-    for v in range(n):
-        inv[v] = 1.0 / out_deg[v] if out_deg[v] > 0 else 0.0
+    inv = inverse_degrees(out_deg, n, False, par)
     p = pers.copy()
     if store32:
         for v in range(n):

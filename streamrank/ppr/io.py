@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pyarrow as pa
 
 from ..backend import resolve_backend
@@ -73,11 +72,9 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
     ids = None
     if pa.types.is_string(table.schema.field("src").type):  # strings -> codes, as the engine does
         ids = StringIdMap()
-        n = table.num_rows
         insert = table.column("op").to_numpy() > 0
-        codes = ids.encode(pa.concat_arrays([table.column("src").combine_chunks(), table.column("dst").combine_chunks()]),
-                           add=np.concatenate([insert, insert]))
-        batch = EdgeBatch(codes[:n], codes[n:], insert)
+        src, dst = ids.encode_edges(table.column("src").combine_chunks(), table.column("dst").combine_chunks(), insert)
+        batch = EdgeBatch(src, dst, insert)
     else:
         batch = EdgeBatch.from_arrow(table)
     g = CpuGraph()
