@@ -31,8 +31,6 @@ import numpy as np
 
 from streamrank.errors import InvalidArgumentError
 
-from .kafka_clients import SinkError  # noqa: F401  (re-exported: sinks raise it)
-
 log = logging.getLogger(__name__)
 
 TOP_K_KEY = b"__top_k__"
@@ -122,7 +120,7 @@ class RankPublisher:
 
         Raises
         ------
-        SinkError
+        connectors.kafka_clients.SinkError
         """
         idx = self.moved(p)
         headers = [("seq", str(seq).encode())]
@@ -187,7 +185,7 @@ class KafkaDeadLetters:
 
         Raises
         ------
-        SinkError
+        connectors.kafka_clients.SinkError
         """
         headers = [
             ("reason", bad.reason.encode()),
