@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .checkpoint import fsync_dir
 from .errors import CheckpointError
 from .vertex_ids import concat_ids, id_kind, to_string_array
 
@@ -197,7 +198,7 @@ class BatchLog:
             raise CheckpointError(f"cannot open checkpoint log {self.path}: {exc}") from exc
         self.nbytes = valid_bytes
         if valid_bytes == 0:
-            _fsync_dir(os.path.dirname(self.path) or ".")  # the new file's name is durable
+            fsync_dir(os.path.dirname(self.path) or ".")  # the new file's name is durable
 
     def append(self, batches, positions: dict) -> int:
         """Append one frame and fsync it; returns the bytes written.
@@ -227,15 +228,3 @@ class BatchLog:
         except OSError:
             pass
 
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
