@@ -30,6 +30,7 @@ import re
 import numpy as np
 
 from streamrank.errors import InvalidArgumentError
+from streamrank.vertex_ids import vertex_column
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,7 @@ def encode_rank_batch(seq: int, vertex, rank) -> bytes:
     """The ``"arrow"`` publish format: an Arrow IPC stream of ``vertex``/``rank`` with ``seq`` metadata."""
     import pyarrow as pa
 
-    vertex = np.asarray(vertex)
-    vertex = pa.array(vertex, type=pa.string()) if vertex.dtype.kind in "OU" else vertex.astype(np.int64)
-    table = pa.table({"vertex": vertex, "rank": np.asarray(rank, dtype=np.float64)})
+    table = pa.table({"vertex": vertex_column(vertex), "rank": np.asarray(rank, dtype=np.float64)})
     table = table.replace_schema_metadata({"seq": str(int(seq))})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
