@@ -31,6 +31,7 @@ from connectors.fetch import EdgeRun
 from connectors.records import EdgeChunk
 
 from ..batch import EdgeBatch
+from ..checkpoint import MANIFEST
 from ..engine import Engine
 from ..errors import SourceError, StreamrankError
 from ..vertex_ids import IdTypeLock, concat_ids, id_kind, to_string_array
@@ -450,7 +451,7 @@ class Daemon:
             log.info("shutting down%s: final checkpoint",
                      f" on signal {self.shutdown.signum}" if self.shutdown.signum else "")
             try:
-                if self._dirty or not os.path.exists(os.path.join(cfg.checkpoint_dir, "MANIFEST.json")):
+                if self._dirty or not os.path.exists(os.path.join(cfg.checkpoint_dir, MANIFEST)):
                     self._checkpoint(final=True)
             except StreamrankError as exc:
                 log.error("final checkpoint failed: %s (the previous checkpoint stands)", exc)
