@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -35,11 +36,22 @@ log = logging.getLogger(__name__)
 
 MAGIC = b"SRLG"
 _HEADER = struct.Struct("<4sQI")
+_LOG_RE = re.compile(r"^ckpt-(\d{12})\.log$")
 
 
 def log_path(directory, base_seq: int) -> str:
     """Path of the log that follows the full checkpoint of ``base_seq``."""
     return os.path.join(os.fspath(directory), f"ckpt-{int(base_seq):012d}.log")
+
+
+def list_logs(directory) -> list:
+    """``(base seq, path)`` of the batch logs in ``directory`` (named by :func:`log_path`), oldest first."""
+    directory = os.fspath(directory)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted((int(m.group(1)), os.path.join(directory, n)) for n in names if (m := _LOG_RE.match(n)))
 
 
 @dataclass
