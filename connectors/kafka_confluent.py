@@ -15,11 +15,9 @@ import time
 import numpy as np
 
 from streamrank.errors import SourceError
-from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .fetch import fetch_items
-from .kafka_source import Backoff, parse_position_key, position_key
-from .records import DEFAULT_MAX_MESSAGE_BYTES
+from .kafka_source import KafkaSourceBase, parse_position_key, position_key
 
 #: Longest the broker may hold a fetch without data. Apache Kafka answers a fetch as soon as data
 #: arrives; some Kafka-protocol brokers (Tansu) hold it for the whole wait, which then becomes
@@ -29,31 +27,11 @@ FETCH_WAIT_MS = 20
 log = logging.getLogger(__name__)
 
 
-class ConfluentEdgeSource:
+class ConfluentEdgeSource(KafkaSourceBase):
     """Reads edge messages from Kafka topics with confluent-kafka.
 
-    Parameters are those of :class:`connectors.kafka_source.KafkaEdgeSource`.
+    Parameters are those of :class:`connectors.kafka_source.KafkaSourceBase`.
     """
-
-    def __init__(self, *, bootstrap_servers: str, topics, group_id: str | None = None,
-                 start_from: str = "earliest", max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve",
-                 id_type: str = "int", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
-        self.bootstrap_servers = bootstrap_servers
-        self.topics = list(topics)
-        self.group_id = group_id
-        self.start_from = start_from
-        self.max_message_bytes = int(max_message_bytes)
-        self.max_poll_records = int(max_poll_records)
-        self.id_type = id_type  # declared kind, or "auto" (the stream kept to the first accepted kind)
-        self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
-        self.max_id_bytes = int(max_id_bytes)
-        self.client_id = client_id
-        self._stop = stop or (lambda: False)
-        self._consumer = None
-        self._assigned: list = []
-        self._last_refresh = 0.0
-        self.refresh_interval = 30.0
 
     # ------------------------------------------------------------------ lifecycle
     def open(self, positions: dict) -> None:
@@ -82,15 +60,7 @@ class ConfluentEdgeSource:
             self._consumer = Consumer(conf)
         except (KafkaException, ValueError, TypeError) as exc:
             raise SourceError(f"cannot create a Kafka consumer for {self.bootstrap_servers}: {exc}") from exc
-        self._positions_at_open = dict(positions)
-        backoff = Backoff()
-        while not self._assign(positions):
-            if self._stop():
-                raise SourceError(f"topics {self.topics} never became available")
-            d = backoff.next()
-            log.warning("waiting for topics %s to exist on %s (unreachable or absent); retrying in %.1fs",
-                        self.topics, self.bootstrap_servers, d)
-            time.sleep(d)
+        self._wait_for_topics(positions)
 
     def _assign(self, positions: dict) -> bool:
         from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition

@@ -30,8 +30,7 @@ import re
 import numpy as np
 
 from streamrank.errors import InvalidArgumentError
-
-from .kafka_clients import SinkError  # noqa: F401  (re-exported: sinks raise it)
+from streamrank.vertex_ids import vertex_column
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +43,7 @@ def encode_rank_batch(seq: int, vertex, rank) -> bytes:
     """The ``"arrow"`` publish format: an Arrow IPC stream of ``vertex``/``rank`` with ``seq`` metadata."""
     import pyarrow as pa
 
-    vertex = np.asarray(vertex)
-    vertex = pa.array(vertex, type=pa.string()) if vertex.dtype.kind in "OU" else vertex.astype(np.int64)
-    table = pa.table({"vertex": vertex, "rank": np.asarray(rank, dtype=np.float64)})
+    table = pa.table({"vertex": vertex_column(vertex), "rank": np.asarray(rank, dtype=np.float64)})
     table = table.replace_schema_metadata({"seq": str(int(seq))})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
@@ -122,7 +119,7 @@ class RankPublisher:
 
         Raises
         ------
-        SinkError
+        connectors.kafka_clients.SinkError
         """
         idx = self.moved(p)
         headers = [("seq", str(seq).encode())]
@@ -187,7 +184,7 @@ class KafkaDeadLetters:
 
         Raises
         ------
-        SinkError
+        connectors.kafka_clients.SinkError
         """
         headers = [
             ("reason", bad.reason.encode()),

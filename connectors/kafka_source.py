@@ -57,8 +57,10 @@ class Backoff:
         self.delay = self.initial
 
 
-class KafkaEdgeSource:
-    """Reads edge messages from Kafka topics.
+class KafkaSourceBase:
+    """What both Kafka edge sources hold: their settings, the partitions assigned, and the wait for
+    the topics to exist. Subclasses implement ``open``, ``_assign``, ``close``, ``poll``, ``commit``
+    and ``lags``.
 
     Parameters
     ----------
@@ -104,6 +106,31 @@ class KafkaEdgeSource:
         self._last_refresh = 0.0
         self.refresh_interval = 30.0
 
+    def _wait_for_topics(self, positions: dict) -> None:
+        """Assign the partitions (``self._assign``), retrying with backoff until the topics exist.
+
+        Raises
+        ------
+        SourceError
+            When shutdown was requested first.
+        """
+        self._positions_at_open = dict(positions)
+        backoff = Backoff()
+        while not self._assign(positions):
+            if self._stop():
+                raise SourceError(f"topics {self.topics} never became available")
+            d = backoff.next()
+            log.warning("waiting for topics %s to exist on %s (unreachable or absent); retrying in %.1fs",
+                        self.topics, self.bootstrap_servers, d)
+            time.sleep(d)
+
+
+class KafkaEdgeSource(KafkaSourceBase):
+    """Reads edge messages from Kafka topics with kafka-python.
+
+    Parameters are those of :class:`KafkaSourceBase`.
+    """
+
     # ------------------------------------------------------------------ lifecycle
     def _connect(self):
         from kafka import KafkaConsumer
@@ -148,15 +175,7 @@ class KafkaEdgeSource:
             When shutdown was requested before the broker could be reached.
         """
         self._consumer = self._connect()
-        self._positions_at_open = dict(positions)
-        backoff = Backoff()
-        while not self._assign(positions):
-            if self._stop():
-                raise SourceError(f"topics {self.topics} never became available")
-            d = backoff.next()
-            log.warning("waiting for topics %s to exist on %s; retrying in %.1fs", self.topics,
-                        self.bootstrap_servers, d)
-            time.sleep(d)
+        self._wait_for_topics(positions)
 
     def _assign(self, positions: dict) -> bool:
         """(Re)assign all partitions; new ones are sought per ``positions``. True when any exist."""

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from streamrank.errors import StreamrankError
+from streamrank.vertex_ids import vertex_column
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,7 @@ class ParquetSnapshots:
 
         path = os.path.join(self.directory, f"ranks-{int(seq):012d}.parquet")
         tmp = os.path.join(self.directory, f".tmp-{os.getpid()}-ranks-{int(seq):012d}.parquet")
-        ids = np.asarray(ids)
-        vertex = pa.array(ids, type=pa.string()) if ids.dtype == object else ids.astype(np.int64)
-        table = pa.table({"vertex": vertex, "rank": np.asarray(p, dtype=np.float64)})
+        table = pa.table({"vertex": vertex_column(ids), "rank": np.asarray(p, dtype=np.float64)})
         table = table.replace_schema_metadata({"seq": str(int(seq))})
         try:
             os.makedirs(self.directory, exist_ok=True)

@@ -42,8 +42,7 @@ from _broker import ROOT, child_env, start_broker, start_daemon
 
 sys.path.insert(0, str(ROOT))
 from streamrank.daemon.staleness import STALENESS_EDGES_MS  # noqa: E402
-
-DEFAULT_DATA = ROOT / "streamrank" / "data" / "CollegeMsg.txt.gz"
+from streamrank.replay import BUNDLED_GRAPH  # noqa: E402
 
 
 def stage_split(metrics_text: str) -> dict:
@@ -222,7 +221,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="json:1:confluent:keyed", help="comma-separated run specs (see above)")
     ap.add_argument("--bootstrap-servers", help="existing broker (default: start Tansu locally)")
-    ap.add_argument("--file", default=str(DEFAULT_DATA), help="edge file to stream (default: bundled CollegeMsg)")
+    ap.add_argument("--file", default=str(BUNDLED_GRAPH), help="edge file to stream (default: bundled CollegeMsg)")
     ap.add_argument("--seconds", type=float, default=30.0, help="measured window per run")
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--batch-size", type=int, default=20000)

@@ -8,8 +8,9 @@ times ``Engine.apply`` (graph update, which for string ids includes encoding the
 the DF-P rank update) and the whole step including building the ``EdgeBatch``; it prints one
 table and the ratio of the medians.
 
-    python examples/bench_string_ids.py                                   # sx-mathoverflow, CPU
-    python examples/bench_string_ids.py --device gpu --json out.json      # the GPU figure
+    python examples/bench_string_ids.py                                   # bundled CollegeMsg, CPU
+    python examples/bench_string_ids.py sx-mathoverflow.txt.gz            # the README's CPU figure
+    python examples/bench_string_ids.py sx-mathoverflow.txt.gz --device gpu --json out.json  # the GPU one
 
 The integer and the string engine number their vertices differently (first appearance of the
 ids versus first appearance of the codes in a batch's sorted order), so their floating-point sums
@@ -34,10 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.replay import read_stream  # noqa: E402
+from streamrank.replay import BUNDLED_GRAPH, read_stream  # noqa: E402
 from streamrank.table import format_table  # noqa: E402
-
-DEFAULT_DATA = Path("/work/shared/data/sx-mathoverflow.txt.gz")
 
 
 def rewrite(path: Path, out: Path, name_format: str) -> None:
@@ -60,7 +59,8 @@ def summary(label: str, apply_ms: list, step_ms: list, graph_ms: list, rank_ms: 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("path", nargs="?", default=str(DEFAULT_DATA), help="SNAP edge file (default sx-mathoverflow)")
+    p.add_argument("path", nargs="?", default=str(BUNDLED_GRAPH),
+                   help="SNAP edge file (default: the bundled CollegeMsg)")
     p.add_argument("--device", default="cpu", choices=["auto", "cpu", "gpu"])
     p.add_argument("--algorithm", default="dfp")
     p.add_argument("--base-fraction", type=float, default=0.9)

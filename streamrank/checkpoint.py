@@ -68,7 +68,8 @@ class Checkpoint:
     created: float = 0.0
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
+    """Make the names in ``directory`` durable (a new or renamed file); best effort."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # pragma: no cover - platforms without directory fds
@@ -93,7 +94,7 @@ def _write_atomic(path: str, write) -> None:
     except BaseException:
         _unlink_quiet(tmp)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def _split_state(engine_state: dict):

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .checkpoint import fsync_dir
 from .errors import CheckpointError
 from .vertex_ids import concat_ids, id_kind, to_string_array
 
@@ -34,11 +36,22 @@ log = logging.getLogger(__name__)
 
 MAGIC = b"SRLG"
 _HEADER = struct.Struct("<4sQI")
+_LOG_RE = re.compile(r"^ckpt-(\d{12})\.log$")
 
 
 def log_path(directory, base_seq: int) -> str:
     """Path of the log that follows the full checkpoint of ``base_seq``."""
     return os.path.join(os.fspath(directory), f"ckpt-{int(base_seq):012d}.log")
+
+
+def list_logs(directory) -> list:
+    """``(base seq, path)`` of the batch logs in ``directory`` (named by :func:`log_path`), oldest first."""
+    directory = os.fspath(directory)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted((int(m.group(1)), os.path.join(directory, n)) for n in names if (m := _LOG_RE.match(n)))
 
 
 @dataclass
@@ -197,7 +210,7 @@ class BatchLog:
             raise CheckpointError(f"cannot open checkpoint log {self.path}: {exc}") from exc
         self.nbytes = valid_bytes
         if valid_bytes == 0:
-            _fsync_dir(os.path.dirname(self.path) or ".")  # the new file's name is durable
+            fsync_dir(os.path.dirname(self.path) or ".")  # the new file's name is durable
 
     def append(self, batches, positions: dict) -> int:
         """Append one frame and fsync it; returns the bytes written.
@@ -227,15 +240,3 @@ class BatchLog:
         except OSError:
             pass
 
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass
 
 from .batch import EdgeBatch
 from .checkpoint import Checkpoint, iter_readable
-from .checkpoint_log import read_log
+from .checkpoint_log import list_logs, read_log
 from .config import RankConfig
 from .engine import Engine
 from .errors import CheckpointError
 from .vertex_ids import DEFAULT_MAX_ID_BYTES
 
 log = logging.getLogger(__name__)
-
-_LOG_RE = re.compile(r"^ckpt-(\d{12})\.log$")
 
 
 @dataclass
@@ -54,16 +51,6 @@ class Restored:
     snapshot: Checkpoint
     replayed: int
     append_to: tuple | None
-
-
-def list_logs(directory) -> list:
-    """``(base seq, path)`` of the batch logs in ``directory``, oldest first."""
-    directory = os.fspath(directory)
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    return sorted((int(m.group(1)), os.path.join(directory, n)) for n in names if (m := _LOG_RE.match(n)))
 
 
 def restore_latest(directory, *, device="auto", algorithm: str | None = None,

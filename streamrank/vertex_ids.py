@@ -189,6 +189,14 @@ def id_kind(ids) -> str:
     return "string" if isinstance(ids, np.ndarray) and ids.dtype.kind in "OUS" else "int"
 
 
+def vertex_column(ids):
+    """Ranked vertex ids as an output column (Parquet snapshots, Arrow rank messages): an int64
+    array, or for string ids an Arrow string array."""
+    if id_kind(ids) == "string":
+        return to_string_array(ids)
+    return np.asarray(ids).astype(np.int64, copy=False)
+
+
 def concat_ids(parts: list):
     """Concatenate id arrays of one kind: NumPy arrays (int64, or ``object`` arrays of ``str``) with
     NumPy, Arrow string arrays (or a mix of Arrow and NumPy string arrays) into one Arrow array."""

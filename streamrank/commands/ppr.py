@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 from ..errors import InvalidArgumentError
+from ..vertex_ids import ID_TYPES
 
 HELP = "personalized PageRank (top-k) of seed vertices on an edge file, checkpoint dir or rmat:S[:EF]"
 
@@ -15,7 +16,7 @@ def add_arguments(p):
     p.add_argument("--seed", action="append", required=True,
                    help="seed vertex id (integer or string); repeat for several queries; 'a,b,c' is one query "
                         "on a seed set")
-    p.add_argument("--id-type", default="auto", choices=["auto", "int", "string"],
+    p.add_argument("--id-type", default="auto", choices=ID_TYPES,
                    help="vertex ids of an edge file (default: detected)")
     p.add_argument("--k", type=int, default=20)
     p.add_argument("--method", default="power", choices=["power", "push", "pull", "hybrid", "montecarlo"])

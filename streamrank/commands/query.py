@@ -19,7 +19,8 @@ def add_arguments(parser) -> None:
 
 
 def load_ranks(checkpoint_dir: str):
-    """``(ids, p, checkpoint)`` of the latest state: full checkpoint + logged batches replayed on the CPU.
+    """``(ids, p, restored)`` of the latest state: full checkpoint + logged batches replayed on the CPU
+    (:func:`streamrank.recovery.restore_latest`).
 
     Raises
     ------
@@ -27,22 +28,13 @@ def load_ranks(checkpoint_dir: str):
         When there is no readable checkpoint.
     """
     from ..errors import CheckpointError
-    from ..recovery import load_latest_state
+    from ..recovery import restore_latest
 
-    ck = load_latest_state(checkpoint_dir)
-    if ck is None:
+    r = restore_latest(checkpoint_dir, device="cpu")
+    if r is None:
         raise CheckpointError(f"no checkpoint in {checkpoint_dir}")
-    if ck.ranks is not None:
-        ids, p = ck.ranks
-    else:  # checkpoints without saved ranks: from the engine state
-        ids = np.asarray(ck.engine_state["external"], dtype=np.int64)
-        if ck.engine_state.get("id_type") == "string":
-            from ..string_ids import StringIdMap
-
-            ids = StringIdMap.from_state(ck.engine_state).decode(ids)
-        x = np.asarray(ck.engine_state["x"], dtype=np.float64)
-        p = x / x.sum() if x.size else x
-    return ids, p, ck
+    ids, p = r.engine.ranks()
+    return ids, p, r
 
 
 def _vertex_key(text: str, string_ids: bool):
@@ -64,8 +56,8 @@ def _json_id(v):
 def run(args) -> int:
     from ..errors import InvalidArgumentError
 
-    ids, p, ck = load_ranks(args.checkpoint_dir)
-    out = {"seq": ck.seq, "checkpoint": ck.path, "vertices": int(ids.shape[0])}
+    ids, p, restored = load_ranks(args.checkpoint_dir)
+    out = {"seq": restored.seq, "checkpoint": restored.snapshot.path, "vertices": int(ids.shape[0])}
     if args.top is not None:
         if args.top < 1:
             raise InvalidArgumentError("--top must be >= 1")
@@ -86,7 +78,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     else:
-        print(f"# checkpoint seq={ck.seq} ({out['vertices']} vertices): {ck.path}")
+        print(f"# checkpoint seq={restored.seq} ({out['vertices']} vertices): {out['checkpoint']}")
         for r in rows:
             rank = "unknown vertex" if r["rank"] is None else f"{r['rank']:.12g}"
             pos = f"{r['rank_position']:>6}  " if "rank_position" in r else ""

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from ..backend import DEVICES
 from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 from ..table import format_table
-from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
 
 HELP = "replay a file of timestamped edges (default: the bundled CollegeMsg graph) and report ranks, time and error"
 
@@ -114,8 +112,7 @@ def run(args) -> int:
         import pyarrow.parquet as pq
 
         ids, p = eng.ranks()
-        vertex = pa.array(ids, type=pa.string()) if eng.id_type == "string" else ids.astype(np.int64)
-        pq.write_table(pa.table({"vertex": vertex, "rank": p}), args.ranks_out)
+        pq.write_table(pa.table({"vertex": vertex_column(ids), "rank": p}), args.ranks_out)
         print(f"wrote {args.ranks_out}")
     if args.plot:
         from ..plots import plot_replay

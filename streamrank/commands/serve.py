@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 
+from connectors.kafka_clients import CLIENTS
+from connectors.kafka_sink import PUBLISH_FORMATS
+
 from ..backend import DEVICES
+from ..vertex_ids import ID_TYPES
 
 HELP = "run the streaming daemon: Kafka (or a directory of edge files) in, ranks out, with checkpoints"
 
@@ -32,9 +36,9 @@ _FLAGS = {
     "--checkpoint-keep": ("checkpoint_keep", dict(type=int, metavar="K", help="full checkpoints kept, with their logs (default 3)")),
     "--full-checkpoint-every": ("full_checkpoint_every", dict(
         type=int, metavar="N", help="a full checkpoint every N checkpoints, batch-log frames between (default 10; 1: all full)")),
-    "--kafka-client": ("kafka_client", dict(choices=("auto", "confluent", "kafka-python"),
+    "--kafka-client": ("kafka_client", dict(choices=CLIENTS,
                                              help="Kafka client library (default auto: confluent-kafka where installed)")),
-    "--publish-format": ("publish_format", dict(choices=("keyed", "arrow", "both"),
+    "--publish-format": ("publish_format", dict(choices=PUBLISH_FORMATS,
                                                  help="rank updates: a keyed message per vertex, one Arrow message per batch, or both (default keyed)")),
     "--batch-size": ("batch_size", dict(type=int, metavar="EDGES", help="max edges per batch (default 10000)")),
     "--batch-wait-ms": ("batch_wait_ms", dict(type=int, metavar="MS", help="close a batch MS after its first record (default 200)")),
@@ -52,7 +56,7 @@ _FLAGS = {
     "--drift-bound": ("drift_bound", dict(type=float, metavar="L1", help="replace the ranks when the L1 error exceeds this (default 1e-5)")),
     "--metrics-port": ("metrics_port", dict(type=int, metavar="PORT", help="serve Prometheus metrics on PORT")),
     "--max-message-bytes": ("max_message_bytes", dict(type=int, metavar="BYTES", help="larger messages are dead-lettered (default 8 MiB)")),
-    "--id-type": ("id_type", dict(choices=("auto", "int", "string"),
+    "--id-type": ("id_type", dict(choices=ID_TYPES,
                                    help="vertex ids: int, string, or auto (fixed by the first record; default)")),
     "--max-id-bytes": ("max_id_bytes", dict(type=int, metavar="BYTES",
                                             help="longer string ids are dead-lettered as id_too_long (default 1024)")),

@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..checkpoint import list_checkpoints, save_checkpoint
-from ..checkpoint_log import BatchLog, LoggedBatch, log_path
-from ..recovery import Restored, list_logs, restore_latest
+from ..checkpoint_log import BatchLog, LoggedBatch, list_logs, log_path
+from ..recovery import Restored, restore_latest
 from ..vertex_ids import DEFAULT_MAX_ID_BYTES, to_string_array
 
 log = logging.getLogger("streamrank.daemon")

@@ -14,6 +14,9 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields
 
+from connectors.kafka_clients import CLIENTS
+from connectors.kafka_sink import PUBLISH_FORMATS
+
 from ..config import ALGORITHMS, RankConfig
 from ..errors import InvalidArgumentError
 from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
@@ -82,9 +85,9 @@ class DaemonConfig:
             raise InvalidArgumentError(f"--algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.start_from not in ("earliest", "latest"):
             raise InvalidArgumentError("--start-from must be 'earliest' or 'latest'")
-        if self.kafka_client not in ("auto", "confluent", "kafka-python"):
+        if self.kafka_client not in CLIENTS:
             raise InvalidArgumentError(f"--kafka-client must be auto, confluent or kafka-python, got {self.kafka_client!r}")
-        if self.publish_format not in ("keyed", "arrow", "both"):
+        if self.publish_format not in PUBLISH_FORMATS:
             raise InvalidArgumentError(f"--publish-format must be keyed, arrow or both, got {self.publish_format!r}")
         if self.id_type not in ID_TYPES:
             raise InvalidArgumentError(f"--id-type must be one of {ID_TYPES}, got {self.id_type!r}")

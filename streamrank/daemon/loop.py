@@ -31,9 +31,10 @@ from connectors.fetch import EdgeRun
 from connectors.records import EdgeChunk
 
 from ..batch import EdgeBatch
+from ..checkpoint import MANIFEST
 from ..engine import Engine
 from ..errors import SourceError, StreamrankError
-from ..vertex_ids import IdTypeLock, concat_ids
+from ..vertex_ids import IdTypeLock, concat_ids, id_kind, to_string_array
 from .checkpoints import CheckpointStage
 from .config import DaemonConfig
 from .drift import DriftGuard
@@ -273,6 +274,8 @@ class Daemon:
             src = concat_ids([c.src for c in chunks])  # int64 arrays or Arrow strings (one kind per stream)
             dst = concat_ids([c.dst for c in chunks])
             ins = np.concatenate([c.insert for c in chunks])
+        if id_kind(src) == "string":  # Arrow once, for the engine's encoding and the checkpoint log alike
+            src, dst = to_string_array(src), to_string_array(dst)
         batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
         step = eng.apply(batch)
         self.ckpt.record(step.seq, src, dst, ins)
@@ -448,7 +451,7 @@ class Daemon:
             log.info("shutting down%s: final checkpoint",
                      f" on signal {self.shutdown.signum}" if self.shutdown.signum else "")
             try:
-                if self._dirty or not os.path.exists(os.path.join(cfg.checkpoint_dir, "MANIFEST.json")):
+                if self._dirty or not os.path.exists(os.path.join(cfg.checkpoint_dir, MANIFEST)):
                     self._checkpoint(final=True)
             except StreamrankError as exc:
                 log.error("final checkpoint failed: %s (the previous checkpoint stands)", exc)
