@@ -99,7 +99,9 @@ def test_directory_mode_ranks_and_dead_letters(clean_run):
 def test_directory_mode_sigkill_restart(clean_run, tmp_path):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "d.csv").write_text(write_files(tmp_path / "in"))
-    args = ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 25,
+    # small batches (320 of them, a checkpoint every 4): the compiled engine would otherwise finish the
+    # whole input before the kill condition is seen
+    args = ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 5,
             "--batch-wait-ms", 10, "--checkpoint-every", 4]
     d1 = DaemonProcess(args, tmp_path)
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 3
