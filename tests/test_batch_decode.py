@@ -27,10 +27,18 @@ def per_message(values):
     return out
 
 
-def check_same(values):
-    got = decode_values(values, max_bytes=MAX_BYTES)
-    ref = per_message(values)
+def _list(ids):
+    """Ids of a decoded run as a Python list (int64 NumPy arrays or Arrow string arrays)."""
+    import pyarrow as pa
+
+    return ids.to_pylist() if isinstance(ids, pa.Array) else np.asarray(ids).tolist()
+
+
+def assert_like_per_message(values, got, ref):
+    """``got`` (a decoded fetch of ``values``) holds, message by message, what ``ref`` (the
+    per-message reference: edge lists or a dead-letter reason) says."""
     assert len(got) == len(values)
+    src, dst = _list(got.src), _list(got.dst)
     pos = 0
     for i, r in enumerate(ref):
         n = int(got.counts[i])
@@ -39,10 +47,14 @@ def check_same(values):
             assert n == 0
         else:
             assert i not in got.errors, (values[i], got.errors[i])
-            sl = slice(pos, pos + n)
-            assert (got.src[sl].tolist(), got.dst[sl].tolist(), got.insert[sl].tolist()) == r, values[i]
+            assert (src[pos:pos + n], dst[pos:pos + n], got.insert[pos:pos + n].tolist()) == r, values[i]
         pos += n
-    assert pos == got.src.shape[0] == got.dst.shape[0] == got.insert.shape[0]
+    assert pos == len(src) == len(dst) == got.insert.shape[0]
+
+
+def check_same(values):
+    got = decode_values(values, max_bytes=MAX_BYTES)
+    assert_like_per_message(values, got, per_message(values))
     assert got.src.dtype == np.int64 and got.insert.dtype == bool
     return got
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -15,6 +14,7 @@ from connectors.batch_decode import decode_values
 from connectors.fetch import fetch_items
 from connectors.records import RecordError, encode_arrow, encode_json, parse_message
 from streamrank.vertex_ids import IdError, IdTypeLock
+from test_batch_decode import _list, assert_like_per_message
 
 MAX_BYTES = 4000  # Arrow messages fit
 MAX_ID_BYTES = 24
@@ -34,29 +34,13 @@ def per_message(values, id_type, lock):
     return out
 
 
-def _list(ids):
-    return ids.to_pylist() if isinstance(ids, pa.Array) else np.asarray(ids).tolist()
-
-
 def check_same(values, id_type, lock=None):
     ref_lock = IdTypeLock(id_type) if lock is None else IdTypeLock(lock.current)
     ref = per_message(values, id_type, ref_lock)
     lock = IdTypeLock(id_type) if lock is None else lock
     got = decode_values(values, max_bytes=MAX_BYTES, id_type=id_type, id_lock=lock, max_id_bytes=MAX_ID_BYTES)
     assert lock.current == ref_lock.current
-    assert len(got) == len(values)
-    src, dst = _list(got.src), _list(got.dst)
-    pos = 0
-    for i, r in enumerate(ref):
-        n = int(got.counts[i])
-        if isinstance(r, str):
-            assert i in got.errors and got.errors[i].reason == r, (values[i], r, got.errors.get(i))
-            assert n == 0
-        else:
-            assert i not in got.errors, (values[i], got.errors[i])
-            assert (src[pos:pos + n], dst[pos:pos + n], got.insert[pos:pos + n].tolist()) == r, values[i]
-        pos += n
-    assert pos == len(src) == len(dst) == got.insert.shape[0]
+    assert_like_per_message(values, got, ref)
     return got
 
 
