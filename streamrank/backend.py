@@ -85,11 +85,24 @@ def _probe_gpu() -> tuple[bool, str]:
     if count < 1:
         return False, "CuPy sees no CUDA device"
     try:
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        name = _gpu_name(cupy)
     except Exception:  # the name is only for the message
         name = "CUDA device"
     return True, f"CuPy sees {count} CUDA device(s): {name}"
+
+
+def _gpu_name(cupy) -> str:
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    return props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+
+
+def device_name(backend: Backend) -> str:
+    """The processor a backend runs on, for reports: the GPU's name or ``CPU (<machine>)``."""
+    if backend.is_gpu:
+        return _gpu_name(backend.xp)
+    import platform
+
+    return f"CPU ({platform.processor() or platform.machine()})"
 
 
 def gpu_available() -> bool:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..auto_policy import AutoPolicy
-from ..backend import resolve_backend
+from ..backend import device_name, resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..errors import InvalidArgumentError
 from ..metrics import l1_error
@@ -58,16 +58,6 @@ def _stats(values) -> tuple:
     if a.size == 0:
         return float("nan"), float("nan")
     return float(np.median(a)), float(np.percentile(a, 95))
-
-
-def _device_name(backend) -> str:
-    if not backend.is_gpu:
-        import platform
-
-        return f"CPU ({platform.processor() or platform.machine()})"
-    props = backend.xp.cuda.runtime.getDeviceProperties(backend.xp.cuda.Device().id)
-    name = props["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def run_bench(opts: BenchOptions, *, log=print) -> dict:
@@ -100,7 +90,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     from ..oracle_cugraph import cugraph_available
 
     spec = parse_graph_spec(opts.graph)
-    report = {"graph": dict(spec), "device": _device_name(backend), "backend": backend.name,
+    report = {"graph": dict(spec), "device": device_name(backend), "backend": backend.name,
               "config": cfg.to_dict(), "batches": int(opts.batches), "seed": int(opts.seed)}
     use_cugraph = backend.is_gpu and cugraph_available() and opts.baselines
     report["cugraph"] = "installed" if use_cugraph else "not installed"

@@ -103,11 +103,10 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
         L1 error (median and max over the batches) and, where a reference log was given, the
         reference's DF-P figures and ``ratio_vs_reference``.
     """
-    from ..backend import resolve_backend
+    from ..backend import device_name, resolve_backend
     from ..engine import Engine
     from ..oracle_cugraph import cugraph_available
     from .baselines import oracle_fn
-    from .random_batches import _device_name
 
     for a in opts.algorithms:
         check_algorithm(a)
@@ -141,7 +140,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     base_end = int(opts.base_fraction * lines)
     oracle, oracle_name = oracle_fn(backend, cfg, cugraph=backend.is_gpu and cugraph_available())
     report = {"protocol": "temporal", "graph": {"name": opts.path, "lines": lines, "base_lines": base_end},
-              "device": _device_name(backend), "backend": backend.name, "config": cfg.to_dict(),
+              "device": device_name(backend), "backend": backend.name, "config": cfg.to_dict(),
               "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle_name,
               "self_loop_lines_skipped": skip_loops, "reference": seed}
     if backend.is_gpu:
