@@ -12,6 +12,8 @@ from .errors import InvalidArgumentError
 ALGORITHMS = ("static", "nd", "dt", "df", "dfp", "warm", "auto")
 DANGLING_MODES = ("uniform", "self-loop")
 DTYPES = ("float64", "float32")
+#: Storage of the gathered contributions in the GPU's standard-form sweeps (``sweep_contributions``).
+CONTRIBUTION_DTYPES = ("float64", "float32")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,13 @@ class RankConfig:
     switch_degree : int
         GPU: in/out-degree at which thread-per-vertex kernels hand over to block-per-vertex
         kernels. Default 64.
+    sweep_contributions : {"float64", "float32"}
+        GPU, standard-form sweeps (Static's first phase, ``warm``, ``auto``'s warm part): the
+        type the gathered contributions ``y[u] / d(u)`` are stored in. ``"float32"`` halves the
+        bytes of the random gathers (the vector of a 9 M-vertex graph then fits an H100's L2);
+        the iterate, its sums and the test stay in ``dtype``, and the last sweeps run in
+        ``dtype`` so the criterion is the same (docs/GPU.md measures the error). The CPU
+        always uses float64. Default ``"float64"``.
     """
 
     alpha: float = 0.85
@@ -51,6 +60,7 @@ class RankConfig:
     dangling: str = "uniform"
     dtype: str = "float64"
     switch_degree: int = 64
+    sweep_contributions: str = "float64"
 
     def __post_init__(self):
         if not (0.0 < float(self.alpha) < 1.0):
@@ -65,6 +75,9 @@ class RankConfig:
             raise InvalidArgumentError(f"dangling must be one of {DANGLING_MODES}, got {self.dangling!r}")
         if self.dtype not in DTYPES:
             raise InvalidArgumentError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.sweep_contributions not in CONTRIBUTION_DTYPES:
+            raise InvalidArgumentError(f"sweep_contributions must be one of {CONTRIBUTION_DTYPES}, "
+                                       f"got {self.sweep_contributions!r}")
         if int(self.switch_degree) < 1:
             raise InvalidArgumentError(f"switch_degree must be >= 1, got {self.switch_degree}")
 

@@ -29,9 +29,11 @@ def _edges(rng, n=3000, m=20000, hubs=6):
 
 
 def _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, *, loop, handover=None):
-    monkeypatch.setattr(pagerank_gpu, "_LOOP", loop)
+    from streamrank.rank_gpu import frontier_loop
+
+    monkeypatch.setattr(frontier_loop, "_LOOP", loop)
     if handover is not None:
-        monkeypatch.setattr(pagerank_gpu, "_LOOP_HANDOVER", handover)
+        monkeypatch.setattr(frontier_loop, "_LOOP_HANDOVER", handover)
     return pagerank_gpu.update_pagerank(algorithm, gg, ch, x, config=cfg)
 
 
@@ -40,6 +42,7 @@ def _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, *, loop, handover
 @pytest.mark.parametrize("handover", [None, 1e-9])
 def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, handover):
     from streamrank import pagerank_gpu
+    from streamrank.rank_gpu import frontier_loop
     from streamrank.graph_gpu import GpuGraph
 
     rng = np.random.default_rng(zlib.crc32(f"{algorithm}/{dangling}/{handover}".encode()))
@@ -57,7 +60,7 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
         seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=False)
         loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=True, handover=handover)
-        assert pagerank_gpu.loop_unavailable is None
+        assert frontier_loop.loop_unavailable is None
         assert loop.converged and seq.converged
         assert loop.iterations == seq.iterations, k
         assert loop.affected == seq.affected, k  # the same frontier in every iteration
@@ -92,6 +95,7 @@ def test_loop_stops_at_max_iter(cp, monkeypatch):
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_auto_switches_to_warm_sweeps_when_the_frontier_floods(cp, monkeypatch, dangling):
     from streamrank import pagerank_gpu
+    from streamrank.rank_gpu import frontier_loop
     from streamrank.graph_gpu import GpuGraph
 
     rng = np.random.default_rng(11)
@@ -108,7 +112,7 @@ def test_auto_switches_to_warm_sweeps_when_the_frontier_floods(cp, monkeypatch, 
     dfp = pagerank_gpu.update_pagerank("dfp", gg, ch, x, config=cfg)
     assert plain.algorithm == "dfp" and plain.iterations == dfp.iterations
     # a flood after the first iteration: warm sweeps finish the batch
-    monkeypatch.setattr(pagerank_gpu, "_LOOP_HANDOVER", 1e-9)
+    monkeypatch.setattr(frontier_loop, "_LOOP_HANDOVER", 1e-9)
     monkeypatch.setattr(pagerank_gpu, "_AUTO_FLOOD", 1e-9)
     res = pagerank_gpu.update_pagerank("auto", gg, ch, x, config=cfg)
     assert res.algorithm == "dfp>warm" and res.converged

@@ -195,6 +195,8 @@ def test_config_validation():
         RankConfig(alpha=1.0)
     with pytest.raises(InvalidArgumentError):
         RankConfig(dangling="nope")
+    with pytest.raises(InvalidArgumentError, match="sweep_contributions"):
+        RankConfig(sweep_contributions="float16")
     with pytest.raises(InvalidArgumentError):
         Engine("cpu", "pagerank")
     with pytest.raises(InvalidArgumentError):

@@ -139,6 +139,9 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             log(f"{label}: {report[label]['ms']:.2f} ms, {its} iterations ({crit} < {tol:g}), "
                 f"L1 error {report[label]['l1_error']:.2e}; matrix build {build_ms:.1f} ms")
         del power
+        from .sweep_bytes import measure_sweeps
+
+        report["sweeps"] = measure_sweeps(graph, cfg, backend, x0=res0.x, log=log)
     if use_cugraph:
         from ..oracle_cugraph import build_cugraph_graph, pagerank_on
 

@@ -18,6 +18,9 @@ TABLE_COLUMNS = [
     ("speedup_vs_cugraph", "x cugraph"),
 ]
 
+SWEEP_COLUMNS = [("variant", "sweep"), ("ms_per_sweep", "ms"), ("bytes_per_sweep", "bytes"),
+                 ("gb_per_s", "GB/s"), ("share_of_copy", "of copy")]
+
 
 def format_report(report: dict) -> str:
     """Header lines and the per-(fraction, algorithm) table."""
@@ -34,6 +37,10 @@ def format_report(report: dict) -> str:
         b = report.get(key)
         if b:
             lines.append(f"{key}: {b['ms']:.2f} ms, {b.get('iterations', '?')} iterations, L1 error {b['l1_error']:.2e}")
+    sw = report.get("sweeps")
+    if sw:
+        lines.append(f"one full sweep ({sw['sweeps_timed']} timed per run; device copy {sw['copy_gb_s']:.0f} GB/s):")
+        lines.append(format_table(sw["rows"], SWEEP_COLUMNS))
     lines.append(format_table(report.get("rows", []), TABLE_COLUMNS))
     return "\n".join(lines)
 

@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..backend import DEVICES
-from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
+from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 
 HELP = ("benchmark Static/ND/DT/DF/DF-P per batch (graph + rank update) on an R-MAT graph or a file; "
@@ -62,6 +62,9 @@ def add_arguments(p):
     p.add_argument("--plot", default=None, metavar="OUT.png", help="write a plot (matplotlib, Agg)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", default="float64", choices=DTYPES)
+    p.add_argument("--contributions", default="float64", choices=CONTRIBUTION_DTYPES,
+                   help="GPU standard-form sweeps (static, warm, auto's warm part): type of the gathered "
+                        "contributions; float32 halves their bytes, the last sweeps stay in --dtype")
     p.add_argument("--dangling", default=None, choices=DANGLING_MODES,
                    help="default: uniform (random), self-loop (temporal, the published setting)")
     p.add_argument("--tol", type=float, default=1e-10)
@@ -74,7 +77,8 @@ def add_arguments(p):
 def run(args) -> int:
     temporal = args.protocol == "temporal"
     dangling = args.dangling or ("self-loop" if temporal else "uniform")
-    cfg = RankConfig(dtype=args.dtype, dangling=dangling, tol=args.tol, switch_degree=args.switch_degree,
+    cfg = RankConfig(dtype=args.dtype, sweep_contributions=args.contributions, dangling=dangling, tol=args.tol,
+                     switch_degree=args.switch_degree,
                      frontier_tol=args.frontier_tol, prune_tol=args.prune_tol)
     fractions = _floats(args.batch_fractions or ("1e-5,1e-4,1e-3" if temporal else "1e-7,1e-5,1e-3"))
     # random: speedups are against Static, always run; temporal: against the reference DF-P

@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..backend import DEVICES
-from ..config import ALGORITHMS, DANGLING_MODES, DTYPES, RankConfig
+from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, RankConfig
 from ..errors import InvalidArgumentError
 from ..table import format_table
 from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
@@ -53,6 +53,9 @@ def add_arguments(p):
     p.add_argument("--frontier-tol", type=float, default=1e-6)
     p.add_argument("--prune-tol", type=float, default=1e-6)
     p.add_argument("--dtype", default="float64", choices=DTYPES)
+    p.add_argument("--contributions", default="float64", choices=CONTRIBUTION_DTYPES,
+                   help="GPU standard-form sweeps (static, warm, auto's warm part): type of the gathered "
+                        "contributions; float32 halves their bytes, the last sweeps stay in --dtype")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--baseline", default=None, choices=["networkx"],
@@ -67,7 +70,8 @@ def run(args) -> int:
     path = args.path or str(BUNDLED_GRAPH)
     algorithms = list(ALGORITHMS) if args.algorithm == "all" else [args.algorithm]
     config = RankConfig(alpha=args.alpha, tol=args.tol, frontier_tol=args.frontier_tol,
-                        prune_tol=args.prune_tol, dangling=args.dangling, dtype=args.dtype)
+                        prune_tol=args.prune_tol, dangling=args.dangling, dtype=args.dtype,
+                        sweep_contributions=args.contributions)
     if args.check_every is not None and args.check_every < 1:
         raise InvalidArgumentError("--check-every must be >= 1")
     stream = read_stream(path, keep_order=args.keep_order, strict=args.strict, fmt=args.format,

@@ -1,0 +1,170 @@
+// Standard-form sweeps over every vertex (Static's first phase, warm, auto's warm part):
+// y[v] = base + alpha * sum over in-neighbours u of c[u], c[u] = y[u] / d(u), with base and the
+// convergence test kept by finish_iteration (rank_common.cuh) exactly as for MODE 3 of
+// pagerank.cu. What differs from pagerank.cu's rank_small / rank_large (a thread per vertex
+// below the switch degree, a 256-thread block per vertex above):
+//
+// - partition_buckets splits the vertices once per call by in-degree into four buckets and the
+//   big list: below 4 in-edges a thread per vertex, 4..15 a group of 4 lanes, 16..63 a group of
+//   16, 64 up to the big degree a warp, at or above it a block. Each vertex's in-edge indices
+//   are then read by consecutive lanes (coalesced) and few lanes idle, with no per-edge
+//   bookkeeping: the cost of an edge is one index load, one gather and one add;
+// - sweep (one launch per sweep): some blocks walk the four buckets, the others take the big
+//   list, a block per vertex with 8 independent gathers in flight per thread, so that a hub of
+//   100 k in-edges is not one block's long tail and the two parts overlap;
+// - the contributions may be stored as C = float while the iterate, its sums and the test stay
+//   in V = double: the gathered vector is then half the bytes, at a cost in accuracy that
+//   docs/GPU.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
+//   n * sizeof(C) bytes.
+//
+// List rows (RankArgs.lists) and counters during sweeps: 0 = bucket < 4, 1 = big, 2 = 4..15,
+// 3 = 16..63, 4 = 64..big-1; the big degree is the argument struct's switch_degree.
+// sweep reads status[0] first: once an iteration has converged, queued launches return. Its
+// launch geometry is fixed (a.gt + a.gb blocks of SR_SMALL_THREADS) because every block writes
+// its slot of the block results that finish_iteration reduces.
+#include "rank_common.cuh"
+
+namespace {
+
+template <typename I, typename V, typename C, int SELF>
+__device__ __forceinline__ void sweep_commit(const RankArgs<I, V>& a, C* __restrict__ cn, V base, V alpha, I v,
+                                             V s, I od, V yo, double& lmax, double& lsum, double& ldang) {
+  const V yn = closed_form<V, SELF>(s, alpha, od, base);
+  a.x[v] = yn;
+  cn[v] = static_cast<C>(contribution<V, SELF>(yn, od));
+  const double diff = static_cast<double>(yn) - static_cast<double>(yo);
+  lmax = fmax(lmax, fabs(diff));
+  lsum += diff;
+  if (!SELF && od == 0) ldang += static_cast<double>(yn);
+}
+
+// A group of G lanes per vertex over one bucket (G = 1: a thread per vertex), by the first
+// `nblocks` blocks of the grid. Every lane of the warp calls it (the loop over the bucket is
+// uniform over the warp; the shuffles are full-mask).
+template <int G, typename I, typename V, typename C, int SELF>
+__device__ __forceinline__ void bucket_pass(const RankArgs<I, V>& a, const View<I, V>& w, const C* __restrict__ c,
+                                            C* __restrict__ cn, const I* __restrict__ list, long long count,
+                                            int nblocks, double& lmax, double& lsum, double& ldang) {
+  constexpr int kGroups = 32 / G;  // vertices a warp takes at once
+  const int lane = threadIdx.x & 31;
+  const int group = lane / G, sub = lane % G;
+  const long long wid = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const long long nwarps = (static_cast<long long>(nblocks) * blockDim.x) >> 5;
+  const I* __restrict__ idx = a.in_idx;
+  for (long long b = wid * kGroups; b < count; b += nwarps * kGroups) {  // uniform over the warp
+    const long long i = b + group;
+    const bool valid = i < count;
+    const I v = valid ? list[i] : I(0);
+    const long long o = valid ? a.in_off[v] : 0;
+    const I dg = valid ? a.in_deg[v] : I(0);
+    I od = 0;
+    V yo = V(0);
+    if (valid && sub == 0) {  // issued before the gather so their latency overlaps it
+      od = a.out_deg[v];
+      yo = a.x[v];
+    }
+    V s = V(0);
+#pragma unroll 4
+    for (I k = sub; k < dg; k += G) s += static_cast<V>(c[idx[o + k]]);
+#pragma unroll
+    for (int off = G / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, G);
+    if (valid && sub == 0) sweep_commit<I, V, C, SELF>(a, cn, w.base, w.alpha, v, s, od, yo, lmax, lsum, ldang);
+  }
+}
+
+}  // namespace
+
+// The degree split of every vertex into the four buckets and the big list (rows and counters
+// as listed at the top; the counters must be zero). One pass over |V|, once per call.
+template <typename I, typename V>
+__global__ void partition_buckets(const RankArgs<I, V>* __restrict__ args) {
+  const RankArgs<I, V>& a = *args;
+  const I big = static_cast<I>(a.switch_degree);
+  const int lane = threadIdx.x & 31;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long b0 = static_cast<long long>(blockIdx.x) * blockDim.x + (threadIdx.x - lane); b0 < a.n;
+       b0 += stride) {  // uniform over the warp
+    const long long i = b0 + lane;
+    const bool valid = i < a.n;
+    const I v = static_cast<I>(i);
+    const I d = valid ? a.in_deg[v] : I(0);
+    const int row = d >= big ? 1 : (d < 4 ? 0 : (d < 16 ? 2 : (d < 64 ? 3 : 4)));
+#pragma unroll
+    for (int r = 0; r < 5; ++r) sr::warp_append<I>(valid && row == r, v, a.lists[r], a.cnt + r);
+  }
+}
+
+// One launch per sweep: blocks [0, a.gt) walk the four buckets, blocks [a.gt, a.gt + a.gb) the big
+// list, a block per vertex with SR_LARGE_UNROLL independent gathers in flight per thread, so that
+// the two parts overlap and a hub of 100 k in-edges is not a long tail. The last block to finish
+// runs finish_iteration. SR_SWEEP_MIN_BLOCKS (NVRTC -D, knob STREAMRANK_SWEEP_MIN_BLOCKS) asks
+// the compiler for that many resident blocks per multiprocessor (registers per thread).
+#ifndef SR_SWEEP_MIN_BLOCKS
+#define SR_SWEEP_MIN_BLOCKS 3
+#endif
+#define SR_LARGE_UNROLL 8
+template <typename I, typename V, typename C, int SELF>
+__global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(const RankArgs<I, V>* __restrict__ args,
+                                                                              int parity) {
+  __shared__ double scratch[32];
+  __shared__ V vscratch[32];
+  __shared__ int last;
+  const RankArgs<I, V>& a = *args;
+  if (a.status[0]) return;  // uniform over the block: safe before the barriers below
+  const View<I, V> w = view_of<I, V, 3>(a, parity);
+  const C* __restrict__ c = reinterpret_cast<const C*>(w.c);
+  C* __restrict__ cn = reinterpret_cast<C*>(w.cn);
+  double lmax = 0.0, lsum = 0.0, ldang = 0.0;
+  if (static_cast<int>(blockIdx.x) < a.gt) {
+    bucket_pass<32, I, V, C, SELF>(a, w, c, cn, a.lists[4], a.cnt[4], a.gt, lmax, lsum, ldang);
+    bucket_pass<16, I, V, C, SELF>(a, w, c, cn, a.lists[3], a.cnt[3], a.gt, lmax, lsum, ldang);
+    bucket_pass<4, I, V, C, SELF>(a, w, c, cn, a.lists[2], a.cnt[2], a.gt, lmax, lsum, ldang);
+    bucket_pass<1, I, V, C, SELF>(a, w, c, cn, a.lists[0], a.cnt[0], a.gt, lmax, lsum, ldang);
+    lmax = sr::block_max(lmax, scratch);
+    lsum = sr::block_sum(lsum, scratch);
+    ldang = sr::block_sum(ldang, scratch);
+  } else {
+    const I* __restrict__ idx = a.in_idx;
+    const I* __restrict__ list = a.lists[1];
+    const long long count = a.cnt[1];
+    for (long long i = blockIdx.x - a.gt; i < count; i += a.gb) {
+      const I v = list[i];
+      const long long o = a.in_off[v];
+      const I dg = a.in_deg[v];
+      I od = 0;
+      V yo = V(0);
+      if (threadIdx.x == 0) {  // issued before the gather so their latency overlaps it
+        od = a.out_deg[v];
+        yo = a.x[v];
+      }
+      V s = V(0);
+      for (I k0 = threadIdx.x; k0 < dg; k0 += SR_LARGE_UNROLL * blockDim.x) {
+        I e[SR_LARGE_UNROLL];
+#pragma unroll
+        for (int t = 0; t < SR_LARGE_UNROLL; ++t) {
+          const I k = k0 + t * static_cast<I>(blockDim.x);
+          e[t] = k < dg ? idx[o + k] : I(-1);
+        }
+#pragma unroll
+        for (int t = 0; t < SR_LARGE_UNROLL; ++t) s += e[t] >= 0 ? static_cast<V>(c[e[t]]) : V(0);
+      }
+      s = sr::block_sum(s, vscratch);
+      if (threadIdx.x == 0) sweep_commit<I, V, C, SELF>(a, cn, w.base, w.alpha, v, s, od, yo, lmax, lsum, ldang);
+    }
+  }
+  if (threadIdx.x == 0) write_block_results(a, blockIdx.x, lmax, lsum, ldang);
+  if (last_block_done(a.cnt + 6, &last)) finish_iteration<I, V, 3>(a, w, scratch);
+}
+
+// cbuf[0] as C contributions of x (after init_state, which wrote them as V): one pass over |V|.
+// Each thread reads x[v] and writes only C element v, which lies at or below byte 8 * v of the
+// buffer, so no thread overwrites a V element another thread still needs (they read x, not c).
+template <typename I, typename V, typename C, int SELF>
+__global__ void contributions_as(const RankArgs<I, V>* __restrict__ args) {
+  const RankArgs<I, V>& a = *args;
+  C* __restrict__ c = reinterpret_cast<C*>(a.cbuf[0]);
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < a.n; v += stride) {
+    c[v] = static_cast<C>(contribution<V, SELF>(a.x[v], a.out_deg[v]));
+  }
+}
