@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import GraphCapacityError, InvalidArgumentError
 
 _MIB = float(1 << 20)
@@ -61,6 +63,15 @@ def read_device_memory(xp) -> DeviceMemory:
     free, total = xp.cuda.runtime.memGetInfo()
     pool = xp.get_default_memory_pool()
     return DeviceMemory(int(total), int(free), int(pool.used_bytes()), int(pool.total_bytes()))
+
+
+def check_max_bytes(value) -> int | None:
+    """Validate a store's ``max_bytes``: a positive integer, or None (no limit)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
+        raise InvalidArgumentError(f"max_bytes must be a positive integer or None, got {value!r}")
+    return int(value)
 
 
 def _is_numpy(xp) -> bool:

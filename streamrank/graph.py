@@ -22,7 +22,7 @@ import numpy as np
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .cpu_kernels import gapped_csr as csr
-from .device_memory import check_fits
+from .device_memory import check_fits, check_max_bytes
 from .errors import InvalidArgumentError
 from .idmap import IdMap
 from .normalize import collapse_last_op
@@ -114,12 +114,6 @@ class _SidePlan:
     nbytes: int
 
 
-def _check_max_bytes(value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
-        raise InvalidArgumentError(f"max_bytes must be a positive integer or None, got {value!r}")
-    return int(value)
 
 
 def _sorted_pairs(own, nbr):
@@ -150,7 +144,7 @@ class CpuGraph:
     xp = np
 
     def __init__(self, *, max_bytes: int | None = None):
-        self._max_bytes = _check_max_bytes(max_bytes)
+        self._max_bytes = check_max_bytes(max_bytes)
         self.ids = IdMap(np)
         self._out = _Side(0)
         self._in = _Side(0)
@@ -315,7 +309,7 @@ class CpuGraph:
 
     @max_bytes.setter
     def max_bytes(self, value) -> None:
-        self._max_bytes = _check_max_bytes(value)
+        self._max_bytes = check_max_bytes(value)
 
     def _rows_bytes(self, n: int) -> int:
         """Bytes :meth:`_grow_vertices` allocates to hold ``n`` vertices."""

@@ -34,31 +34,19 @@ import numpy as np
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
-from .device_memory import check_fits, mib
+from .device_memory import check_fits, check_max_bytes, mib
 from .errors import GraphCapacityError, InvalidArgumentError
 from .gpu_launch import BLOCK, _cupy, grid_for_warps, launch
 from .graph_gpu_fast import FastUpdate, FastUpdater
 
-from .graph_gpu_lists import Direction, update_kernel
+from .graph_gpu_lists import MASK32 as _MASK32
+from .graph_gpu_lists import MAX_VERTICES, Direction, update_kernel
+from .graph_gpu_slow import apply_slow
 from .idmap_gpu import GpuIdMap
 from .normalize import collapse_last_op
 
-
-def _check_max_bytes(value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
-        raise InvalidArgumentError(f"max_bytes must be a positive integer or None, got {value!r}")
-    return int(value)
-
 log = logging.getLogger(__name__)
 
-MAX_VERTICES = 2**31 - 2
-#: Device bytes of the slow path's per-edge temporaries (keys, sorts, plans), counted when a
-#: batch's growth is checked against the free memory.
-_TEMP_BYTES_PER_EDGE = 256
-_NO_KEY = np.int64(0x7FFFFFFFFFFFFFFF)
-_MASK32 = np.int64(0xFFFFFFFF)
 
 
 def _build_bytes(n: int, e: int) -> int:
@@ -118,7 +106,7 @@ class GpuGraph:
         cp = _cupy()
         if fast_update is not None and not isinstance(fast_update, FastUpdate):
             raise InvalidArgumentError(f"fast_update must be a FastUpdate, got {type(fast_update).__name__}")
-        self._max_bytes = _check_max_bytes(max_bytes)
+        self._max_bytes = check_max_bytes(max_bytes)
         self.xp = cp
         self.fast = FastUpdate.from_env() if fast_update is None else fast_update
         self._fast = None  # FastUpdater, made on first use
@@ -377,88 +365,7 @@ class GpuGraph:
         return changes
 
     def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
-        cp = self.xp
-        self._stage("")
-        received = len(batch)
-        n_before = self.num_vertices
-        # collapse_last_op syncs once (nonzero) to size the collapsed batch.
-        src, dst, ins, dups = collapse_last_op(cp, batch.src, batch.dst, batch.insert)
-        dropped = {"duplicate": int(dups), "present_insertion": 0, "absent_deletion": 0}
-        self._stage("collapse")
-
-        # Boolean selections sync to size their outputs (two small syncs).
-        dels = ~ins
-        dsrc, ddst = src[dels], dst[dels]
-        isrc, idst = src[ins], dst[ins]
-        n_del_req, n_ins_req = int(dsrc.shape[0]), int(isrc.shape[0])
-
-        # Deletions: unknown endpoints (-1) are absent; edge_find reads the graph before the batch.
-        ds, dd = self.ids.lookup(dsrc), self.ids.lookup(ddst)
-        found = self._find(ds, dd)
-        self._stage("deletions: lookup + membership")
-
-        # Insertions: new ids grow the graph (first appearance: src before dst per edge). Up to the
-        # commit below nothing changes but spare capacity: a batch that does not fit raises
-        # GraphCapacityError with the graph as it was.
-        both = cp.empty(2 * n_ins_req, dtype=cp.int64)
-        both[0::2], both[1::2] = isrc, idst
-        plan = self.ids.plan_add(both)  # syncs once when new ids arrive
-        self._stage("insertions: id map")
-        n_after = n_before + plan.count
-        if n_after > MAX_VERTICES:
-            raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
-        what = f"a batch of {received:,} edges ({plan.count:,} new vertices)"
-        temp = _TEMP_BYTES_PER_EDGE * received
-        id_bytes = self.ids.growth_bytes(plan.count)
-        vcap = max(n_after, 2 * self._vcap, 16) if n_after > self._vcap else self._vcap
-        self._check(id_bytes + self._rows_bytes(vcap), what, scratch=temp)
-        self._grow_vertices(vcap)  # zero rows past the vertex count: no vertex or edge changes
-        is_, id_ = plan.internal[0::2], plan.internal[1::2]
-        new = ~self._find(is_, id_)  # a new vertex's row is empty: its edges are new
-        self._stage("insertions: membership")
-
-        dkey = cp.sort(cp.where(found, (ds << 32) | dd, _NO_KEY))
-        rdkey = cp.sort(cp.where(found, (dd << 32) | ds, _NO_KEY))
-        ikey = cp.sort(cp.where(new, (is_ << 32) | id_, _NO_KEY))
-        rikey = cp.sort(cp.where(new, (id_ << 32) | is_, _NO_KEY))
-        plan_out = self._out.plan_insertions(ikey)
-        plan_in = self._in.plan_insertions(rikey)
-        # The one sync that sizes everything: applied counts and slots to reserve.
-        counts = cp.stack([
-            found.sum(dtype=cp.int64), new.sum(dtype=cp.int64), plan_out[3], plan_in[3],
-        ]).get()
-        n_del, n_ins, extra_out, extra_in = (int(v) for v in counts)
-        self._stage("sort + plan + count")
-        dropped["absent_deletion"] = n_del_req - n_del
-        dropped["present_insertion"] = n_ins_req - n_ins
-        self._check(id_bytes + self._out.reserve_bytes(extra_out) + self._in.reserve_bytes(extra_in), what,
-                    scratch=temp)
-        # Room first (spare capacity: nothing visible changes), and the deletion groups and the
-        # changes' arrays, so that the commit allocates nothing.
-        self.ids.reserve(plan.count)
-        self._out.reserve(extra_out)
-        self._in.reserve(extra_in)
-        gend_out, gend_in = self._out.plan_deletions(dkey), self._in.plan_deletions(rdkey)
-        changes = AppliedChanges(
-            ikey[:n_ins] >> 32, ikey[:n_ins] & _MASK32, dkey[:n_del] >> 32, dkey[:n_del] & _MASK32,
-            n_before, n_after, received, dropped,
-        )
-
-        # Commit.
-        self.ids.commit_add(plan)
-        self._out.delete(dkey, n_del, gend_out)
-        self._in.delete(rdkey, n_del, gend_in)
-        self._out.insert(ikey, n_ins, plan_out)
-        self._in.insert(rikey, n_ins, plan_in)
-        self._out.end += extra_out
-        self._in.end += extra_in
-        self._num_edges += n_ins - n_del
-        self.version += 1
-        self.last_changes = changes
-        self._stage("list kernels")
-        self._maybe_compact()
-        self._ensure_room()
-        return changes
+        return apply_slow(self, batch)
 
     # ------------------------------------------------------------------ memory
     @property
@@ -477,7 +384,7 @@ class GpuGraph:
 
     @max_bytes.setter
     def max_bytes(self, value) -> None:
-        self._max_bytes = _check_max_bytes(value)
+        self._max_bytes = check_max_bytes(value)
 
     def _check(self, needed: int, what: str, *, scratch: int = 0) -> None:
         """Raise GraphCapacityError unless ``needed`` more bytes for the store's arrays fit the

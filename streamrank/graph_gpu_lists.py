@@ -27,6 +27,11 @@ _UPDATE_NAMES = (
 )
 #: Lists at least this long are compacted by a whole block instead of a warp.
 BIG_LIST = 2048
+#: Most vertices of the device store (internal ids are int32; one id is kept for the kernels).
+MAX_VERTICES = 2**31 - 2
+#: Sorted edge keys ``u << 32 | t``: an invalid key (sorts last), and the mask of ``t``.
+NO_KEY = np.int64(0x7FFFFFFFFFFFFFFF)
+MASK32 = np.int64(0xFFFFFFFF)
 
 
 def update_kernel(name: str):
@@ -169,7 +174,7 @@ class Direction:
         return gend, need
 
     def plan_insertions(self, keys):
-        """Relocation plan for sorted keys ``u << 32 | t`` (invalid keys = _NO_KEY, at the end).
+        """Relocation plan for sorted keys ``u << 32 | t`` (invalid keys = NO_KEY, at the end).
 
         Returns ``(gend, new_off, new_cap, total)``: per key the end of its group, and for group
         leaders whose list overflows the new offset (else -1) and capacity; ``total`` is a device
