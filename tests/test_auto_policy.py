@@ -68,3 +68,27 @@ def test_arguments_are_checked():
         AutoPolicy(probe_every=0)
     with pytest.raises(InvalidArgumentError):
         AutoPolicy(flood_sweeps=0)
+
+
+def test_engine_defaults_to_auto_and_a_restored_engine_chooses_the_same():
+    """The policy's memory is part of Engine.state(): a restored CPU engine makes the same choices
+    and ends with the same ranks, bit for bit, as the uninterrupted one."""
+    import numpy as np
+
+    from streamrank.batch import EdgeBatch
+    from streamrank.engine import Engine
+
+    rng = np.random.default_rng(4)
+    eng = Engine("cpu")
+    assert eng.algorithm == "auto"
+    eng.load_edges(rng.integers(0, 200, 1500), rng.integers(0, 200, 1500))
+    batches = [EdgeBatch.from_arrays(rng.integers(0, 220, 30), rng.integers(0, 220, 30), rng.random(30) < 0.8)
+               for _ in range(24)]
+    ran = [eng.apply(b).rank.algorithm for b in batches[:12]]
+    assert "warm" in ran  # floods happened: the choice has memory to restore
+    restored = Engine.from_state(eng.state(), device="cpu")
+    assert restored.policy.state() == eng.policy.state()
+    ran_a = [eng.apply(b).rank.algorithm for b in batches[12:]]
+    ran_b = [restored.apply(b).rank.algorithm for b in batches[12:]]
+    assert ran_a == ran_b
+    assert np.array_equal(eng.ranks()[1], restored.ranks()[1])
