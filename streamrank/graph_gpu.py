@@ -48,7 +48,6 @@ from .normalize import collapse_last_op
 log = logging.getLogger(__name__)
 
 
-
 def _build_bytes(n: int, e: int) -> int:
     """Upper bound of the device bytes :meth:`GpuGraph._build` allocates for ``n`` vertices and
     ``e`` edges: sort keys and their halves (40 per edge), and per direction its rows, gapped
