@@ -73,3 +73,17 @@ def test_refused_batch_stops_cleanly_and_applies_after_restart(tmp_path, caplog)
     applied = [e["seq"] for e in _events(tmp_path, "apply")]
     assert applied == list(range(1, 13))
     assert np.isin(["dfp", "warm", "dfp>warm"], [e["algorithm"] for e in _events(tmp_path, "apply")]).any()
+
+
+def test_max_graph_bytes_setting(tmp_path):
+    import pytest
+
+    from streamrank.errors import InvalidArgumentError
+
+    base = {"input_dir": str(tmp_path), "checkpoint_dir": str(tmp_path / "c")}
+    assert load_config(env={}, overrides=base).max_graph_bytes is None
+    assert load_config(env={"STREAMRANK_MAX_GRAPH_BYTES": "123456"}, overrides=base).max_graph_bytes == 123456
+    assert load_config(env={}, overrides={**base, "max_graph_bytes": 99}).max_graph_bytes == 99
+    with pytest.raises(InvalidArgumentError):
+        load_config(env={}, overrides={**base, "max_graph_bytes": 0})
+    assert load_config(env={}, overrides=base).algorithm == "auto"
