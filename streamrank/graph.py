@@ -94,8 +94,13 @@ class _Side:
             self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
                                                                  SLACK_NUM, SLACK_ADD)
             self.garbage = 0
-        if plan.grow_to is not None:
-            idx = np.empty(plan.grow_to, dtype=np.int32)
+        length = plan.grow_to
+        if plan.compact:  # the plan predicted the rooms compaction gives; the kernel must not overrun
+            need = csr.room_needed(self.cap, plan.touched, plan.new_deg)
+            if self.end + need > (length or self.idx.shape[0]):
+                length = max(length or 0, 2 * self.idx.shape[0], self.end + need)
+        if length is not None and length != self.idx.shape[0]:
+            idx = np.empty(length, dtype=np.int32)
             idx[: self.end] = self.idx[: self.end]
             self.idx = idx
         self.end, garbage = csr.update(self.off, self.deg, self.cap, self.idx, self.end, plan.touched,

@@ -169,3 +169,36 @@ def test_gpu_small_batches_apply_at_the_limit(cp):
     rs, rd = ref.edges()
     assert np.array_equal(_host(gs), rs) and np.array_equal(_host(gd), rd)
     assert g.nbytes <= g.max_bytes
+
+
+def test_cpu_side_plans_predict_the_growth_the_update_does(monkeypatch):
+    """The CPU store checks the bytes of a batch from its plan: the plan must predict exactly how
+    long each neighbour array becomes (compactions included), on random batches with hubs."""
+    from streamrank.graph import _Side
+
+    seen = {"updates": 0, "compactions": 0, "grown": 0}
+    apply_update = _Side.update
+
+    def checked(self, n, plan, *pairs):
+        before = self.idx.shape[0]
+        apply_update(self, n, plan, *pairs)
+        seen["updates"] += 1
+        seen["compactions"] += plan.compact
+        if plan.grow_to is not None:
+            seen["grown"] += 1
+            assert self.idx.shape[0] == plan.grow_to
+        elif not plan.compact:
+            assert self.idx.shape[0] == before
+        assert self.end <= self.idx.shape[0]  # the update stayed inside the array it was planned for
+
+    monkeypatch.setattr(_Side, "update", checked)
+    rng = np.random.default_rng(5)
+    for _ in range(8):
+        g = CpuGraph.from_edges(rng.integers(0, 300, 2000), rng.integers(0, 300, 2000))
+        for _ in range(60):
+            k = int(rng.integers(1, 200))
+            s, d, ins = rng.integers(0, 340, k), rng.integers(0, 340, k), rng.random(k) < 0.6
+            if rng.random() < 0.3:
+                s[:] = s[0]  # a hub gains or loses many edges at once
+            g.apply(EdgeBatch.from_arrays(s, d, ins))
+    assert seen["updates"] > 500 and seen["compactions"] > 0 and seen["grown"] > 0
