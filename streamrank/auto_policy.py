@@ -12,7 +12,10 @@ or two). Warm sweeps cost a fixed few passes over all edges. The choice, per bat
   (or on a smaller batch), so that a stream whose batches shrink returns to DF-P.
 
 On the CPU backend DF-P has no in-batch switch; a DF-P batch counts as flooded when it updated
-more vertices than ``flood_sweeps`` full sweeps would.
+more vertices than the warm sweeps would have: as many full sweeps as the last warm batch took
+(``flood_sweeps`` before any warm batch has run). From the previous ranks the warm sweeps need
+as many iterations as the change takes to decay below ``tol`` (25 on CollegeMsg, 71 on
+sx-mathoverflow at 1e-10), so a fixed few sweeps would call floods that DF-P still wins.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ class AutoPolicy:
     probe_every : int
         After this many warm batches in a row, try DF-P again. Default 8.
     flood_sweeps : float
-        A DF-P batch that updated more than ``flood_sweeps * num_vertices`` vertices in all
-        counts as flooded (where the backend did not switch by itself). Default 3.
+        Until a warm batch has run, a DF-P batch that updated more than
+        ``flood_sweeps * num_vertices`` vertices in all counts as flooded (where the backend did
+        not switch by itself); after, the sweeps of the last warm batch replace it. Default 3.
     """
 
     def __init__(self, *, probe_every: int = 8, flood_sweeps: float = 3.0):
@@ -41,6 +45,7 @@ class AutoPolicy:
         self.flood_sweeps = float(flood_sweeps)
         self.flood_size: int | None = None  # changed edges of the last batch that flooded DF-P
         self.warm_streak = 0
+        self.warm_sweeps: int | None = None  # iterations of the last warm batch
 
     def choose(self, changes) -> str:
         """``"warm"`` or ``"auto"`` (DF-P with the backend's in-batch switch) for this batch."""
@@ -54,8 +59,28 @@ class AutoPolicy:
         size = changes.num_insertions + changes.num_deletions
         if result.algorithm == "warm":
             self.warm_streak += 1
+            self.warm_sweeps = int(result.iterations)
             return
+        sweeps = self.flood_sweeps if self.warm_sweeps is None else max(self.flood_sweeps, self.warm_sweeps)
         flooded = result.algorithm == "dfp>warm" or (
-            result.algorithm == "dfp" and result.affected_total > self.flood_sweeps * max(int(num_vertices), 1))
+            result.algorithm == "dfp" and result.affected_total > sweeps * max(int(num_vertices), 1))
         self.flood_size = size if flooded else None
         self.warm_streak = 0
+
+    def state(self) -> dict:
+        """What the next choices depend on, for the engine's checkpoints (plain ints), so a
+        restored engine chooses as the uninterrupted one would."""
+        return {"flood_size": -1 if self.flood_size is None else int(self.flood_size),
+                "warm_streak": int(self.warm_streak),
+                "warm_sweeps": -1 if self.warm_sweeps is None else int(self.warm_sweeps)}
+
+    def load_state(self, state: dict) -> None:
+        """Take the choices' memory from :meth:`state`."""
+        try:
+            flood, streak = int(state["flood_size"]), int(state["warm_streak"])
+            sweeps = int(state.get("warm_sweeps", -1))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"auto policy state {state!r}: {exc}") from exc
+        self.flood_size = None if flood < 0 else flood
+        self.warm_streak = max(0, streak)
+        self.warm_sweeps = None if sweeps < 0 else sweeps

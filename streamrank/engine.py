@@ -17,7 +17,7 @@ from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
-from .errors import InvalidArgumentError, StreamrankError
+from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
 from .result import RankResult
 from .string_ids import StringIdMap
 from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
@@ -65,9 +65,8 @@ class Engine:
     ----------
     device : {"auto", "cpu", "gpu"} or Backend
     algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
-        Rank update used by :meth:`apply`. Default ``"dfp"``. ``"auto"`` chooses per batch
-        between DF-P and warm sweeps (:mod:`streamrank.auto_policy`); ``step.rank.algorithm``
-        records what ran.
+        Rank update used by :meth:`apply`. Default ``"auto"``: per batch DF-P or warm sweeps
+        (:mod:`streamrank.auto_policy`); ``step.rank.algorithm`` records what ran.
     config : RankConfig
     id_type : {"auto", "int", "string"}
         Kind of the external vertex ids (:mod:`streamrank.vertex_ids`); ``"auto"``: fixed by the
@@ -75,6 +74,9 @@ class Engine:
         reason ``mixed_id_types``), never coerced.
     max_id_bytes : int
         Longest string id accepted by :meth:`load_edges` (UTF-8 bytes, default 1 KiB).
+    max_graph_bytes : int, optional
+        Most bytes the graph store may hold while it grows (:attr:`max_graph_bytes`); default: no
+        limit but the free device memory (GPU).
 
     Notes
     -----
@@ -84,8 +86,9 @@ class Engine:
     The dictionary is part of :meth:`state`.
     """
 
-    def __init__(self, device="auto", algorithm: str = "dfp", *, config: RankConfig = RankConfig(),
-                 id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
+    def __init__(self, device="auto", algorithm: str = "auto", *, config: RankConfig = RankConfig(),
+                 id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+                 max_graph_bytes: int | None = None):
         if not isinstance(config, RankConfig):
             raise InvalidArgumentError("config must be a RankConfig")
         self._ids_lock = IdTypeLock(check_id_type(id_type))
@@ -95,11 +98,22 @@ class Engine:
         self.algorithm = check_algorithm(algorithm)
         self.config = config
         graph_cls, self._rank = _modules(self.backend)
-        self.graph = graph_cls()
+        self.graph = graph_cls(max_bytes=max_graph_bytes)
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
         self.last: RankResult | None = None
         self.policy = AutoPolicy() if self.algorithm == "auto" else None
+
+    @property
+    def max_graph_bytes(self) -> int | None:
+        """The graph store's limit (``graph.max_bytes``): a batch whose growth would pass it, or
+        the free device memory, raises :class:`~streamrank.errors.GraphCapacityError` from
+        :meth:`apply` and changes neither the graph nor the ranks. None: no limit."""
+        return self.graph.max_bytes
+
+    @max_graph_bytes.setter
+    def max_graph_bytes(self, value) -> None:
+        self.graph.max_bytes = value
 
     # ------------------------------------------------------------------ ids
     @property
@@ -195,11 +209,21 @@ class Engine:
         ------
         IdError
             For ids of the other kind than the engine's (reason ``mixed_id_types``).
+        GraphCapacityError
+            When the batch does not fit the graph store (free device memory or
+            :attr:`max_graph_bytes`): the graph, the ranks, :attr:`seq` and the string-id
+            dictionary stay as they were, so a smaller batch (or a checkpoint) can follow.
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         t0 = time.perf_counter()  # the graph time includes encoding string ids
-        changes = self.graph.apply(self._encode(batch))  # the store moves the batch to its backend
+        known = len(self.string_ids) if self.string_ids is not None else 0
+        try:
+            changes = self.graph.apply(self._encode(batch))  # the store moves the batch to its backend
+        except GraphCapacityError:
+            if self.string_ids is not None:
+                self.string_ids.truncate(known)  # the refused batch's new ids get no codes
+            raise
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
         algorithm = self.policy.choose(changes) if self.policy else self.algorithm
@@ -279,13 +303,16 @@ class Engine:
         st["id_type"] = self.id_type
         if self.string_ids is not None:
             st.update(self.string_ids.state())
+        if self.policy is not None:
+            st["auto_policy"] = self.policy.state()
         return st
 
     @classmethod
-    def from_state(cls, state: dict, *, device="auto", algorithm: str = "dfp",
+    def from_state(cls, state: dict, *, device="auto", algorithm: str = "auto",
                    config: RankConfig = RankConfig(), id_type: str = "auto",
-                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> "Engine":
-        """Rebuild an engine saved by :meth:`state` (on any backend).
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None) -> "Engine":
+        """Rebuild an engine saved by :meth:`state` (on any backend); ``max_graph_bytes`` applies
+        to the batches after.
 
         ``id_type`` other than ``"auto"`` must agree with the saved one (a state without one,
         written before string ids existed, holds integer ids when it holds any vertex).
@@ -302,11 +329,11 @@ class Engine:
         if id_type != "auto" and saved != "auto" and saved != id_type:
             raise StreamrankError(f"the saved engine has {saved} vertex ids but id_type={id_type!r} was asked")
         eng = cls(device, algorithm, config=config, id_type=saved if saved != "auto" else id_type,
-                  max_id_bytes=max_id_bytes)
+                  max_id_bytes=max_id_bytes, max_graph_bytes=max_graph_bytes)
         if saved == "string":
             eng.string_ids = StringIdMap.from_state(state)
         try:
-            eng.graph = type(eng.graph).from_state(state)
+            eng.graph = type(eng.graph).from_state(state, max_bytes=max_graph_bytes)
             x = np.asarray(state["x"], dtype=np.float64)
             seq = int(state["seq"])
         except KeyError as exc:
@@ -318,4 +345,6 @@ class Engine:
             raise StreamrankError("engine state: the graph holds string-id codes the dictionary lacks")
         eng.x = eng.backend.asarray(x)
         eng.seq = seq
+        if eng.policy is not None and isinstance(state.get("auto_policy"), dict):
+            eng.policy.load_state(state["auto_policy"])  # choose as the saved engine would have
         return eng

@@ -34,3 +34,24 @@ class CheckpointError(StreamrankError, IOError):
 
 class KernelError(StreamrankError, RuntimeError):
     """A CUDA kernel failed to compile, load, or launch."""
+
+
+class GraphCapacityError(StreamrankError, MemoryError):
+    """A batch (or a build) needs more memory than the graph store may take.
+
+    Raised before the store changes anything: the graph, its id map and the ranks stay exactly as
+    they were before the batch, so the caller can checkpoint, apply smaller batches, or move to a
+    larger device. The message says what was needed, what was free and what to do.
+
+    Attributes
+    ----------
+    needed : int
+        Bytes the operation would allocate.
+    available : int
+        Bytes it could have had (the tighter of free device memory and the store's limit).
+    """
+
+    def __init__(self, message: str, *, needed: int = 0, available: int = 0):
+        super().__init__(message)
+        self.needed = int(needed)
+        self.available = int(available)

@@ -15,11 +15,14 @@ rank code reads either the same way. Internal ids are below 2**31.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .cpu_kernels import gapped_csr as csr
+from .device_memory import check_fits, check_max_bytes
 from .errors import InvalidArgumentError
 from .idmap import IdMap
 from .normalize import collapse_last_op
@@ -55,23 +58,67 @@ class _Side:
             n, self.off.shape[0], own, nbr, SLACK_NUM, SLACK_ADD)
         self.garbage = 0
 
-    def update(self, n, d_own, d_nbr, i_own, i_nbr):
+    @property
+    def nbytes(self) -> int:
+        return int(self.off.nbytes + self.deg.nbytes + self.cap.nbytes + self.idx.nbytes)
+
+    def plan_update(self, n, d_own, i_own) -> "_SidePlan":
+        """What :meth:`update` with these sorted owners will do, without changing anything:
+        whether it compacts, how long ``idx`` becomes, and the bytes it allocates."""
         touched, new_deg = csr.net_changes(self.deg, d_own, i_own)
         need = csr.room_needed(self.cap, touched, new_deg)
-        if self.end + need > self.idx.shape[0]:
-            if self.garbage * 4 > self.end:
-                self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
-                                                                     SLACK_NUM, SLACK_ADD)
-                self.garbage = 0
-                # compaction resets every room: a vertex that fitted its old room may not now
-                need = csr.room_needed(self.cap, touched, new_deg)
-            if self.end + need > self.idx.shape[0]:
-                idx = np.empty(max(2 * self.idx.shape[0], self.end + need), dtype=np.int32)
-                idx[: self.end] = self.idx[: self.end]
-                self.idx = idx
-        self.end, garbage = csr.update(self.off, self.deg, self.cap, self.idx, self.end, touched, new_deg,
-                                       d_own, d_nbr, i_own, i_nbr)
+        length = self.idx.shape[0]
+        if self.end + need <= length:
+            return _SidePlan(touched, new_deg, False, None, 0)
+        compact, nbytes, end = False, 0, self.end
+        if self.garbage * 4 > self.end:
+            # a compaction gives every vertex the room of a fresh layout (csr._rooms)
+            compact = True
+            deg = self.deg[:n]
+            end = int((deg + deg * SLACK_NUM // 8 + SLACK_ADD).sum())
+            length = max(end, 1)
+            nbytes += 2 * self.off.nbytes + 4 * length
+            d = self.deg[touched]
+            fresh_cap = d + d * SLACK_NUM // 8 + SLACK_ADD
+            over = new_deg > fresh_cap
+            need = int(np.maximum(csr.MIN_ROOM, 2 * new_deg[over]).sum())
+        grow_to = None
+        if end + need > length:
+            grow_to = max(2 * length, end + need)
+            nbytes += 4 * grow_to
+        return _SidePlan(touched, new_deg, compact, grow_to, nbytes)
+
+    def update(self, n, plan, d_own, d_nbr, i_own, i_nbr):
+        """Apply sorted deletions and insertions as planned by :meth:`plan_update`."""
+        if plan.compact:
+            self.off, self.cap, self.idx, self.end = csr.compact(n, self.off, self.deg, self.idx,
+                                                                 SLACK_NUM, SLACK_ADD)
+            self.garbage = 0
+        length = plan.grow_to
+        if plan.compact:  # the plan predicted the rooms compaction gives; the kernel must not overrun
+            need = csr.room_needed(self.cap, plan.touched, plan.new_deg)
+            if self.end + need > (length or self.idx.shape[0]):
+                length = max(length or 0, 2 * self.idx.shape[0], self.end + need)
+        if length is not None and length != self.idx.shape[0]:
+            idx = np.empty(length, dtype=np.int32)
+            idx[: self.end] = self.idx[: self.end]
+            self.idx = idx
+        self.end, garbage = csr.update(self.off, self.deg, self.cap, self.idx, self.end, plan.touched,
+                                       plan.new_deg, d_own, d_nbr, i_own, i_nbr)
         self.garbage += garbage
+
+
+@dataclass(frozen=True)
+class _SidePlan:
+    """One direction's part of a batch (:meth:`_Side.plan_update`)."""
+
+    touched: np.ndarray
+    new_deg: np.ndarray
+    compact: bool
+    grow_to: int | None
+    nbytes: int
+
+
 
 
 def _sorted_pairs(own, nbr):
@@ -91,12 +138,18 @@ class CpuGraph:
         Per internal vertex.
     version : int
         Grows by one with every change (edges or vertices); caches key on it.
+
+    Parameters
+    ----------
+    max_bytes : int, optional
+        Most bytes the store may hold while it grows (:attr:`max_bytes`); default no limit.
     """
 
     backend_name = "cpu"
     xp = np
 
-    def __init__(self):
+    def __init__(self, *, max_bytes: int | None = None):
+        self._max_bytes = check_max_bytes(max_bytes)
         self.ids = IdMap(np)
         self._out = _Side(0)
         self._in = _Side(0)
@@ -106,9 +159,10 @@ class CpuGraph:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_edges(cls, src, dst) -> "CpuGraph":
-        """A graph holding the edges ``src[i] -> dst[i]`` (external ids; duplicates collapse)."""
-        g = cls()
+    def from_edges(cls, src, dst, *, max_bytes: int | None = None) -> "CpuGraph":
+        """A graph holding the edges ``src[i] -> dst[i]`` (external ids; duplicates collapse);
+        ``max_bytes`` as for the constructor."""
+        g = cls(max_bytes=max_bytes)
         g.apply(EdgeBatch.from_arrays(np.asarray(src), np.asarray(dst)))
         return g
 
@@ -199,30 +253,81 @@ class CpuGraph:
         dropped["absent_deletion"] = int((~ins).sum()) - int(del_src.shape[0])
 
         # Insertions: new ids grow the graph (first-appearance order: src before dst per edge).
+        # Everything up to the commit below only plans: a batch that does not fit changes nothing.
         isrc, idst = src[ins], dst[ins]
         both = np.empty(2 * isrc.shape[0], dtype=np.int64)
         both[0::2], both[1::2] = isrc, idst
-        internal, _ = self.ids.add(both)
-        if self.num_vertices > MAX_VERTICES:
+        plan = self.ids.plan_add(both)
+        n_after = n_before + plan.count
+        if n_after > MAX_VERTICES:
             raise InvalidArgumentError(f"the CPU graph store holds at most {MAX_VERTICES} vertices")
-        is_, id_ = internal[0::2], internal[1::2]
-        n_after = self.num_vertices
-        self._grow_vertices(n_after)
-        new = ~self.has_edges(is_, id_)
+        is_, id_ = plan.internal[0::2], plan.internal[1::2]
+        new = np.ones(is_.shape[0], dtype=bool)  # an edge with a new endpoint is new
+        old = (is_ < n_before) & (id_ < n_before)
+        new[old] = ~self.has_edges(is_[old], id_[old])
         ins_src, ins_dst = is_[new], id_[new]
         dropped["present_insertion"] = int(ins.sum()) - int(ins_src.shape[0])
 
-        if del_src.shape[0] or ins_src.shape[0]:
-            if ins_src.shape[0] + del_src.shape[0] > max(self._num_edges // 4, 1024):
-                self._rebuild(del_src, del_dst, ins_src, ins_dst)
-            else:
-                self._out.update(n_after, *_sorted_pairs(del_src, del_dst), *_sorted_pairs(ins_src, ins_dst))
-                self._in.update(n_after, *_sorted_pairs(del_dst, del_src), *_sorted_pairs(ins_dst, ins_src))
-                self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
-        if del_src.shape[0] or ins_src.shape[0] or n_after > n_before:
+        what = f"a batch of {received:,} edges ({plan.count:,} new vertices)"
+        id_bytes = self.ids.growth_bytes(plan.count)
+        # vertex rows first: longer rows (zero past the vertex count) change no vertex or edge
+        check_fits(id_bytes + self._rows_bytes(n_after), xp=np, held=self.nbytes, limit=self.max_bytes, what=what)
+        self._grow_vertices(n_after)
+        changed = del_src.shape[0] or ins_src.shape[0]
+        rebuild = changed and ins_src.shape[0] + del_src.shape[0] > max(self._num_edges // 4, 1024)
+        if rebuild:
+            lists = self._rebuild_bytes(n_after, int(ins_src.shape[0]))
+        elif changed:
+            out_pairs = (*_sorted_pairs(del_src, del_dst), *_sorted_pairs(ins_src, ins_dst))
+            in_pairs = (*_sorted_pairs(del_dst, del_src), *_sorted_pairs(ins_dst, ins_src))
+            plan_out = self._out.plan_update(n_after, out_pairs[0], out_pairs[2])
+            plan_in = self._in.plan_update(n_after, in_pairs[0], in_pairs[2])
+            lists = plan_out.nbytes + plan_in.nbytes
+        else:
+            lists = 0
+        check_fits(id_bytes + lists, xp=np, held=self.nbytes, limit=self.max_bytes, what=what)
+
+        # Commit.
+        self.ids.commit_add(plan)
+        if rebuild:
+            self._rebuild(del_src, del_dst, ins_src, ins_dst)
+        elif changed:
+            self._out.update(n_after, plan_out, *out_pairs)
+            self._in.update(n_after, plan_in, *in_pairs)
+            self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
+        if changed or n_after > n_before:
             self.version += 1
             self._arrays = None
         return AppliedChanges(ins_src, ins_dst, del_src, del_dst, n_before, n_after, received, dropped)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the store's arrays (id map and both directions, gaps and spare rows included)."""
+        return self.ids.nbytes + self._out.nbytes + self._in.nbytes
+
+    @property
+    def max_bytes(self) -> int | None:
+        """Most bytes the store may hold while it grows (its arrays plus the arrays a growth step
+        allocates before it frees the old ones); None: no limit. A batch that would pass it
+        raises :class:`~streamrank.errors.GraphCapacityError` and changes nothing."""
+        return self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value) -> None:
+        self._max_bytes = check_max_bytes(value)
+
+    def _rows_bytes(self, n: int) -> int:
+        """Bytes :meth:`_grow_vertices` allocates to hold ``n`` vertices."""
+        vcap = self._out.off.shape[0]
+        return 2 * 3 * 8 * max(n, 2 * vcap, 64) if n > vcap else 0
+
+    def _rebuild_bytes(self, n: int, insertions: int) -> int:
+        """Upper bound of the bytes :meth:`_rebuild` allocates (a fresh layout of both sides)."""
+        e = self._num_edges + insertions
+        vcap = self._out.off.shape[0]
+        edges = 16 * self._num_edges + 16 * e + 24 * e  # current edges, with the batch, sorted copies
+        side = 4 * 8 * vcap + 4 * (e + e * SLACK_NUM // 8 + SLACK_ADD * n + 1)
+        return edges + 2 * side
 
     def _grow_vertices(self, n: int):
         vcap = self._out.off.shape[0]
@@ -253,9 +358,9 @@ class CpuGraph:
         return {"external": self.ids.external.copy(), "src": s, "dst": d}
 
     @classmethod
-    def from_state(cls, state: dict) -> "CpuGraph":
-        """Rebuild a graph saved by :meth:`state`."""
-        g = cls()
+    def from_state(cls, state: dict, *, max_bytes: int | None = None) -> "CpuGraph":
+        """Rebuild a graph saved by :meth:`state`; ``max_bytes`` applies to later batches."""
+        g = cls(max_bytes=max_bytes)
         g.ids = IdMap.from_external(np.asarray(state["external"]), np)
         g._grow_vertices(len(g.ids))
         g._lay_out(np.asarray(state["src"], dtype=np.int64), np.asarray(state["dst"], dtype=np.int64))

@@ -27,23 +27,35 @@ a batch the same internal ids and drop counts.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
-from .errors import InvalidArgumentError, KernelError
+from .device_memory import check_fits, check_max_bytes, mib
+from .errors import GraphCapacityError, InvalidArgumentError
 from .gpu_launch import BLOCK, _cupy, grid_for_warps, launch
 from .graph_gpu_fast import FastUpdate, FastUpdater
 
-from .graph_gpu_lists import Direction, update_kernel
+from .graph_gpu_lists import MASK32 as _MASK32
+from .graph_gpu_lists import MAX_VERTICES, Direction, update_kernel
+from .graph_gpu_slow import apply_slow
 from .idmap_gpu import GpuIdMap
 from .normalize import collapse_last_op
 
-MAX_VERTICES = 2**31 - 2
-_NO_KEY = np.int64(0x7FFFFFFFFFFFFFFF)
-_MASK32 = np.int64(0xFFFFFFFF)
+log = logging.getLogger(__name__)
+
+
+def _build_bytes(n: int, e: int) -> int:
+    """Upper bound of the device bytes :meth:`GpuGraph._build` allocates for ``n`` vertices and
+    ``e`` edges: sort keys and their halves (40 per edge), and per direction its rows, gapped
+    ``idx`` (at most ``e + e/8 + 2n`` slots plus a quarter) and the build's temporaries."""
+    vcap = n + max(16, n // 4)
+    end = e + e // 8 + 2 * n
+    per_direction = 40 * (n + 1) + 16 * vcap + 20 * e + 4 * (end + max(1 << 16, end // 4))
+    return 40 * e + 2 * per_direction
 
 
 # ---------------------------------------------------------------------- the store
@@ -67,19 +79,33 @@ class GpuGraph:
     fast_batches, fast_fallbacks : int
         Batches applied by the fused kernel, and batches it handed to the slow path for lack of
         reserved room.
+    compactions, compactions_skipped, room_skipped : int
+        Compactions run, compactions skipped and fast-path reservations skipped because their
+        arrays did not fit (free device memory or :attr:`max_bytes`).
 
     Parameters
     ----------
     fast_update : FastUpdate, optional
         Fast-path settings (``FastUpdate(enabled=False)`` always takes the slow path).
+    max_bytes : int, optional
+        Most device bytes the store may hold while it grows (:attr:`max_bytes`); default: only
+        the free device memory limits it.
+
+    Notes
+    -----
+    Growth (new vertices, lists outgrowing their room, the id map, compaction) is checked
+    against the free device memory (``cudaMemGetInfo`` plus CuPy's cached free blocks) and
+    :attr:`max_bytes` before anything changes: a batch that does not fit raises
+    :class:`~streamrank.errors.GraphCapacityError` and leaves the graph exactly as it was.
     """
 
     backend_name = "gpu"
 
-    def __init__(self, *, fast_update: FastUpdate | None = None):
+    def __init__(self, *, fast_update: FastUpdate | None = None, max_bytes: int | None = None):
         cp = _cupy()
         if fast_update is not None and not isinstance(fast_update, FastUpdate):
             raise InvalidArgumentError(f"fast_update must be a FastUpdate, got {type(fast_update).__name__}")
+        self._max_bytes = check_max_bytes(max_bytes)
         self.xp = cp
         self.fast = FastUpdate.from_env() if fast_update is None else fast_update
         self._fast = None  # FastUpdater, made on first use
@@ -93,6 +119,8 @@ class GpuGraph:
         self.version = 0
         self.last_changes = None
         self.compactions = 0
+        self.compactions_skipped = 0
+        self.room_skipped = 0
         #: Set to a dict to accumulate per-stage wall times (ms) of apply(); each stage then ends
         #: with a device synchronization, so profile only outside timed runs.
         self.stage_ms = None
@@ -110,19 +138,34 @@ class GpuGraph:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_edges(cls, src, dst, *, fast_update: FastUpdate | None = None) -> "GpuGraph":
+    def from_edges(cls, src, dst, *, fast_update: FastUpdate | None = None,
+                   max_bytes: int | None = None) -> "GpuGraph":
         """A graph holding the edges ``src[i] -> dst[i]`` (external ids; duplicates collapse).
 
         Internal ids follow the CPU store's rule (first appearance in (src, dst) order). Host or
         device arrays are accepted; the build sorts the edges once on the device.
-        ``fast_update`` as for the constructor.
+        ``fast_update`` and ``max_bytes`` as for the constructor.
+
+        Raises
+        ------
+        GraphCapacityError
+            When the build does not fit the free device memory or ``max_bytes``.
         """
         cp = _cupy()
-        batch = EdgeBatch.from_arrays(cp.asarray(src), cp.asarray(dst), xp=cp)
-        g = cls(fast_update=fast_update)
-        s, d = batch.src, batch.dst
+        g = cls(fast_update=fast_update, max_bytes=max_bytes)
+        try:
+            batch = EdgeBatch.from_arrays(cp.asarray(src), cp.asarray(dst), xp=cp)
+            g._from_edges(batch.src, batch.dst)
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            raise GraphCapacityError(f"out of device memory building a graph of {len(src):,} edges: {exc}; "
+                                     f"use a device with more memory or the CPU (--device cpu)") from exc
+        return g
+
+    def _from_edges(self, s, d) -> None:
+        """Fill an empty store with the edges ``s -> d`` (external ids, device)."""
+        cp = self.xp
         if s.shape[0] == 0:
-            return g
+            return
         # Sorted distinct pairs, as collapse_last_op would leave them (all ops are insertions).
         # Packing into one key needs ids below 2**31; otherwise sort by (src, dst) with lexsort.
         hi_id = int(cp.maximum(s.max(), d.max()).get())  # sync: chooses the sort path
@@ -134,17 +177,24 @@ class GpuGraph:
             s, d, _, _ = collapse_last_op(cp, s, d, cp.ones(s.shape, dtype=bool))
         both = cp.empty(2 * s.shape[0], dtype=cp.int64)
         both[0::2], both[1::2] = s, d
-        internal, _ = g.ids.add(both)
+        plan = self.ids.plan_add(both)
         del both
-        g._build(internal[0::2], internal[1::2])
-        return g
+        n, e = plan.count, int(s.shape[0])
+        self._check(self.ids.growth_bytes(n) + _build_bytes(n, e),
+                    f"building a graph of {n:,} vertices and {e:,} edges")
+        self.ids.commit_add(plan)
+        self._build(plan.internal[0::2], plan.internal[1::2], checked=True)
 
-    def _build(self, s, d) -> None:
-        """Rebuild both directions from distinct internal edges ``s -> d`` (int64, device)."""
+    def _build(self, s, d, *, checked: bool = False) -> None:
+        """Rebuild both directions from distinct internal edges ``s -> d`` (int64, device);
+        ``checked``: the caller has checked the memory (:func:`_build_bytes`)."""
         cp = self.xp
         n = len(self.ids)
         if n > MAX_VERTICES:
             raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
+        if not checked:
+            e = int(s.shape[0])
+            self._check(_build_bytes(n, e), f"building a graph of {n:,} vertices and {e:,} edges")
         self._vcap = n + max(16, n // 4)
         keys = cp.sort((s << 32) | d)
         self._out = Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
@@ -246,6 +296,12 @@ class GpuGraph:
         -------
         AppliedChanges
             Device arrays of internal ids, sorted by (src, dst); drop counts as on the CPU.
+
+        Raises
+        ------
+        GraphCapacityError
+            When the batch's growth does not fit the free device memory or :attr:`max_bytes`;
+            raised before anything changes (the graph stays as it was).
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
@@ -258,10 +314,13 @@ class GpuGraph:
                     self._fast = FastUpdater(cp)
                 batch = EdgeBatch(*self._fast.upload(batch.src, batch.dst, batch.insert))
             return self._apply(batch.to(cp))
-        except (InvalidArgumentError, KernelError):
-            raise
         except cp.cuda.memory.OutOfMemoryError as exc:
-            raise KernelError(f"out of device memory applying a batch: {exc}") from exc
+            # every allocation of apply() comes before its commit (or only adds spare room), so
+            # the graph is as it was before the batch
+            raise GraphCapacityError(
+                f"out of device memory applying a batch of {len(batch):,} edges to a graph store of "
+                f"{mib(self.nbytes)}: {exc}; nothing was changed. Use a device with more memory, or the "
+                f"CPU (--device cpu), or apply smaller batches") from exc
 
     def _apply(self, batch: EdgeBatch) -> AppliedChanges:
         m = len(batch)
@@ -305,108 +364,108 @@ class GpuGraph:
         return changes
 
     def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
-        cp = self.xp
-        self._stage("")
-        received = len(batch)
-        n_before = self.num_vertices
-        # collapse_last_op syncs once (nonzero) to size the collapsed batch.
-        src, dst, ins, dups = collapse_last_op(cp, batch.src, batch.dst, batch.insert)
-        dropped = {"duplicate": int(dups), "present_insertion": 0, "absent_deletion": 0}
-        self._stage("collapse")
+        return apply_slow(self, batch)
 
-        # Boolean selections sync to size their outputs (two small syncs).
-        dels = ~ins
-        dsrc, ddst = src[dels], dst[dels]
-        isrc, idst = src[ins], dst[ins]
-        n_del_req, n_ins_req = int(dsrc.shape[0]), int(isrc.shape[0])
+    # ------------------------------------------------------------------ memory
+    @property
+    def nbytes(self) -> int:
+        """Device bytes of the store's arrays: id map and both directions, spare rows and slots
+        included (not the fast path's fixed scratch of about 1 MiB)."""
+        return self.ids.nbytes + self._out.nbytes + self._in.nbytes
 
-        # Deletions: unknown endpoints (-1) are absent; edge_find reads the graph before the batch.
-        ds, dd = self.ids.lookup(dsrc), self.ids.lookup(ddst)
-        found = self._find(ds, dd)
-        self._stage("deletions: lookup + membership")
+    @property
+    def max_bytes(self) -> int | None:
+        """Most device bytes the store may hold while it grows (its arrays plus the arrays a
+        growth step allocates before it frees the old ones); None: only the free device memory
+        limits it. A batch that would pass either raises
+        :class:`~streamrank.errors.GraphCapacityError` and changes nothing."""
+        return self._max_bytes
 
-        # Insertions: new ids grow the graph (first appearance: src before dst per edge).
-        both = cp.empty(2 * n_ins_req, dtype=cp.int64)
-        both[0::2], both[1::2] = isrc, idst
-        internal, _ = self.ids.add(both)  # syncs once when new ids arrive
-        self._stage("insertions: id map")
-        n_after = self.num_vertices
-        if n_after > MAX_VERTICES:
-            raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
-        if n_after > self._vcap:
-            self._grow_vertices(max(n_after, 2 * self._vcap, 16))
-        is_, id_ = internal[0::2], internal[1::2]
-        new = ~self._find(is_, id_)
-        self._stage("insertions: membership")
+    @max_bytes.setter
+    def max_bytes(self, value) -> None:
+        self._max_bytes = check_max_bytes(value)
 
-        dkey = cp.sort(cp.where(found, (ds << 32) | dd, _NO_KEY))
-        rdkey = cp.sort(cp.where(found, (dd << 32) | ds, _NO_KEY))
-        ikey = cp.sort(cp.where(new, (is_ << 32) | id_, _NO_KEY))
-        rikey = cp.sort(cp.where(new, (id_ << 32) | is_, _NO_KEY))
-        plan_out = self._out.plan_insertions(ikey)
-        plan_in = self._in.plan_insertions(rikey)
-        # The one sync that sizes everything: applied counts and slots to reserve.
-        counts = cp.stack([
-            found.sum(dtype=cp.int64), new.sum(dtype=cp.int64), plan_out[3], plan_in[3],
-        ]).get()
-        n_del, n_ins, extra_out, extra_in = (int(v) for v in counts)
-        self._stage("sort + plan + count")
-        dropped["absent_deletion"] = n_del_req - n_del
-        dropped["present_insertion"] = n_ins_req - n_ins
+    def _check(self, needed: int, what: str, *, scratch: int = 0) -> None:
+        """Raise GraphCapacityError unless ``needed`` more bytes for the store's arrays fit the
+        free device memory and :attr:`max_bytes`, and ``scratch`` temporary bytes the memory."""
+        check_fits(needed, xp=self.xp, held=self.nbytes, limit=self._max_bytes, what=what, scratch=scratch)
 
-        self._out.reserve(extra_out)
-        self._in.reserve(extra_in)
-        self._out.delete(dkey, n_del)
-        self._in.delete(rdkey, n_del)
-        self._out.insert(ikey, n_ins, plan_out)
-        self._in.insert(rikey, n_ins, plan_in)
-        self._out.end += extra_out
-        self._in.end += extra_in
-        self._num_edges += n_ins - n_del
-        self._stage("list kernels")
-        self._maybe_compact()
-        self._ensure_room()
-
-        changes = AppliedChanges(
-            ikey[:n_ins] >> 32, ikey[:n_ins] & _MASK32, dkey[:n_del] >> 32, dkey[:n_del] & _MASK32,
-            n_before, n_after, received, dropped,
-        )
-        self.version += 1
-        self.last_changes = changes
-        return changes
+    def _rows_bytes(self, vcap: int) -> int:
+        return self._out.rows_bytes(vcap) + self._in.rows_bytes(vcap)
 
     def _grow_vertices(self, vcap: int) -> None:
-        self._vcap = vcap
+        if vcap <= self._vcap:
+            return
         self._out.grow_vertices(vcap)
         self._in.grow_vertices(vcap)
+        self._vcap = vcap  # only once both directions have the rows
 
     def _ensure_room(self) -> None:
         """Keep the fast path's room reserved: vertex rows and id map for ``fast.vertices`` new
         vertices, ``fast.slots`` free tail slots per direction (re-reserved when under half is
-        left). Host-side decisions only (no sync); growing copies arrays asynchronously."""
+        left). Host-side decisions only (no sync); growing copies arrays asynchronously.
+
+        Best effort: room that does not fit the free device memory or :attr:`max_bytes` is not
+        reserved (the fast kernel then reports an overflow, writes nothing, and the slow path
+        applies the batch or raises GraphCapacityError before changing anything)."""
         if not self.fast.enabled:
             return
         n, rv = self.num_vertices, self.fast.vertices
-        self.ids.reserve(rv)
-        if self._vcap - n < rv:
-            self._grow_vertices(max(n + rv, 2 * self._vcap, 16))
+        vcap = max(n + rv, 2 * self._vcap, 16) if self._vcap - n < rv else self._vcap
+        steps = [(self.ids.growth_bytes(rv), lambda: self.ids.reserve(rv)),
+                 (self._rows_bytes(vcap), lambda: self._grow_vertices(vcap))]
         for d in (self._out, self._in):
             if d.idx.shape[0] - d.end < self.fast.slots // 2 + 1:
-                d.reserve(self.fast.slots)
+                steps.append((d.reserve_bytes(self.fast.slots), lambda d=d: d.reserve(self.fast.slots)))
+        for nbytes, grow in steps:
+            if not self._try_grow(nbytes, grow, "reserving the fast path's room"):
+                self.room_skipped += 1
+                return
+
+    def _try_grow(self, nbytes: int, grow, what: str) -> bool:
+        """Run ``grow`` (an allocation that changes no vertex or edge) if ``nbytes`` fit; False
+        when they do not (nothing changed)."""
+        cp = self.xp
+        try:
+            self._check(nbytes, what)
+            grow()
+        except GraphCapacityError as exc:
+            log.debug("skipped: %s", exc)
+            return False
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            log.debug("skipped %s: %s", what, exc)
+            return False
+        return True
 
     def _maybe_compact(self) -> None:
+        """Compact a direction whose garbage passes its live edges, when the new array fits
+        (a store that cannot compact keeps working with the garbage; see :attr:`compactions`)."""
         n = self.num_vertices
         live = self._num_edges + 2 * n
         for d in (self._out, self._in):
             if d.end > 2 * live + (1 << 20):
-                d.compact(n)
-                self.compactions += 1
+                if self._try_grow(Direction.compact_bytes(n, self._num_edges), lambda d=d: d.compact(n),
+                                  "compacting the graph store"):
+                    self.compactions += 1
+                else:
+                    self.compactions_skipped += 1
 
     def compact(self) -> None:
-        """Compact both directions now (a pass over all edges)."""
+        """Compact both directions now (a pass over all edges).
+
+        Raises
+        ------
+        GraphCapacityError
+            When the new arrays do not fit (nothing changed; a direction compacted before the
+            other ran out stays compacted, which changes no vertex or edge).
+        """
         n = self.num_vertices
-        self._out.compact(n)
-        self._in.compact(n)
+        for d in (self._out, self._in):
+            self._check(Direction.compact_bytes(n, self._num_edges), "compacting the graph store")
+            try:
+                d.compact(n)
+            except self.xp.cuda.memory.OutOfMemoryError as exc:
+                raise GraphCapacityError(f"out of device memory compacting the graph store: {exc}") from exc
         self.compactions += 1
 
     # ------------------------------------------------------------------ checkpoints
@@ -416,15 +475,26 @@ class GpuGraph:
         return {"external": self.ids.external.get(), "src": s.get(), "dst": d.get()}
 
     @classmethod
-    def from_state(cls, state: dict, *, fast_update: FastUpdate | None = None) -> "GpuGraph":
-        """Rebuild a graph saved by :meth:`state` (of either store); ``fast_update`` as for the
-        constructor."""
+    def from_state(cls, state: dict, *, fast_update: FastUpdate | None = None,
+                   max_bytes: int | None = None) -> "GpuGraph":
+        """Rebuild a graph saved by :meth:`state` (of either store); ``fast_update`` and
+        ``max_bytes`` as for the constructor.
+
+        Raises
+        ------
+        GraphCapacityError
+            When the graph does not fit the free device memory or ``max_bytes``.
+        """
         cp = _cupy()
-        g = cls(fast_update=fast_update)
-        g.ids = GpuIdMap.from_external(cp.asarray(np.asarray(state["external"])), cp)
-        s = cp.asarray(np.asarray(state["src"], dtype=np.int64))
-        d = cp.asarray(np.asarray(state["dst"], dtype=np.int64))
-        if s.shape != d.shape:
+        g = cls(fast_update=fast_update, max_bytes=max_bytes)
+        if np.shape(state["src"]) != np.shape(state["dst"]):
             raise InvalidArgumentError("state src and dst differ in length")
-        g._build(s, d)
+        try:
+            g.ids = GpuIdMap.from_external(cp.asarray(np.asarray(state["external"])), cp)
+            s = cp.asarray(np.asarray(state["src"], dtype=np.int64))
+            d = cp.asarray(np.asarray(state["dst"], dtype=np.int64))
+            g._build(s, d)
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            raise GraphCapacityError(f"out of device memory restoring a graph of {len(state['src']):,} edges: "
+                                     f"{exc}; use a device with more memory or the CPU (--device cpu)") from exc
         return g

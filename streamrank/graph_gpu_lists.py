@@ -27,6 +27,11 @@ _UPDATE_NAMES = (
 )
 #: Lists at least this long are compacted by a whole block instead of a warp.
 BIG_LIST = 2048
+#: Most vertices of the device store (internal ids are int32; one id is kept for the kernels).
+MAX_VERTICES = 2**31 - 2
+#: Sorted edge keys ``u << 32 | t``: an invalid key (sorts last), and the mask of ``t``.
+NO_KEY = np.int64(0x7FFFFFFFFFFFFFFF)
+MASK32 = np.int64(0xFFFFFFFF)
 
 
 def update_kernel(name: str):
@@ -77,41 +82,73 @@ class Direction:
         d.end = end
         return d
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of this direction's arrays (spare rows and slots included)."""
+        return int(self.off.nbytes + self.deg.nbytes + self.cap.nbytes + self.idx.nbytes)
+
+    def rows_bytes(self, vcap: int) -> int:
+        """Bytes :meth:`grow_vertices` to ``vcap`` rows allocates."""
+        return 16 * int(vcap) if vcap > self.off.shape[0] else 0
+
     def grow_vertices(self, vcap: int) -> None:
+        """Rows for ``vcap`` vertices (new rows zero). The three arrays are allocated before any
+        is replaced, so an out-of-memory error leaves the direction as it was."""
         cp = self.cp
         old = self.off.shape[0]
         if vcap <= old:
             return
-        for name in ("off", "deg", "cap"):
-            a = getattr(self, name)
-            b = cp.zeros(vcap, dtype=a.dtype)
-            b[:old] = a
+        grown = {name: cp.zeros(vcap, dtype=getattr(self, name).dtype) for name in ("off", "deg", "cap")}
+        for name, b in grown.items():
+            b[:old] = getattr(self, name)
             setattr(self, name, b)
+
+    def _reserved_length(self, extra: int) -> int:
+        need = self.end + int(extra)
+        if need <= self.idx.shape[0]:
+            return self.idx.shape[0]
+        return max(need + (1 << 16), int(self.idx.shape[0] * 1.5))
+
+    def reserve_bytes(self, extra: int) -> int:
+        """Bytes :meth:`reserve` of ``extra`` slots allocates (a longer ``idx``; 0 when it fits)."""
+        length = self._reserved_length(extra)
+        return 4 * length if length != self.idx.shape[0] else 0
 
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more slots after ``end`` (copies idx when it must grow)."""
-        need = self.end + int(extra)
-        if need <= self.idx.shape[0]:
+        length = self._reserved_length(extra)
+        if length == self.idx.shape[0]:
             return
         cp = self.cp
-        bigger = cp.zeros(max(need + (1 << 16), int(self.idx.shape[0] * 1.5)), dtype=cp.int32)
+        bigger = cp.zeros(length, dtype=cp.int32)
         bigger[: self.end] = self.idx[: self.end]
         self.idx = bigger
 
+    @staticmethod
+    def compact_bytes(n: int, num_edges: int) -> int:
+        """Upper bound of the bytes :meth:`compact` of ``n`` vertices and ``num_edges`` edges
+        allocates (a fresh ``idx`` at most ``E + E/8 + 2n`` long plus its tail, and three per-vertex
+        temporaries)."""
+        end = int(num_edges) + int(num_edges) // 8 + 2 * int(n)
+        return 4 * (end + max(1 << 16, end // 4)) + 24 * (int(n) + 1)
+
     def compact(self, n: int) -> None:
-        """Rewrite idx with every vertex at ``deg + slack`` capacity (a pass over all edges)."""
+        """Rewrite idx with every vertex at ``deg + slack`` capacity (a pass over all edges).
+        The new array is filled before anything is replaced: an out-of-memory error on the way
+        leaves the direction as it was."""
         cp = self.cp
         deg = self.deg[:n].astype(cp.int64)
         cap = deg + _slack(cp, deg)
         off = _exclusive_cumsum(cp, cap)
         end = int(off[n].get())  # sync: the host sizes the new idx
         new_idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
+        cap32 = cap.astype(cp.int32)
         if n:
             launch(update_kernel("relocate_all<int>"), grid_for_warps(n), BLOCK,
                    (np.int64(n), self.off, self.deg, off, self.idx, new_idx))
         self.idx = new_idx
         self.off[:n] = off[:n]
-        self.cap[:n] = cap.astype(cp.int32)
+        self.cap[:n] = cap32
         self.end = end
 
     def gather(self, n: int, num_edges: int):
@@ -137,7 +174,7 @@ class Direction:
         return gend, need
 
     def plan_insertions(self, keys):
-        """Relocation plan for sorted keys ``u << 32 | t`` (invalid keys = _NO_KEY, at the end).
+        """Relocation plan for sorted keys ``u << 32 | t`` (invalid keys = NO_KEY, at the end).
 
         Returns ``(gend, new_off, new_cap, total)``: per key the end of its group, and for group
         leaders whose list overflows the new offset (else -1) and capacity; ``total`` is a device
@@ -151,10 +188,16 @@ class Direction:
         new_off = cp.where(need > 0, self.end + csum - need, -1)
         return gend, new_off, need.astype(cp.int32), csum[-1]
 
-    def delete(self, keys, m: int) -> None:
+    def plan_deletions(self, keys):
+        """Group ends of sorted deletion keys (what :meth:`delete` takes; allocated before the
+        commit of a batch so that the commit allocates nothing)."""
+        return self._groups(keys)[0]
+
+    def delete(self, keys, m: int, gend=None) -> None:
         if m == 0:
             return
-        gend, _ = self._groups(keys)
+        if gend is None:
+            gend = self.plan_deletions(keys)
         args = (keys, gend, np.int64(m), self.off, self.deg, self.idx, np.int32(BIG_LIST))
         launch(update_kernel("delete_grouped<int>"), grid_for_warps(m), BLOCK, args)
         launch(update_kernel("delete_grouped_block<int>"), grid_for_threads(m * BLOCK), BLOCK, args)

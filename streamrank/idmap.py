@@ -1,7 +1,9 @@
 """Map external vertex ids (non-negative int64) to dense internal ids 0..n-1.
 
 On the host the map keeps the external ids sorted next to their internal ids and looks a batch
-up with one ``searchsorted``; new ids get the next internal ids in order of first appearance.
+up with one ``searchsorted``; new ids get the next internal ids in order of first appearance. An addition is planned first
+(:meth:`IdMap.plan_add`, no change) and committed after (:meth:`IdMap.commit_add`), so a graph
+store can check the memory a batch needs before it changes anything.
 Internal ids are never reused (vertices are not removed). ``IdMap(cupy)`` gives the device map
 (:class:`streamrank.idmap_gpu.GpuIdMap`, a hash table) with the same interface and numbering.
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import to_host
+from .errors import InvalidArgumentError
+from .id_plan import IdPlan
 
 
 class IdMap:
@@ -67,6 +71,50 @@ class IdMap:
         out[1, found] = np.asarray(attr)[out[0, found]]
         return out
 
+    def plan_add(self, ids) -> "IdPlan":
+        """What :meth:`add` would do, without changing the map: the internal id of every element
+        of ``ids`` (unknown ones numbered from ``len(self)`` in order of first appearance) and
+        the new ids. :meth:`commit_add` then adds them."""
+        xp = self.xp
+        ids = xp.asarray(ids, dtype=xp.int64)
+        internal = self.lookup(ids)
+        missing = internal < 0
+        new_ids = ids[missing]
+        if new_ids.shape[0] == 0:
+            return IdPlan(internal, new_ids, new_ids, new_ids, len(self))
+        uniq, first = xp.unique(new_ids, return_index=True)
+        order = xp.argsort(first)  # first-appearance order
+        rank = xp.empty(order.shape[0], dtype=xp.int64)
+        rank[order] = xp.arange(order.shape[0], dtype=xp.int64)
+        internal[missing] = len(self) + rank[xp.searchsorted(uniq, new_ids)]
+        return IdPlan(internal, uniq[order], uniq, rank, len(self))
+
+    def growth_bytes(self, count: int) -> int:
+        """Bytes :meth:`commit_add` of ``count`` new ids allocates (the map's three arrays are
+        copied one larger: a host copy of O(|V|))."""
+        return 24 * (len(self) + int(count)) if int(count) > 0 else 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the map's arrays."""
+        return int(self.external.nbytes + self._sorted_keys.nbytes + self._sorted_vals.nbytes)
+
+    def commit_add(self, plan: "IdPlan") -> int:
+        """Add the new ids of ``plan`` (made by :meth:`plan_add` on this map, unchanged since);
+        returns how many."""
+        if plan.base != len(self):
+            raise InvalidArgumentError("the id plan is stale: the map changed since plan_add")
+        k = int(plan.fresh.shape[0])
+        if k == 0:
+            return 0
+        start = len(self)
+        self.external = self.xp.concatenate([self.external, plan.fresh])
+        # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
+        at = np.searchsorted(self._sorted_keys, plan.uniq)
+        self._sorted_keys = np.insert(self._sorted_keys, at, plan.uniq)
+        self._sorted_vals = np.insert(self._sorted_vals, at, start + plan.rank)
+        return k
+
     def add(self, ids):
         """Internal ids of ``ids``, adding the unknown ones.
 
@@ -77,24 +125,8 @@ class IdMap:
         num_new : int
             How many vertices were added.
         """
-        xp = self.xp
-        ids = xp.asarray(ids, dtype=xp.int64)
-        internal = self.lookup(ids)
-        missing = internal < 0
-        new_ids = ids[missing]
-        if new_ids.shape[0] == 0:
-            return internal, 0
-        uniq, first = xp.unique(new_ids, return_index=True)
-        order = xp.argsort(first)  # first-appearance order
-        fresh = uniq[order]
-        start = len(self)
-        self.external = xp.concatenate([self.external, fresh])
-        # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
-        at = np.searchsorted(self._sorted_keys, uniq)
-        self._sorted_keys = np.insert(self._sorted_keys, at, uniq)
-        self._sorted_vals = np.insert(self._sorted_vals, at, start + np.argsort(order))
-        internal[missing] = self.lookup(new_ids)
-        return internal, int(fresh.shape[0])
+        plan = self.plan_add(ids)
+        return plan.internal, self.commit_add(plan)
 
     def state(self) -> dict:
         """Host arrays for a checkpoint."""

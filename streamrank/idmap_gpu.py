@@ -18,6 +18,7 @@ import numpy as np
 from .backend import to_host
 from .errors import InvalidArgumentError
 from .gpu_launch import _cupy, grid_for_threads, launch
+from .id_plan import IdPlan
 from .kernels.loader import get_kernel
 
 _CU = "idhash.cu"
@@ -81,19 +82,48 @@ class GpuIdMap:
         """Ids that can still be added without a rebuild or a copy of ``external``."""
         return max(0, min(self.keys.shape[0] // 2, self._ext.shape[0]) - self._n)
 
-    def reserve(self, extra: int) -> None:
-        """Make :attr:`room` at least ``extra`` (grows ``external`` and rebuilds the table
-        geometrically when needed; asynchronous, no host sync)."""
-        cp = self.xp
+    def _reserve_sizes(self, extra: int) -> tuple:
+        """``(external length, table slots)`` after :meth:`reserve` of ``extra``."""
         need = self._n + int(extra)
         if need > MAX_IDS:
             raise InvalidArgumentError(f"the device id map holds at most {MAX_IDS} ids")
-        if need > self._ext.shape[0]:
-            bigger = cp.zeros(max(need, self._ext.shape[0] * 3 // 2), dtype=cp.int64)
+        ext = self._ext.shape[0]
+        if need > ext:
+            ext = max(need, ext * 3 // 2)
+        slots = self.keys.shape[0]
+        if 2 * need > slots:
+            slots = max(_slots_for(need), 2 * slots)
+        return ext, slots
+
+    def growth_bytes(self, extra: int) -> int:
+        """Bytes :meth:`reserve` of ``extra`` allocates (a longer ``external``, a larger table)."""
+        ext, slots = self._reserve_sizes(extra)
+        nbytes = 8 * ext if ext != self._ext.shape[0] else 0
+        return nbytes + (12 * slots if slots != self.keys.shape[0] else 0)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the map's device arrays (spare capacity included)."""
+        return int(self._ext.nbytes + self.keys.nbytes + self.vals.nbytes)
+
+    def reserve(self, extra: int) -> None:
+        """Make :attr:`room` at least ``extra`` (grows ``external`` and rebuilds the table
+        geometrically when needed; asynchronous, no host sync). New arrays are allocated before
+        any is replaced, so an out-of-memory error leaves the map as it was."""
+        cp = self.xp
+        ext_len, slots = self._reserve_sizes(extra)
+        bigger = keys = vals = None
+        if ext_len != self._ext.shape[0]:
+            bigger = cp.zeros(ext_len, dtype=cp.int64)
+        if slots != self.keys.shape[0]:
+            keys = cp.full(slots, -1, dtype=cp.int64)
+            vals = cp.zeros(slots, dtype=cp.int32)
+        if bigger is not None:
             bigger[: self._n] = self._ext[: self._n]
             self._ext = bigger
-        if 2 * need > self.keys.shape[0]:
-            self._rebuild(max(_slots_for(need), 2 * self.keys.shape[0]))
+        if keys is not None:
+            self.keys, self.vals = keys, vals
+            self._insert(self._ext[: self._n], 0)
 
     def note_added(self, count: int) -> None:
         """Record ``count`` ids appended to ``external`` and the table by a device kernel."""
@@ -101,8 +131,9 @@ class GpuIdMap:
 
     def _rebuild(self, slots: int) -> None:
         cp = self.xp
-        self.keys = cp.full(slots, -1, dtype=cp.int64)
-        self.vals = cp.zeros(slots, dtype=cp.int32)
+        keys = cp.full(slots, -1, dtype=cp.int64)
+        vals = cp.zeros(slots, dtype=cp.int32)
+        self.keys, self.vals = keys, vals
         self._insert(self._ext[: self._n], 0)
 
     def _insert(self, ids, first_val: int) -> None:
@@ -143,6 +174,39 @@ class GpuIdMap:
         return out
 
     # ------------------------------------------------------------------ additions
+    def plan_add(self, ids) -> IdPlan:
+        """What :meth:`add` would do, without changing the map (:class:`streamrank.id_plan.IdPlan`):
+        the internal id of every element of ``ids``, unknown ones numbered from ``len(self)`` in
+        order of first appearance. Syncs once (to size the unknown ids)."""
+        cp = self.xp
+        ids = cp.ascontiguousarray(cp.asarray(ids, dtype=cp.int64))
+        internal = self.lookup(ids)
+        missing = internal < 0
+        new_ids = ids[missing]  # boolean mask: syncs for the output size
+        if new_ids.shape[0] == 0:
+            return IdPlan(internal, new_ids, new_ids, new_ids, self._n)
+        uniq, first = cp.unique(new_ids, return_index=True)
+        order = cp.argsort(first)  # first-appearance order
+        rank = cp.empty(order.shape[0], dtype=cp.int64)
+        rank[order] = cp.arange(order.shape[0], dtype=cp.int64)
+        internal[missing] = self._n + rank[cp.searchsorted(uniq, new_ids)]
+        return IdPlan(internal, cp.ascontiguousarray(uniq[order]), uniq, rank, self._n)
+
+    def commit_add(self, plan: IdPlan) -> int:
+        """Add the new ids of ``plan`` (from :meth:`plan_add` on this map, unchanged since);
+        returns how many."""
+        if plan.base != self._n:
+            raise InvalidArgumentError("the id plan is stale: the map changed since plan_add")
+        k = plan.count
+        if k == 0:
+            return 0
+        self.reserve(k)
+        start = self._n
+        self._ext[start: start + k] = plan.fresh
+        self._insert(plan.fresh, start)
+        self._n += k
+        return k
+
     def add(self, ids):
         """Internal ids of ``ids``, adding the unknown ones in order of first appearance.
 
@@ -153,23 +217,8 @@ class GpuIdMap:
         num_new : int
             How many vertices were added.
         """
-        cp = self.xp
-        ids = cp.ascontiguousarray(cp.asarray(ids, dtype=cp.int64))
-        internal = self.lookup(ids)
-        missing = internal < 0
-        new_ids = ids[missing]  # boolean mask: syncs for the output size
-        if new_ids.shape[0] == 0:
-            return internal, 0
-        uniq, first = cp.unique(new_ids, return_index=True)
-        fresh = cp.ascontiguousarray(uniq[cp.argsort(first)])  # first-appearance order
-        k = int(fresh.shape[0])
-        self.reserve(k)
-        start = self._n
-        self._ext[start: start + k] = fresh
-        self._insert(fresh, start)
-        self._n += k
-        internal[missing] = self.lookup(new_ids)
-        return internal, k
+        plan = self.plan_add(ids)
+        return plan.internal, self.commit_add(plan)
 
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:

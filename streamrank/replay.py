@@ -109,6 +109,8 @@ class RunStats:
             "not_converged": int(len(self.converged) - sum(self.converged)),
             "ran": {a: self.ran.count(a) for a in sorted(set(self.ran))},
         }
+        if self.algorithm == "auto":
+            out["ran_per_batch"] = list(self.ran)  # the choice of every batch, in order
         if self.checks:
             out.update(self.checks[-1][1])
             out["l1_error_max"] = max(c[1]["l1_error"] for c in self.checks)
@@ -135,7 +137,7 @@ class ReplayReport:
         return out
 
 
-def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.9,
+def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0.9,
            batch_fraction: float | None = 1e-4, batch_size: int | None = None,
            delete_fraction: float = 0.0, config: RankConfig = RankConfig(), device="auto",
            check: bool = False, check_every: int | None = None, max_batches: int | None = None,
@@ -148,7 +150,7 @@ def replay(stream: EdgeStream, *, algorithms=("dfp",), base_fraction: float = 0.
     stream : EdgeStream
         From :func:`read_stream`.
     algorithms : sequence of str
-        Any of ``static, nd, dt, df, dfp``.
+        Any of :data:`streamrank.config.ALGORITHMS` (default ``auto``).
     base_fraction : float
         Share of the edges (in order) that builds the base graph, in [0, 1).
     batch_fraction, batch_size

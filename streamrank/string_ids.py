@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import CheckpointError
+from .errors import CheckpointError, InvalidArgumentError
 
 _MIN_CAPACITY = 1024
 
@@ -114,6 +114,17 @@ class StringIdMap:
         self._index.update(zip(fresh, range(start, start + count)))
         self._n = start + count
         return np.arange(start, start + count, dtype=np.int64)
+
+    def truncate(self, n: int) -> None:
+        """Forget the ids of codes ``n`` and up (those added by a batch the graph refused), so the
+        codes stay those of the applied batches alone."""
+        n = int(n)
+        if not 0 <= n <= self._n:
+            raise InvalidArgumentError(f"truncate to {n} ids: the map holds {self._n}")
+        for s in self._strings[n: self._n].tolist():
+            del self._index[s]
+        self._strings[n: self._n] = None
+        self._n = n
 
     def lookup(self, ids) -> np.ndarray:
         """Codes of ``ids`` (a sequence of ``str``); -1 where unknown. Adds nothing."""

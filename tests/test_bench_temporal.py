@@ -67,7 +67,8 @@ def test_bench_cli_temporal_writes_json_and_plot(tmp_path):
                            "--vertices", "2000", "--batch-fractions", "1e-3", "--batches", "3", "--device", "cpu",
                            "--json", str(out), "--plot", str(png)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "dfp" in proc.stdout and "self-loop" in proc.stdout
+    assert "auto" in proc.stdout and "dfp" in proc.stdout and "self-loop" in proc.stdout
     report = json.loads(out.read_text())
-    assert report["protocol"] == "temporal" and report["rows"][0]["algorithm"] == "dfp"
+    # the default: the engine's default algorithm and the one the reference implements
+    assert report["protocol"] == "temporal" and [r["algorithm"] for r in report["rows"]] == ["auto", "dfp"]
     assert png.stat().st_size > 10_000

@@ -141,7 +141,7 @@ def test_kafka_ranks_match_replay_of_same_batches(stream, uninterrupted):
     assert u["ckpt"].seq == chain[-1]["seq"]
     got = ranks_by_id(*u["ckpt"].ranks)
     # an Engine fed exactly the daemon's batches ends with the same ranks
-    eng = Engine("cpu", "dfp")
+    eng = Engine("cpu")  # the daemon's default algorithm (auto)
     for b in batches_from_lineage(chain, stream["sent"]):
         eng.apply(b)
     assert l1(got, ranks_by_id(*eng.ranks())) < 1e-12
@@ -216,7 +216,7 @@ def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterru
     ck = load_latest(tmp_path / "ckpt")
     assert ck.seq == chain[-1]["seq"]
     got = ranks_by_id(*ck.ranks)
-    eng = Engine("cpu", "dfp")
+    eng = Engine("cpu")  # the daemon's default algorithm (auto)
     for b in batches_from_lineage(chain, stream["sent"]):
         eng.apply(b)
     assert l1(got, ranks_by_id(*eng.ranks())) < 1e-12

@@ -63,7 +63,7 @@ def string_oracle_error(ck, events) -> float:
 
 
 def engine_on_int_batches(batches) -> dict:
-    eng = Engine("cpu", "dfp")
+    eng = Engine("cpu")  # the daemon's default algorithm (auto)
     for b in batches:
         eng.apply(b)
     return ranks_by_id(*eng.ranks())

@@ -196,7 +196,10 @@ def test_compaction_recounts_the_room_the_update_needs():
     own = np.array([0] * 60 + [1] * 20, dtype=np.int64)  # vertex 0: 70 <= its room 100 before compaction
     nbr = np.array(list(range(10, 70)) + list(range(2, 22)), dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
-    side.update(4, none, none, own, nbr)
+    plan = side.plan_update(4, none, own)
+    assert plan.compact and plan.grow_to is not None  # the plan predicts the compaction and the growth
+    side.update(4, plan, none, none, own, nbr)
+    assert side.idx.shape[0] == plan.grow_to
     assert side.end <= side.idx.shape[0]
     got = [side.idx[side.off[v]: side.off[v] + side.deg[v]].tolist() for v in range(4)]
     assert got == [list(range(70)), list(range(22)), [2], [3]]

@@ -82,7 +82,9 @@ def run(args) -> int:
                      frontier_tol=args.frontier_tol, prune_tol=args.prune_tol)
     fractions = _floats(args.batch_fractions or ("1e-5,1e-4,1e-3" if temporal else "1e-7,1e-5,1e-3"))
     # random: speedups are against Static, always run; temporal: against the reference DF-P
-    algorithms = _algorithms(args.algorithms or ("dfp" if temporal else ",".join(ALGORITHMS)), with_static=not temporal)
+    # (temporal: the engine's default and the algorithm the reference implements)
+    algorithms = _algorithms(args.algorithms or ("auto,dfp" if temporal else ",".join(ALGORITHMS)),
+                             with_static=not temporal)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if temporal:
         from ..bench.temporal import TemporalOptions, format_temporal, plot_temporal, run_temporal

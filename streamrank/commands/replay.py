@@ -26,7 +26,8 @@ COLUMNS = [
 def add_arguments(p):
     p.add_argument("path", nargs="?", default=None,
                    help="edge file (SNAP text[.gz], .csv, .parquet, .jsonl); default: bundled CollegeMsg")
-    p.add_argument("--algorithm", default="dfp", choices=list(ALGORITHMS) + ["all"])
+    p.add_argument("--algorithm", default="auto", choices=list(ALGORITHMS) + ["all"],
+                   help="rank update (default auto: DF-P per batch, warm sweeps where its frontier floods the graph)")
     p.add_argument("--base-fraction", type=float, default=0.9)
     size = p.add_mutually_exclusive_group()
     size.add_argument("--batch-fraction", type=float, default=1e-4, help="batch size as a share of all edges (default 1e-4)")
@@ -100,6 +101,9 @@ def run(args) -> int:
     print()
     rows = [r.summary() for r in report.runs]
     print(format_table(rows, COLUMNS))
+    for r in rows:
+        if r["algorithm"] == "auto":
+            print("auto ran: " + ", ".join(f"{a} {k} batches" for a, k in r["ran"].items()))
     if report.baseline is not None:
         _print_baseline(report)
     if args.check:

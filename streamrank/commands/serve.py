@@ -42,8 +42,12 @@ _FLAGS = {
                                                  help="rank updates: a keyed message per vertex, one Arrow message per batch, or both (default keyed)")),
     "--batch-size": ("batch_size", dict(type=int, metavar="EDGES", help="max edges per batch (default 10000)")),
     "--batch-wait-ms": ("batch_wait_ms", dict(type=int, metavar="MS", help="close a batch MS after its first record (default 200)")),
-    "--algorithm": ("algorithm", dict(metavar="NAME", help="static, nd, dt, df or dfp (default dfp)")),
+    "--algorithm": ("algorithm", dict(metavar="NAME", help="static, nd, dt, df, dfp, warm or auto (default auto: DF-P per batch, warm sweeps after a flood)")),
     "--device": ("device", dict(choices=DEVICES, help="backend (default auto)")),
+    "--max-graph-bytes": ("max_graph_bytes", dict(type=int, metavar="BYTES",
+                                                  help="most bytes the graph store may take; a batch that would pass it, "
+                                                       "or the free device memory, stops the daemon with exit status 3 "
+                                                       "(default: no limit)")),
     "--alpha": ("rank_alpha", dict(type=float, help="damping factor (default 0.85)")),
     "--tol": ("rank_tol", dict(type=float, help="convergence tolerance (default 1e-10)")),
     "--publish-threshold": ("publish_threshold", dict(type=float, metavar="DELTA",

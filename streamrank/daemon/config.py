@@ -47,7 +47,7 @@ class DaemonConfig:
     publish_format: str = "keyed"
     batch_size: int = 10000
     batch_wait_ms: int = 200
-    algorithm: str = "dfp"
+    algorithm: str = "auto"
     device: str = "auto"
     publish_threshold: float = 1e-6
     top_k: int = 20
@@ -63,6 +63,7 @@ class DaemonConfig:
     applied_log: str | None = None
     id_type: str = "auto"
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
+    max_graph_bytes: int | None = None
     rank: RankConfig = field(default_factory=RankConfig)
 
     def validate(self) -> "DaemonConfig":
@@ -99,6 +100,8 @@ class DaemonConfig:
                      "snapshot_every", "drift_every", "drift_bound", "lag_interval"):
             if float(getattr(self, name)) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
+        if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
+            raise InvalidArgumentError("max_graph_bytes must be >= 1 (or unset: no limit)")
         if self.publish_topic and not self.bootstrap_servers:
             raise InvalidArgumentError("--publish-topic needs --bootstrap-servers")
         if self.dead_letter_topic and not self.bootstrap_servers:

@@ -33,7 +33,7 @@ from connectors.records import EdgeChunk
 from ..batch import EdgeBatch
 from ..checkpoint import MANIFEST
 from ..engine import Engine
-from ..errors import SourceError, StreamrankError
+from ..errors import GraphCapacityError, SourceError, StreamrankError
 from ..vertex_ids import IdTypeLock, concat_ids, id_kind, to_string_array
 from .checkpoints import CheckpointStage
 from .config import DaemonConfig
@@ -47,6 +47,10 @@ log = logging.getLogger("streamrank.daemon")
 
 #: Longest a shutdown waits for the broker to acknowledge published messages.
 SHUTDOWN_FLUSH_DEADLINE_S = 30.0
+#: Exit status when a batch does not fit the graph store (GraphCapacityError): restarting
+#: unchanged would fail on the same batch, so supervisors should not restart on it
+#: (systemd: ``RestartPreventExitStatus=3``).
+EXIT_GRAPH_CAPACITY = 3
 
 
 class Daemon:
@@ -88,6 +92,7 @@ class Daemon:
         self._ranks = None             # (ids, p) of the last batch, when computed
         self.edges_applied = 0
         self.id_lock: IdTypeLock | None = None  # the stream's vertex id kind, shared by the source
+        self._exit_status = 0
 
     # ================================================================== setup
     def _restore(self) -> None:
@@ -96,13 +101,14 @@ class Daemon:
                                max_id_bytes=cfg.max_id_bytes)
         if ck is not None:
             self.engine = ck.engine
+            self.engine.max_graph_bytes = cfg.max_graph_bytes
             self.positions = dict(ck.positions)
             log.info("restored checkpoint %s + %d logged batches: seq=%d, %d vertices, %d edges, positions=%s",
                      ck.snapshot.path, ck.replayed, ck.seq, self.engine.graph.num_vertices,
                      self.engine.graph.num_edges, self.positions)
         else:
             self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                                 max_id_bytes=cfg.max_id_bytes)
+                                 max_id_bytes=cfg.max_id_bytes, max_graph_bytes=cfg.max_graph_bytes)
             if cfg.base_graph:
                 self._load_base(cfg.base_graph)
             log.info("no checkpoint in %s: starting from %s", cfg.checkpoint_dir,
@@ -291,15 +297,36 @@ class Daemon:
         ch = step.changes
         self.metrics.vertices.set(eng.graph.num_vertices)
         self.metrics.edges.set(eng.graph.num_edges)
-        log.info("batch seq=%d edges=%d inserted=%d deleted=%d dropped=%d new_vertices=%d iterations=%d "
-                 "affected=%d graph=%.2fms rank=%.2fms publish=%.2fms published=%d vertices=%d graph_edges=%d",
-                 step.seq, ch.received, ch.num_insertions, ch.num_deletions, sum(ch.dropped.values()),
-                 ch.num_new_vertices, step.rank.iterations, step.rank.affected_total, step.graph_ms,
-                 step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices, eng.graph.num_edges)
-        self._log_event("apply", seq=step.seq, edges=len(batch), positions=pos, t=time.time(),
+        log.info("batch seq=%d edges=%d inserted=%d deleted=%d dropped=%d new_vertices=%d algorithm=%s "
+                 "iterations=%d affected=%d graph=%.2fms rank=%.2fms publish=%.2fms published=%d vertices=%d "
+                 "graph_edges=%d", step.seq, ch.received, ch.num_insertions, ch.num_deletions,
+                 sum(ch.dropped.values()), ch.num_new_vertices, step.rank.algorithm, step.rank.iterations,
+                 step.rank.affected_total, step.graph_ms, step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices,
+                 eng.graph.num_edges)
+        self._log_event("apply", seq=step.seq, edges=len(batch), algorithm=step.rank.algorithm, positions=pos,
+                        t=time.time(),
                         **(staleness_fields(chunks) if self._applied_log is not None else {}))
         if self.drift.due(step.seq):
             self.drift.submit(step.seq, eng)
+
+    def _capacity_stop(self, exc: GraphCapacityError, chunks: list) -> None:
+        """A batch that does not fit the graph store: stop cleanly, never skip it.
+
+        The engine refused the batch before changing anything, so the state is that of the last
+        applied batch; its records' positions were not taken, so the final checkpoint holds every
+        batch before it and a restart (with more room) reads the refused records again. Skipping
+        them to the dead letters would lose valid edges and leave later deletions of them
+        inconsistent, and retrying in place would fail the same way.
+        """
+        edges = sum(len(c) for c in chunks)
+        log.error("graph capacity: the batch after seq=%d (%d edges) does not fit: %s. Stopping with exit "
+                  "status %d after a final checkpoint of everything applied before it; its records stay "
+                  "unconsumed and are applied after a restart with more room (a device with more memory, "
+                  "--device cpu, or a higher --max-graph-bytes). Restarting unchanged fails the same way.",
+                  self.engine.seq, edges, exc, EXIT_GRAPH_CAPACITY)
+        self.metrics.capacity_stops.inc()
+        self._log_event("capacity", seq=self.engine.seq, edges=edges, needed=exc.needed, available=exc.available)
+        self._exit_status = EXIT_GRAPH_CAPACITY
 
     def _publish(self, seq: int) -> int:
         snapshot = self.snapshots is not None and self.snapshots.due(seq)
@@ -406,7 +433,9 @@ class Daemon:
         int
             0 after a clean shutdown with a final checkpoint; 1 when the final checkpoint could
             not be completed or the Kafka client gave up on a published message (the previous
-            checkpoint stands, nothing is lost; a restart re-applies and re-publishes the rest).
+            checkpoint stands, nothing is lost; a restart re-applies and re-publishes the rest);
+            3 (:data:`EXIT_GRAPH_CAPACITY`) when a batch did not fit the graph store: the final
+            checkpoint holds everything before it, and the batch's records are read again on restart.
         """
         from connectors.kafka_clients import DeliveryFailed
 
@@ -433,7 +462,11 @@ class Daemon:
                 if bad:
                     self._dead_letter(bad)
                 if chunks:
-                    self._step(chunks, pos)
+                    try:
+                        self._step(chunks, pos)
+                    except GraphCapacityError as exc:
+                        self._capacity_stop(exc, chunks)
+                        break
                 elif pos:
                     self.positions.update(pos)  # only rejected records or file ends: no batch
                     self._dirty = True
@@ -456,7 +489,7 @@ class Daemon:
             except StreamrankError as exc:
                 log.error("final checkpoint failed: %s (the previous checkpoint stands)", exc)
                 return 1
-            return 0
+            return self._exit_status
         finally:
             self.drift.join(1.0)
             if self.ingest is not None:

@@ -28,7 +28,8 @@ class DaemonMetrics:
 
     def __init__(self, *, registry: CollectorRegistry | None = None):
         r = self.registry = registry or CollectorRegistry()
-        self.batches = Counter("streamrank_batches", "Batches applied", registry=r)
+        self.batches = Counter("streamrank_batches", "Batches applied, by the rank update that ran "
+                               "(auto: dfp, warm or dfp>warm)", ["algorithm"], registry=r)
         self.edges_received = Counter("streamrank_edges_received", "Edges received in batches", registry=r)
         self.edges_applied = Counter("streamrank_edges_applied", "Edges that changed the graph",
                                      ["op"], registry=r)
@@ -56,6 +57,8 @@ class DaemonMetrics:
         self.source_errors = Counter("streamrank_source_errors", "Source/sink errors retried", ["where"],
                                      registry=r)
         self.checkpoints = Counter("streamrank_checkpoints", "Checkpoints written", registry=r)
+        self.capacity_stops = Counter("streamrank_graph_capacity_stops",
+                                      "Stops because a batch did not fit the graph store", registry=r)
         for s in STAGES:
             self.stage_seconds.labels(stage=s)
 
@@ -77,7 +80,7 @@ class DaemonMetrics:
     def observe_step(self, step) -> None:
         """Record one :class:`StepResult` of the engine."""
         ch = step.changes
-        self.batches.inc()
+        self.batches.labels(algorithm=step.rank.algorithm).inc()
         self.edges_received.inc(ch.received)
         self.edges_applied.labels(op="insert").inc(ch.num_insertions)
         self.edges_applied.labels(op="delete").inc(ch.num_deletions)
