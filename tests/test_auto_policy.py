@@ -92,3 +92,14 @@ def test_engine_defaults_to_auto_and_a_restored_engine_chooses_the_same():
     ran_b = [restored.apply(b).rank.algorithm for b in batches[12:]]
     assert ran_a == ran_b
     assert np.array_equal(eng.ranks()[1], restored.ranks()[1])
+
+
+def test_before_any_warm_batch_dfp_iterations_estimate_the_warm_sweeps():
+    """sx-mathoverflow on an H100: DF-P updated 7.6 |V| vertices in 42 iterations where warm
+    sweeps needed 43 full sweeps and took 1.7x longer: not a flood. The same batch with 30 |V|
+    updates is one (half the iterations, 21 sweeps, is the bound)."""
+    pol = AutoPolicy()
+    pol.observe(result("dfp", affected=int(7.6 * N), iterations=42), changes(24), N)
+    assert pol.flood_size is None and pol.choose(changes(24)) == "auto"
+    pol.observe(result("dfp", affected=30 * N, iterations=42), changes(24), N)
+    assert pol.choose(changes(24)) == "warm"

@@ -33,6 +33,7 @@ import numpy as np
 from ..auto_policy import AutoPolicy
 from ..backend import device_name, resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
+from ..device_memory import DeviceMemoryTracker
 from ..errors import InvalidArgumentError
 from ..metrics import l1_error
 from .baselines import CusparsePower, baseline_step, oracle_fn
@@ -104,6 +105,11 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     backend.synchronize()
     report["graph"].update(vertices=graph.num_vertices, edges=graph.num_edges,
                            build_s=time.perf_counter() - t)
+    # Device memory: the store's own arrays, and the peak over the engine's stages (sampled after
+    # the build and after every rank update; the bench's base edge arrays, 16 B per edge, and one
+    # rank vector per algorithm are live then too).
+    track = DeviceMemoryTracker(backend)
+    track.sample("store built")
     log(f"graph {spec['name']}: {graph.num_vertices} vertices, {graph.num_edges} edges "
         f"(generated in {report['graph']['generate_s']:.2f} s, stored in {report['graph']['build_s']:.2f} s) "
         f"on {report['device']}")
@@ -182,6 +188,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 res = rank.update_pagerank(chosen, graph, changes, x[a], config=cfg)
                 backend.synchronize()
                 ms = (time.perf_counter() - t) * 1e3
+                track.sample("engine batches")
                 x[a] = res.x
                 if a in policies:
                     policies[a].observe(res, changes, graph.num_vertices)
@@ -235,7 +242,24 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 + ", ".join(f"{k} {v:.3f} ms" for k, v in profile.items()))
         log(f"fraction {frac:g} (batch of {size} edges) done")
     report["rows"] = rows
+    report["memory"] = _memory_report(graph, track)
+    if report["memory"]["store_bytes"] is not None:
+        m = report["memory"]
+        log(f"device memory: store {m['store_bytes'] / 2**20:.0f} MiB ({m['store_bytes_per_edge']:.1f} B/edge); "
+            f"peak live arrays at the engine's stages {m['peak_pool_used_bytes'] / 2**20:.0f} MiB "
+            f"({m['peak_pool_used_bytes_per_edge']:.1f} B/edge); peak device use {m['peak_device_bytes'] / 2**20:.0f} MiB")
     return report
+
+
+def _memory_report(graph, track) -> dict:
+    e = max(int(graph.num_edges), 1)
+    out = track.report(e)
+    store = int(graph.nbytes) if hasattr(graph, "nbytes") and track.backend.is_gpu else None
+    out["store_bytes"] = store
+    out["store_bytes_per_edge"] = store / e if store is not None else None
+    pool = out.get("peak_pool_used_bytes")
+    out["peak_pool_used_bytes_per_edge"] = pool / e if pool is not None else None
+    return out
 
 
 def _profile_batch(graph, rank, maker, size, x, cfg, backend):

@@ -37,6 +37,12 @@ def format_report(report: dict) -> str:
         b = report.get(key)
         if b:
             lines.append(f"{key}: {b['ms']:.2f} ms, {b.get('iterations', '?')} iterations, L1 error {b['l1_error']:.2e}")
+    mem = report.get("memory") or {}
+    if mem.get("store_bytes") is not None:
+        lines.append(f"device memory: graph store {mem['store_bytes'] / 2**20:.0f} MiB "
+                     f"({mem['store_bytes_per_edge']:.1f} B/edge); peak live arrays during the engine's batches "
+                     f"{mem['peak_pool_used_bytes'] / 2**20:.0f} MiB ({mem['peak_pool_used_bytes_per_edge']:.1f} B/edge, "
+                     f"bench inputs included); peak device use {mem['peak_device_bytes'] / 2**20:.0f} MiB")
     sw = report.get("sweeps")
     if sw:
         lines.append(f"one full sweep ({sw['sweeps_timed']} timed per run; device copy {sw['copy_gb_s']:.0f} GB/s):")
