@@ -55,6 +55,8 @@ class Ingest:
         self._room = threading.Condition()
         self._stop = threading.Event()
         self._thread = None
+        #: ``time.monotonic()`` when the items of the last non-empty :meth:`get` were polled.
+        self.polled_at = 0.0
 
     def start(self) -> None:
         if self.threaded and self._thread is None:
@@ -91,14 +93,18 @@ class Ingest:
             if items:
                 with self._room:
                     self._queued += _edges(items)
-                self._queue.put(items)
+                self._queue.put((time.monotonic(), items))
 
     def get(self, timeout_s: float) -> list:
-        """The next polled items (an empty list when none arrived within ``timeout_s``)."""
+        """The next polled items (an empty list when none arrived within ``timeout_s``); see
+        :attr:`polled_at`."""
         if not self.threaded:
-            return self._poll_once(timeout_s)
+            items = self._poll_once(timeout_s)
+            if items:
+                self.polled_at = time.monotonic()
+            return items
         try:
-            items = self._queue.get(timeout=max(0.0, timeout_s))
+            self.polled_at, items = self._queue.get(timeout=max(0.0, timeout_s))
         except queue.Empty:
             return []
         with self._room:
