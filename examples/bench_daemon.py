@@ -138,19 +138,20 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                           rdir / "daemon.log")
     rss = RssSampler(daemon.pid)
     rss.start()
-    prod = None
+    prods = []
     try:
         deadline = time.time() + 60
         while not (applied.exists() and "serving" in (rdir / "daemon.log").read_text()):
             if daemon.poll() is not None or time.time() > deadline:
                 raise SystemExit(f"daemon did not start:\n{(rdir / 'daemon.log').read_text()[-2000:]}")
             time.sleep(0.1)
-        prod = subprocess.Popen([sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers",
-                                 bootstrap, "--topic", topic, "--file", args.file, "--format", run["format"],
-                                 "--edges-per-message", str(run["edges_per_message"]), "--loop", "--duration",
-                                 str(args.warmup + args.seconds + 5), "--rate", str(run["rate"]),
-                                 "--client", args.producer_client],
-                                env=child_env(), stdout=open(rdir / "producer.log", "w"), stderr=subprocess.STDOUT)
+        for k in range(args.producers):  # each replays the file at RATE / producers
+            prods.append(subprocess.Popen(
+                [sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers", bootstrap,
+                 "--topic", topic, "--file", args.file, "--format", run["format"], "--edges-per-message",
+                 str(run["edges_per_message"]), "--loop", "--duration", str(args.warmup + args.seconds + 5),
+                 "--rate", str(run["rate"] / args.producers), "--client", args.producer_client],
+                env=child_env(), stdout=open(rdir / f"producer{k}.log", "w"), stderr=subprocess.STDOUT))
         t_prod = time.time()
         time.sleep(args.warmup)
         t_start = time.time()
@@ -161,7 +162,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
         rc = daemon.wait(120)
     finally:
         rss.stop()
-        for p in (prod, daemon):
+        for p in (*prods, daemon):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
@@ -172,12 +173,15 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
     ck = [e for e in events if e["event"] == "checkpoint"]
     stages = stage_split(metrics)
     total_stage = sum(v.get("sum", 0.0) for v in stages.values())
-    prod_lines = [ln for ln in (rdir / "producer.log").read_text().splitlines() if "edges" in ln]
-    produced = None
-    for ln in prod_lines:
-        m = re.match(r"(\d+) edges in ([0-9.]+)s", ln)
-        if m and 0 < float(m.group(2)) <= t_end - t_prod:
-            produced = round(int(m.group(1)) / float(m.group(2)))
+    produced = 0
+    for k in range(len(prods)):
+        last = None
+        for ln in (rdir / f"producer{k}.log").read_text().splitlines():
+            m = re.match(r"(\d+) edges in ([0-9.]+)s", ln)
+            if m and 0 < float(m.group(2)) <= t_end - t_prod:
+                last = int(m.group(1)) / float(m.group(2))
+        produced += last or 0
+    produced = round(produced) or None
     p50, p99 = hist_quantiles(win)
     split = latency_split(win)
 
@@ -191,7 +195,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                 "max_bytes": max(e["bytes"] for e in c)}
 
     return {
-        **run, "tag": tag, "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
+        **run, "tag": tag, "producers": args.producers, "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
         "edges_per_s": round(edges_after_first / span) if span > 0 else None,
         "producer_edges_per_s_reported": produced,
         "median_batch_edges": int(np.median([e["edges"] for e in win])) if win else 0,
@@ -248,6 +252,8 @@ def main(argv=None) -> int:
     ap.add_argument("--publish-threshold", type=float, default=1e-6)
     ap.add_argument("--checkpoint-interval", type=float, default=5.0)
     ap.add_argument("--full-every", type=int, default=4, help="--full-checkpoint-every of the daemon")
+    ap.add_argument("--producers", type=int, default=1,
+                    help="producer processes (each sends RATE / N edges/s; one Python producer caps the rate)")
     ap.add_argument("--producer-client", default="auto", choices=("auto", "confluent", "kafka-python"))
     ap.add_argument("--string-ids", action="store_true",
                     help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
