@@ -107,6 +107,21 @@ class RssSampler(threading.Thread):
         self._stop.set()
 
 
+def prime_kernels(device: str) -> str:
+    """Compile the engine's kernels once (Numba's disk cache, CuPy's kernel cache), so that the first
+    measured run does not pay for it; returns the processor's name."""
+    from streamrank.backend import device_name
+    from streamrank.batch import EdgeBatch
+    from streamrank.engine import Engine
+
+    rng = np.random.default_rng(0)
+    eng = Engine(device, "dfp")
+    for _ in range(3):
+        n = 20000
+        eng.apply(EdgeBatch.from_arrays(rng.integers(0, 5000, n), rng.integers(0, 5000, n), rng.random(n) < 0.8))
+    return device_name(eng.backend)
+
+
 def parse_run(spec: str) -> dict:
     parts = spec.split(":")
     if len(parts) not in (4, 5):
@@ -157,6 +172,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
         t_start = time.time()
         time.sleep(args.seconds)
         t_end = time.time()
+        load = os.getloadavg()[0]  # 1-minute load average of the host at the end of the window
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(120)
@@ -195,7 +211,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                 "max_bytes": max(e["bytes"] for e in c)}
 
     return {
-        **run, "tag": tag, "producers": args.producers, "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
+        **run, "tag": tag, "producers": args.producers, "host_load_1min": round(load, 1), "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
         "edges_per_s": round(edges_after_first / span) if span > 0 else None,
         "producer_edges_per_s_reported": produced,
         "median_batch_edges": int(np.median([e["edges"] for e in win])) if win else 0,
@@ -261,6 +277,9 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", help="write the plot here (PNG)")
     args = ap.parse_args(argv)
     runs = [parse_run(s) for s in args.runs.split(",") if s]
+    t0 = time.perf_counter()
+    processor = prime_kernels(args.device)
+    print(f"engine kernels ready on {processor} ({args.device}) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     bootstrap, broker = start_broker(args.bootstrap_servers)
     work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
     if args.string_ids:
@@ -274,7 +293,7 @@ def main(argv=None) -> int:
             results.append(one_run(run, args, bootstrap, broker, work))
             r = results[-1]
             print(f"{r['tag']}: {r['edges_per_s']} edges/s, staleness p50/p99 {r['staleness_ms_p50']}/"
-                  f"{r['staleness_ms_p99']} ms; oldest record per batch, p50/p99 ms: {r['latency_split_ms']}",
+                  f"{r['staleness_ms_p99']} ms (host load {r['host_load_1min']}); oldest record per batch, p50/p99 ms: {r['latency_split_ms']}",
                   file=sys.stderr)
     finally:
         if broker is not None:
@@ -287,7 +306,8 @@ def main(argv=None) -> int:
         print(f"{r['tag']:42} {r['edges_per_s'] or 0:>9} {r['producer_edges_per_s_reported'] or 0:>9} "
               f"{r['staleness_ms_p50'] or 0:>8} {r['staleness_ms_p99'] or 0:>8} {ck(r['checkpoint_full']):>20} "
               f"{ck(r['checkpoint_incremental']):>20} {r['rss_mib_max'] or 0:>8}")
-    report = {"host": {"cpus": os.cpu_count()}, "args": vars(args), "runs": results}
+    report = {"host": {"cpus": os.cpu_count(), "processor": processor, "load_average": os.getloadavg()},
+              "args": vars(args), "runs": results}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1))

