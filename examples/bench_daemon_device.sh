@@ -12,10 +12,15 @@
 #    go, ranks published (one Arrow message per batch), and prints the tables (bench_daemon.py
 #    compiles the engine's kernels before its first run, so that no measured run pays for it).
 #
-# Results go to $OUT (default out/device-bench): per device daemon_<dev>.json and .png, the
-# printed tables (tables.txt) and the daemon and producer logs (logs.tar.gz): 6 files.
+# 3. On the first device (the GPU where there is one): staleness at a fixed 100,000 single-edge
+#    JSON messages/s, keyed and Arrow rank output, batches of up to 10,000 edges closed 50 ms
+#    after their first record was polled (the docs/DAEMON.md staleness command, two rows).
 #
-# Settings (environment): SR_GPU_SECONDS (60), SR_CPU_SECONDS (30), SR_WARMUP (8),
+# Results go to $OUT (default out/device-bench): per device daemon_<dev>.json and .png,
+# daemon_<dev>_staleness.json and .png, the printed tables (tables.txt) and the daemon and
+# producer logs (logs.tar.gz): 8 files. About 7 minutes with the defaults.
+#
+# Settings (environment): SR_GPU_SECONDS (60), SR_CPU_SECONDS (30), SR_STALENESS_SECONDS (20; 0: skip), SR_WARMUP (8),
 # SR_DEVICES ("gpu cpu"), SR_RUNS (the three runs below), SR_PRODUCERS (4), SR_BATCH_SIZE (50000),
 # SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
 set -u -o pipefail
@@ -32,6 +37,7 @@ DEVICES=${SR_DEVICES:-"gpu cpu"}
 RUNS=${SR_RUNS:-arrow:1000:confluent:arrow,json:1000:confluent:arrow,json:1:confluent:arrow}
 PRODUCERS=${SR_PRODUCERS:-4}
 BATCH_SIZE=${SR_BATCH_SIZE:-50000}
+STALENESS_SECONDS=${SR_STALENESS_SECONDS:-20}
 WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
 mkdir -p "$OUT" "$DEPS"
 TABLES="$OUT/tables.txt"
@@ -94,6 +100,19 @@ for dev in $devices; do
     rc=${PIPESTATUS[0]}
     [ "$rc" = 0 ] || { echo "bench_daemon.py --device $dev exited $rc" | tee -a "$TABLES"; status=1; }
 done
+
+# ---------------------------------------------------------------- 4. staleness at 100 k edges/s (first device)
+if [ "$STALENESS_SECONDS" != 0 ]; then
+    dev=${devices# }; dev=${dev%% *}
+    echo "== staleness, --device $dev: single-edge JSON at 100,000 edges/s, ${STALENESS_SECONDS}s after ${WARMUP}s" \
+        | tee -a "$TABLES"
+    TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py \
+        --runs json:1:confluent:keyed:100000,json:1:confluent:arrow:100000 --device "$dev" \
+        --batch-size 10000 --batch-wait-ms 50 --seconds "$STALENESS_SECONDS" --warmup "$WARMUP" \
+        --json "$OUT/daemon_${dev}_staleness.json" --plot "$OUT/daemon_${dev}_staleness.png" 2>&1 | tee -a "$TABLES"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] || { echo "bench_daemon.py (staleness) exited $rc" | tee -a "$TABLES"; status=1; }
+fi
 
 # ---------------------------------------------------------------- logs (checkpoints left out)
 (cd "$WORK" && tar czf "$OUT/logs.tar.gz" --exclude='*/ckpt' . 2>/dev/null)

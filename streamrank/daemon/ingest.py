@@ -22,8 +22,12 @@ from ..errors import SourceError
 
 log = logging.getLogger("streamrank.daemon")
 
-#: A poll returns after this long even when it got fewer records than it may take (latency bound).
-POLL_TIMEOUT_S = 0.02
+#: A poll returns after this long even when it got fewer records than it may take (latency bound:
+#: librdkafka's batch consume waits the whole timeout unless the poll fills up, and the oldest
+#: record of a poll waited all of it; at 50 k single-edge messages/s on the 2-core host the oldest
+#: record was 105 ms old (median) when a poll returned with 20 ms, 40 ms with 5 ms, one run each;
+#: at 100 k/s four alternated pairs of runs did not tell the two apart on that shared host).
+POLL_TIMEOUT_S = 0.005
 
 
 class Ingest:
