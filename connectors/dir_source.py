@@ -51,6 +51,10 @@ class FileDeadLetters:
             self._fh = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
             raise SourceError(f"cannot open dead-letter file {self.path}: {exc}") from exc
+        self._unsynced = False
+
+    #: A checkpoint must flush this sink itself (the Kafka producer's acknowledgements do not cover it).
+    acked_by_producer = False
 
     def send(self, bad: BadRecord) -> None:
         value = bytes(bad.value or b"")
@@ -63,14 +67,18 @@ class FileDeadLetters:
                "value_b64": base64.b64encode(value).decode(), "value": text}
         try:
             self._fh.write(json.dumps(rec) + "\n")
+            self._unsynced = True
         except OSError as exc:
             raise SourceError(f"cannot write dead-letter file {self.path}: {exc}") from exc
 
     def flush(self) -> None:
-        """Flush and fsync (called before every checkpoint)."""
+        """Flush and fsync (called before every checkpoint); nothing to do when nothing was written."""
+        if not self._unsynced:
+            return
         try:
             self._fh.flush()
             os.fsync(self._fh.fileno())
+            self._unsynced = False
         except OSError as exc:
             raise SourceError(f"cannot flush dead-letter file {self.path}: {exc}") from exc
 

@@ -5,17 +5,23 @@
 - ``"kafka-python"``: pure Python, always supported.
 
 :func:`resolve_client` picks one; :func:`make_producer` returns a producer with ``send``,
-``flush`` and ``close``; sources are in :mod:`connectors.kafka_source` (kafka-python) and
+``flush``, ``mark``/``wait_acked`` and ``close``; sources are in :mod:`connectors.kafka_source` (kafka-python) and
 :mod:`connectors.kafka_confluent`, made by :func:`make_source`.
 
 Delivery failures (a message the client gave up on) are remembered: every later ``flush`` raises
 :class:`DeliveryFailed`, so no checkpoint can claim output that was lost; the daemon exits and
 its restart re-publishes from the last checkpoint.
+
+``mark()`` returns a token for "everything sent so far"; ``wait_acked(token)`` (callable from
+another thread while the loop goes on sending) returns once all those messages are acknowledged,
+so a checkpoint can wait for its output off the loop's critical path.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
 
 from streamrank.errors import InvalidArgumentError, StreamrankError
@@ -71,8 +77,12 @@ def make_source(client: str, **kw):
     return KafkaEdgeSource(**kw)
 
 
-def make_producer(client: str, bootstrap_servers: str, *, client_id: str = "streamrank-serve", linger_ms: int = 20):
+def make_producer(client: str, bootstrap_servers: str, *, client_id: str = "streamrank-serve", linger_ms: int = 5):
     """A producer configured for at-least-once delivery (acks from all replicas).
+
+    ``linger_ms`` (5): how long the client gathers messages before a request; the rank updates of
+    a batch are handed over within a few milliseconds, and every millisecond of linger adds to
+    the time until a consumer sees them (a checkpoint's wait for acknowledgements too).
 
     Raises
     ------
@@ -130,6 +140,23 @@ class KafkaPythonProducer:
         if self.failed:
             raise DeliveryFailed(f"{self.failed} messages were not delivered (last: {self._err})")
 
+    def mark(self):
+        """A token for the messages sent so far (see :meth:`wait_acked`)."""
+        return None
+
+    def wait_acked(self, token, *, timeout_s: float = 30.0) -> None:
+        """Wait until every message sent before ``mark()`` returned ``token`` is acknowledged.
+
+        kafka-python's ``flush`` waits for the batches incomplete when it is called (messages
+        sent meanwhile by another thread do not prolong it), which covers the token's messages.
+
+        Raises
+        ------
+        SinkError, DeliveryFailed
+            As :meth:`flush`.
+        """
+        self.flush(timeout_s=timeout_s)
+
     def close(self, *, timeout_s: float = 5.0) -> None:
         self._p.close(timeout=timeout_s)
 
@@ -151,23 +178,34 @@ class ConfluentProducer:
         self.failed = 0
         self._err = None
         self._since_poll = 0
+        # messages per generation (a generation ends at each mark()): sent by the loop's thread,
+        # reported (acknowledged or failed) by whichever thread serves delivery reports
+        self._lock = threading.Lock()
+        self._gen = 0
+        self._oldest = 0
+        self._sent = {0: 0}
+        self._reported = {0: 0}
+        self._on_delivery = functools.partial(self._delivered, 0)
 
-    def _delivered(self, err, msg):
-        if err is not None:
-            self.failed += 1
-            self._err = err
+    def _delivered(self, gen, err, msg):
+        with self._lock:
+            self._reported[gen] += 1
+            if err is not None:
+                self.failed += 1
+                self._err = err
 
     def send(self, topic: str, *, key, value, headers) -> None:
         from confluent_kafka import KafkaException
 
         while True:
             try:
-                self._p.produce(topic, value=value, key=key, headers=headers, on_delivery=self._delivered)
+                self._p.produce(topic, value=value, key=key, headers=headers, on_delivery=self._on_delivery)
                 break
             except BufferError:  # local queue full: serve delivery reports, then retry
                 self._p.poll(0.05)
             except (KafkaException, ValueError, TypeError) as exc:
                 raise SinkError(f"sending to {topic} failed: {exc}") from exc
+        self._sent[self._gen] += 1
         self._since_poll += 1
         if self._since_poll >= 10000:
             self._p.poll(0)
@@ -183,6 +221,42 @@ class ConfluentProducer:
             raise SinkError(f"Kafka flush timed out with {left} messages unacknowledged")
         if self.failed:
             raise DeliveryFailed(f"{self.failed} messages were not delivered (last: {self._err})")
+
+    def mark(self) -> int:
+        """A token for the messages sent so far (call on the thread that sends)."""
+        with self._lock:
+            token = self._gen
+            self._gen += 1
+            self._sent[self._gen] = 0
+            self._reported[self._gen] = 0
+            self._on_delivery = functools.partial(self._delivered, self._gen)
+        return token
+
+    def wait_acked(self, token: int, *, timeout_s: float = 30.0) -> None:
+        """Wait until every message sent before ``mark()`` returned ``token`` is acknowledged.
+
+        Serves delivery reports meanwhile; messages sent after the mark do not prolong the wait.
+
+        Raises
+        ------
+        SinkError, DeliveryFailed
+            As :meth:`flush`.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                while self._oldest <= token and self._reported[self._oldest] >= self._sent[self._oldest]:
+                    del self._sent[self._oldest], self._reported[self._oldest]
+                    self._oldest += 1
+                done = self._oldest > token
+                left = sum(self._sent[g] - self._reported[g] for g in range(self._oldest, token + 1)) if not done else 0
+            if self.failed:
+                raise DeliveryFailed(f"{self.failed} messages were not delivered (last: {self._err})")
+            if done:
+                return
+            if time.monotonic() >= deadline:
+                raise SinkError(f"Kafka acknowledgements timed out with {left} messages unacknowledged")
+            self._p.poll(0.005)  # serves delivery reports (their callbacks run on this thread)
 
     def close(self, *, timeout_s: float = 5.0) -> None:
         self._p.flush(timeout_s)

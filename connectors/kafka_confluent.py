@@ -17,12 +17,7 @@ import numpy as np
 from streamrank.errors import SourceError
 
 from .fetch import fetch_items
-from .kafka_source import KafkaSourceBase, parse_position_key, position_key
-
-#: Longest the broker may hold a fetch without data. Apache Kafka answers a fetch as soon as data
-#: arrives; some Kafka-protocol brokers (Tansu) hold it for the whole wait, which then becomes
-#: latency (measured: 145 ms median produce-to-consume with librdkafka's 500 ms default, 23 ms with 20).
-FETCH_WAIT_MS = 20
+from .kafka_source import FETCH_WAIT_MS, KafkaSourceBase, parse_position_key, position_key
 
 log = logging.getLogger(__name__)
 

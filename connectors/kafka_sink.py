@@ -175,6 +175,9 @@ def _json_vertex(v) -> bytes:
 class KafkaDeadLetters:
     """Sends rejected records to a dead-letter topic with their reason in headers."""
 
+    #: Sent through the daemon's producer: its acknowledgements (``mark``/``wait_acked``) cover these.
+    acked_by_producer = True
+
     def __init__(self, producer, topic: str):
         self.producer = producer
         self.topic = topic

@@ -67,6 +67,22 @@ def hist_quantiles(events, qs=(0.5, 0.99)):
     return [round(float(STALENESS_EDGES_MS[1 + int(np.searchsorted(cum, q * cum[-1]))]), 1) for q in qs]
 
 
+def latency_split(events) -> dict:
+    """Where the oldest record of each batch spent its staleness, p50/p99 over batches (ms):
+    ``produce_to_poll`` (producer, broker, fetch, decode), ``poll_to_close`` (queue and batch
+    window), ``close_to_publish`` (graph, ranks, publish hand-over)."""
+    parts = {"produce_to_poll": [], "poll_to_close": [], "close_to_publish": []}
+    for e in events:
+        if "stale_ms" not in e or e.get("polled") is None:
+            continue
+        oldest = e["stale_ms"][2]
+        parts["produce_to_poll"].append(oldest - (e["t"] - e["polled"]) * 1e3)
+        parts["poll_to_close"].append((e["closed"] - e["polled"]) * 1e3)
+        parts["close_to_publish"].append((e["t"] - e["closed"]) * 1e3)
+    return {k: [round(float(np.percentile(v, 50)), 1), round(float(np.percentile(v, 99)), 1)] if v else None
+            for k, v in parts.items()}
+
+
 class RssSampler(threading.Thread):
     """Samples a process's resident set size (MiB) every ``period`` seconds."""
 
@@ -89,6 +105,21 @@ class RssSampler(threading.Thread):
 
     def stop(self):
         self._stop.set()
+
+
+def prime_kernels(device: str) -> str:
+    """Compile the engine's kernels once (Numba's disk cache, CuPy's kernel cache), so that the first
+    measured run does not pay for it; returns the processor's name."""
+    from streamrank.backend import device_name
+    from streamrank.batch import EdgeBatch
+    from streamrank.engine import Engine
+
+    rng = np.random.default_rng(0)
+    eng = Engine(device, "dfp")
+    for _ in range(3):
+        n = 20000
+        eng.apply(EdgeBatch.from_arrays(rng.integers(0, 5000, n), rng.integers(0, 5000, n), rng.random(n) < 0.8))
+    return device_name(eng.backend)
 
 
 def parse_run(spec: str) -> dict:
@@ -122,30 +153,32 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                           rdir / "daemon.log")
     rss = RssSampler(daemon.pid)
     rss.start()
-    prod = None
+    prods = []
     try:
         deadline = time.time() + 60
         while not (applied.exists() and "serving" in (rdir / "daemon.log").read_text()):
             if daemon.poll() is not None or time.time() > deadline:
                 raise SystemExit(f"daemon did not start:\n{(rdir / 'daemon.log').read_text()[-2000:]}")
             time.sleep(0.1)
-        prod = subprocess.Popen([sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers",
-                                 bootstrap, "--topic", topic, "--file", args.file, "--format", run["format"],
-                                 "--edges-per-message", str(run["edges_per_message"]), "--loop", "--duration",
-                                 str(args.warmup + args.seconds + 5), "--rate", str(run["rate"]),
-                                 "--client", args.producer_client],
-                                env=child_env(), stdout=open(rdir / "producer.log", "w"), stderr=subprocess.STDOUT)
+        for k in range(args.producers):  # each replays the file at RATE / producers
+            prods.append(subprocess.Popen(
+                [sys.executable, str(ROOT / "examples" / "produce_edges.py"), "--bootstrap-servers", bootstrap,
+                 "--topic", topic, "--file", args.file, "--format", run["format"], "--edges-per-message",
+                 str(run["edges_per_message"]), "--loop", "--duration", str(args.warmup + args.seconds + 5),
+                 "--rate", str(run["rate"] / args.producers), "--client", args.producer_client],
+                env=child_env(), stdout=open(rdir / f"producer{k}.log", "w"), stderr=subprocess.STDOUT))
         t_prod = time.time()
         time.sleep(args.warmup)
         t_start = time.time()
         time.sleep(args.seconds)
         t_end = time.time()
+        load = os.getloadavg()[0]  # 1-minute load average of the host at the end of the window
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(120)
     finally:
         rss.stop()
-        for p in (prod, daemon):
+        for p in (*prods, daemon):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
@@ -156,13 +189,17 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
     ck = [e for e in events if e["event"] == "checkpoint"]
     stages = stage_split(metrics)
     total_stage = sum(v.get("sum", 0.0) for v in stages.values())
-    prod_lines = [ln for ln in (rdir / "producer.log").read_text().splitlines() if "edges" in ln]
-    produced = None
-    for ln in prod_lines:
-        m = re.match(r"(\d+) edges in ([0-9.]+)s", ln)
-        if m and 0 < float(m.group(2)) <= t_end - t_prod:
-            produced = round(int(m.group(1)) / float(m.group(2)))
+    produced = 0
+    for k in range(len(prods)):
+        last = None
+        for ln in (rdir / f"producer{k}.log").read_text().splitlines():
+            m = re.match(r"(\d+) edges in ([0-9.]+)s", ln)
+            if m and 0 < float(m.group(2)) <= t_end - t_prod:
+                last = int(m.group(1)) / float(m.group(2))
+        produced += last or 0
+    produced = round(produced) or None
     p50, p99 = hist_quantiles(win)
+    split = latency_split(win)
 
     def ck_summary(kind):
         c = [e for e in ck if e.get("kind") == kind]
@@ -174,11 +211,11 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path) -> dict:
                 "max_bytes": max(e["bytes"] for e in c)}
 
     return {
-        **run, "tag": tag, "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
+        **run, "tag": tag, "producers": args.producers, "host_load_1min": round(load, 1), "id_type": "string" if args.string_ids else "int", "window_s": round(t_end - t_start, 1), "batches": len(win),
         "edges_per_s": round(edges_after_first / span) if span > 0 else None,
         "producer_edges_per_s_reported": produced,
         "median_batch_edges": int(np.median([e["edges"] for e in win])) if win else 0,
-        "staleness_ms_p50": p50, "staleness_ms_p99": p99,
+        "staleness_ms_p50": p50, "staleness_ms_p99": p99, "latency_split_ms": split,
         "checkpoint_full": ck_summary("full"), "checkpoint_incremental": ck_summary("incremental"),
         "rss_mib_max": max((s[1] for s in rss.samples), default=None), "rss_mib": rss.samples,
         "stage_share": {k: round(v.get("sum", 0.0) / total_stage, 3) for k, v in stages.items()} if total_stage else {},
@@ -231,6 +268,8 @@ def main(argv=None) -> int:
     ap.add_argument("--publish-threshold", type=float, default=1e-6)
     ap.add_argument("--checkpoint-interval", type=float, default=5.0)
     ap.add_argument("--full-every", type=int, default=4, help="--full-checkpoint-every of the daemon")
+    ap.add_argument("--producers", type=int, default=1,
+                    help="producer processes (each sends RATE / N edges/s; one Python producer caps the rate)")
     ap.add_argument("--producer-client", default="auto", choices=("auto", "confluent", "kafka-python"))
     ap.add_argument("--string-ids", action="store_true",
                     help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
@@ -238,6 +277,9 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", help="write the plot here (PNG)")
     args = ap.parse_args(argv)
     runs = [parse_run(s) for s in args.runs.split(",") if s]
+    t0 = time.perf_counter()
+    processor = prime_kernels(args.device)
+    print(f"engine kernels ready on {processor} ({args.device}) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     bootstrap, broker = start_broker(args.bootstrap_servers)
     work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
     if args.string_ids:
@@ -251,7 +293,8 @@ def main(argv=None) -> int:
             results.append(one_run(run, args, bootstrap, broker, work))
             r = results[-1]
             print(f"{r['tag']}: {r['edges_per_s']} edges/s, staleness p50/p99 {r['staleness_ms_p50']}/"
-                  f"{r['staleness_ms_p99']} ms", file=sys.stderr)
+                  f"{r['staleness_ms_p99']} ms (host load {r['host_load_1min']}); oldest record per batch, p50/p99 ms: {r['latency_split_ms']}",
+                  file=sys.stderr)
     finally:
         if broker is not None:
             broker.stop()
@@ -263,7 +306,8 @@ def main(argv=None) -> int:
         print(f"{r['tag']:42} {r['edges_per_s'] or 0:>9} {r['producer_edges_per_s_reported'] or 0:>9} "
               f"{r['staleness_ms_p50'] or 0:>8} {r['staleness_ms_p99'] or 0:>8} {ck(r['checkpoint_full']):>20} "
               f"{ck(r['checkpoint_incremental']):>20} {r['rss_mib_max'] or 0:>8}")
-    report = {"host": {"cpus": os.cpu_count()}, "args": vars(args), "runs": results}
+    report = {"host": {"cpus": os.cpu_count(), "processor": processor, "load_average": os.getloadavg()},
+              "args": vars(args), "runs": results}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1))

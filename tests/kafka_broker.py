@@ -238,6 +238,17 @@ def lineage(events: list):
 
 
 # ---------------------------------------------------------------------------- checks shared by daemon tests
+def check_restored(killed_events: list, restart_events: list) -> int:
+    """The restart resumed from a checkpoint of the killed run: the last one it logged, or one
+    written after it (checkpoints are written on a worker thread while batches go on; a kill can
+    land after a checkpoint's write and before its log line). Returns the restored seq."""
+    logged = max(e["seq"] for e in killed_events if e["event"] == "checkpoint")
+    applied = {e["seq"] for e in killed_events if e["event"] == "apply"}
+    restored = [e["seq"] for e in restart_events if e["event"] == "restore"][-1]
+    assert restored == logged or (restored > logged and restored in applied), (restored, logged)
+    return restored
+
+
 def make_events(seed: int, n: int, num_vertices: int):
     """Random insertions with ~15% deletions of present edges, in arrival order."""
     rng = np.random.default_rng(seed)

@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 import pytest
-from kafka_broker import (Broker, DaemonProcess, free_port, kafka_broker, l1, lineage,  # noqa: F401
+from kafka_broker import (Broker, DaemonProcess, check_restored, free_port, kafka_broker, l1, lineage,  # noqa: F401
                           make_events, oracle_error, ranks_by_id)
 
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
@@ -208,8 +208,7 @@ def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterru
     d2.wait_edges(len(EVENTS))
     assert d2.terminate() == 0, d2.log_tail()
     events = d2.events()
-    restore = [e for e in events if e["event"] == "restore"]
-    assert restore[-1]["seq"] == last_ckpt  # the restart resumed from the last durable checkpoint
+    check_restored(ev1, events)  # the restart resumed from the last durable checkpoint
     chain, edges = lineage(events)  # asserts every seq 1..N exactly once in the final lineage
     assert edges == len(EVENTS)
     assert [a["seq"] for a in chain] == list(range(1, len(chain) + 1))
@@ -345,4 +344,30 @@ def test_source_picks_up_a_new_topic_keeping_positions(kafka_broker, client):
     finally:
         busy.close()
         quiet.close()
+        prod.close()
+
+
+def test_producer_waits_for_the_acknowledgements_of_a_mark(kafka_broker, client):
+    """``wait_acked(mark())`` returns once the messages sent before the mark are on the broker, on
+    another thread while more are sent (how the checkpoint worker uses it)."""
+    import threading
+
+    from connectors.kafka_clients import make_producer
+
+    topic = kafka_broker.create_topic(partitions=2)
+    prod = make_producer(client, kafka_broker.bootstrap)
+    try:
+        for i in range(200):
+            prod.send(topic, key=b"%d" % i, value=b"before", headers=[])
+        token = prod.mark()
+        waiter = threading.Thread(target=prod.wait_acked, args=(token,), kwargs={"timeout_s": 20.0})
+        waiter.start()
+        for i in range(200):
+            prod.send(topic, key=b"%d" % i, value=b"after", headers=[])
+        waiter.join(25)
+        assert not waiter.is_alive()
+        got = kafka_broker.read_all(topic)
+        assert sum(r.value == b"before" for r in got) == 200
+        prod.flush(timeout_s=20)
+    finally:
         prod.close()

@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pyarrow as pa
 import pytest
-from kafka_broker import (DaemonProcess, kafka_broker, l1, lineage, make_events, ranks_by_id)  # noqa: F401
+from kafka_broker import (DaemonProcess, check_restored, kafka_broker, l1, lineage, make_events, ranks_by_id)  # noqa: F401
 
 from connectors.kafka_clients import confluent_available
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
@@ -222,12 +222,11 @@ def test_kafka_string_ids_sigkill_restart(kafka_broker, kafka_run, client, tmp_p
     d1.kill()
     ev1 = d1.events()
     assert 0 < lineage(ev1)[1] < len(EVENTS), "the kill did not land mid-stream"
-    last_ckpt = max(e["seq"] for e in ev1 if e["event"] == "checkpoint")
     d2 = DaemonProcess(args, tmp_path)
     d2.wait_edges(len(EVENTS))
     assert d2.terminate() == 0, d2.log_tail()
     events = d2.events()
-    assert [e for e in events if e["event"] == "restore"][-1]["seq"] == last_ckpt
+    check_restored(ev1, events)
     chain, edges = lineage(events)
     assert edges == len(EVENTS) and [a["seq"] for a in chain] == list(range(1, len(chain) + 1))
     ck = load_latest(tmp_path / "ckpt")

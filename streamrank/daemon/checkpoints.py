@@ -97,37 +97,76 @@ class CheckpointStage:
         pending = sum(_logged_bytes(b) for b in self._pending)
         return self._full_bytes > 0 and self._log.nbytes + pending > LOG_TO_FULL_RATIO * self._full_bytes
 
-    def write(self, engine, *, positions: dict, ranks, meta: dict) -> CheckpointInfo:
-        """Write a checkpoint of ``engine`` at ``positions``.
+    def prepare(self, engine, *, positions: dict, ranks, meta: dict) -> "CheckpointPlan":
+        """Take what the next checkpoint of ``engine`` at ``positions`` writes, on the caller's thread.
 
-        ``ranks`` is a callable returning ``(external ids, p)``, called for a full checkpoint only.
+        The batches recorded since the last checkpoint are taken from the stage; for a full
+        checkpoint the engine's state and ``ranks()`` (a callable returning ``(external ids, p)``)
+        are copied to the host now, so :meth:`write_plan` may run on another thread while the
+        engine moves on. Plans must be written in the order they were prepared, one at a time.
+        """
+        full = self._full_due()
+        plan = CheckpointPlan(full=full, seq=int(engine.seq), positions=dict(positions), meta=dict(meta),
+                              batches=self._pending)
+        self._pending = []
+        if full:
+            plan.state = engine.state()
+            plan.ranks = ranks()
+            self._since_full = 0
+            self._force_full = False
+        else:
+            self._since_full += 1
+        return plan
+
+    def write_plan(self, plan: "CheckpointPlan") -> CheckpointInfo:
+        """Write a prepared checkpoint (an incremental frame, or a full checkpoint).
 
         Raises
         ------
         CheckpointError
-            The previous checkpoint stands; calling again retries.
+            The previous checkpoint stands; calling again with the same plan retries.
         """
         t0 = time.perf_counter()
-        if not self._full_due():
-            n = self._log.append(self._pending, positions)
-            self._pending = []
-            self._since_full += 1
+        if not plan.full:
+            n = self._log.append(plan.batches, plan.positions) if not plan.appended else 0
+            plan.appended = True
             return CheckpointInfo("incremental", self._log.path, n, time.perf_counter() - t0)
-        if self._log is not None and self._pending:
-            self._log.append(self._pending, positions)  # logs chain across full checkpoints
-            self._pending = []
-        path = save_checkpoint(self.directory, engine.state(), seq=engine.seq, positions=positions, meta=meta,
-                               ranks=ranks(), keep=self.keep)
+        if self._log is not None and plan.batches and not plan.appended:
+            self._log.append(plan.batches, plan.positions)  # logs chain across full checkpoints
+        plan.appended = True
+        path = save_checkpoint(self.directory, plan.state, seq=plan.seq, positions=plan.positions, meta=plan.meta,
+                               ranks=plan.ranks, keep=self.keep)
         size = os.path.getsize(path)
         if self._log is not None:
             self._log.close()
-        self._log = BatchLog(log_path(self.directory, engine.seq))
-        self._pending = []
-        self._since_full = 0
+        self._log = BatchLog(log_path(self.directory, plan.seq))
         self._full_bytes = size
-        self._force_full = False
         self._drop_old_logs()
         return CheckpointInfo("full", path, size, time.perf_counter() - t0)
+
+    def write(self, engine, *, positions: dict, ranks, meta: dict) -> CheckpointInfo:
+        """:meth:`prepare` and :meth:`write_plan` in one call.
+
+        Raises
+        ------
+        CheckpointError
+            The previous checkpoint stands; the batches stay recorded for the next call.
+        """
+        plan = self.prepare(engine, positions=positions, ranks=ranks, meta=meta)
+        try:
+            return self.write_plan(plan)
+        except Exception:
+            self._undo(plan)
+            raise
+
+    def _undo(self, plan: "CheckpointPlan") -> None:
+        """Put a plan that was not written back, so that the next checkpoint holds its batches."""
+        if not plan.appended:
+            self._pending[0:0] = plan.batches
+        if plan.full:
+            self._force_full = True
+        else:
+            self._since_full -= 1
 
     def _drop_old_logs(self) -> None:
         kept = list_checkpoints(self.directory)
@@ -145,6 +184,20 @@ class CheckpointStage:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+@dataclass
+class CheckpointPlan:
+    """What one checkpoint writes, taken on the loop's thread (:meth:`CheckpointStage.prepare`)."""
+
+    full: bool
+    seq: int
+    positions: dict
+    meta: dict
+    batches: list
+    state: dict | None = None
+    ranks: tuple | None = None
+    appended: bool = False       # the batches are in the log (a retry must not append them again)
 
 
 def _ids(values):

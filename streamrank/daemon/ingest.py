@@ -22,8 +22,12 @@ from ..errors import SourceError
 
 log = logging.getLogger("streamrank.daemon")
 
-#: A poll returns after this long even when it got fewer records than it may take (latency bound).
-POLL_TIMEOUT_S = 0.02
+#: A poll returns after this long even when it got fewer records than it may take (latency bound:
+#: librdkafka's batch consume waits the whole timeout unless the poll fills up, and the oldest
+#: record of a poll waited all of it; at 50 k single-edge messages/s on the 2-core host the oldest
+#: record was 105 ms old (median) when a poll returned with 20 ms, 40 ms with 5 ms, one run each;
+#: at 100 k/s four alternated pairs of runs did not tell the two apart on that shared host).
+POLL_TIMEOUT_S = 0.005
 
 
 class Ingest:
@@ -55,6 +59,8 @@ class Ingest:
         self._room = threading.Condition()
         self._stop = threading.Event()
         self._thread = None
+        #: ``time.monotonic()`` when the items of the last non-empty :meth:`get` were polled.
+        self.polled_at = 0.0
 
     def start(self) -> None:
         if self.threaded and self._thread is None:
@@ -91,14 +97,18 @@ class Ingest:
             if items:
                 with self._room:
                     self._queued += _edges(items)
-                self._queue.put(items)
+                self._queue.put((time.monotonic(), items))
 
     def get(self, timeout_s: float) -> list:
-        """The next polled items (an empty list when none arrived within ``timeout_s``)."""
+        """The next polled items (an empty list when none arrived within ``timeout_s``); see
+        :attr:`polled_at`."""
         if not self.threaded:
-            return self._poll_once(timeout_s)
+            items = self._poll_once(timeout_s)
+            if items:
+                self.polled_at = time.monotonic()
+            return items
         try:
-            items = self._queue.get(timeout=max(0.0, timeout_s))
+            self.polled_at, items = self._queue.get(timeout=max(0.0, timeout_s))
         except queue.Empty:
             return []
         with self._room:

