@@ -99,7 +99,9 @@ def test_float32_contributions_reach_the_same_criterion(cp, graph_and_batch, dan
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_sweeps_cover_every_vertex_of_a_graph_past_one_grid_stride(cp, dangling):
     """400 k vertices of low in-degree: more than one grid-stride of the bucket kernels on any
-    device (a vertex left out of a sweep shows as non-convergence or an L1 error)."""
+    device (a vertex left out of a sweep shows as non-convergence or an L1 error). At tol 1e-10
+    the L1 error here is 1.9e-7 (p is about 2.5e-6 everywhere, so the L-infinity test is loose
+    per vertex); tol 1e-13 makes the check tight."""
     from streamrank import pagerank_gpu
     from streamrank.graph_gpu import GpuGraph
 
@@ -108,7 +110,7 @@ def test_sweeps_cover_every_vertex_of_a_graph_past_one_grid_stride(cp, dangling)
     s = np.concatenate([rng.integers(0, n, m), rng.integers(0, n, 3000)])
     d = np.concatenate([rng.integers(0, n, m), np.repeat(rng.integers(0, n, 2), 1500)])
     gg = GpuGraph.from_edges(s, d)
-    cfg = RankConfig(dangling=dangling)
+    cfg = RankConfig(dangling=dangling, tol=1e-13)
     res = pagerank_gpu.static_pagerank(gg, config=cfg)
-    assert res.converged and res.iterations < 150  # about 62 at this size: p is small everywhere
-    assert l1_error(_host(res.ranks), oracle_pagerank(gg, dangling=dangling)) < 1e-8
+    assert res.converged and res.iterations < 250
+    assert l1_error(_host(res.ranks), oracle_pagerank(gg, dangling=dangling)) < 1e-9
