@@ -1,9 +1,12 @@
 """Map external vertex ids (non-negative int64) to dense internal ids 0..n-1.
 
 On the host the map keeps the external ids sorted next to their internal ids and looks a batch
-up with one ``searchsorted``; new ids get the next internal ids in order of first appearance.
-Internal ids are never reused (vertices are not removed). ``IdMap(cupy)`` gives the device map
-(:class:`streamrank.idmap_gpu.GpuIdMap`, a hash table) with the same interface and numbering.
+up with ``searchsorted``; new ids get the next internal ids in order of first appearance.
+Internal ids are never reused (vertices are not removed). A batch's new ids go into a small
+sorted side table, merged into the main one when it outgrows ``1/MERGE_SHARE`` of it, and
+``external`` grows by doubling: adding ids costs O(batch) amortized, not a copy of the whole map.
+``IdMap(cupy)`` gives the device map (:class:`streamrank.idmap_gpu.GpuIdMap`, a hash table)
+with the same interface and numbering.
 """
 
 from __future__ import annotations
@@ -11,6 +14,20 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import to_host
+
+#: The side table of recent ids is merged into the main sorted table when it holds more than
+#: ``max(MERGE_MIN, len / MERGE_SHARE)`` ids.
+MERGE_SHARE = 8
+MERGE_MIN = 4096
+
+
+def _search(keys, vals, ids):
+    """``vals`` at the positions of ``ids`` in the sorted ``keys``; -1 where absent."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.full(ids.shape, -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, ids), n - 1)
+    return np.where(keys[pos] == ids, vals[pos], -1)
 
 
 class IdMap:
@@ -32,24 +49,30 @@ class IdMap:
 
     def __init__(self, xp=np):
         self.xp = xp
-        self._sorted_keys = xp.zeros(0, dtype=xp.int64)
-        self._sorted_vals = xp.zeros(0, dtype=xp.int64)
-        self.external = xp.zeros(0, dtype=xp.int64)  # internal id -> external id
+        self._keys = np.zeros(0, dtype=np.int64)       # main table: sorted external ids
+        self._vals = np.zeros(0, dtype=np.int64)       # ... and their internal ids
+        self._new_keys = np.zeros(0, dtype=np.int64)   # side table of recent ids, sorted
+        self._new_vals = np.zeros(0, dtype=np.int64)
+        self._external = np.zeros(0, dtype=np.int64)   # internal id -> external id, with room
+        self._n = 0
 
     def __len__(self) -> int:
-        return int(self.external.shape[0])
+        return self._n
+
+    @property
+    def external(self):
+        """External id of every internal id (a view; length ``len(self)``)."""
+        return self._external[: self._n]
 
     def lookup(self, ids):
         """Internal ids of ``ids``; -1 where an id is unknown."""
-        xp = self.xp
-        ids = xp.asarray(ids, dtype=xp.int64)
-        n = self._sorted_keys.shape[0]
-        if n == 0:
-            return xp.full(ids.shape, -1, dtype=xp.int64)
-        pos = xp.searchsorted(self._sorted_keys, ids)
-        pos_c = xp.minimum(pos, n - 1)
-        found = self._sorted_keys[pos_c] == ids
-        return xp.where(found, self._sorted_vals[pos_c], -1)
+        ids = np.asarray(ids, dtype=np.int64)
+        out = _search(self._keys, self._vals, ids)
+        if self._new_keys.shape[0]:
+            miss = out < 0
+            if miss.any():
+                out[miss] = _search(self._new_keys, self._new_vals, ids[miss])
+        return out
 
     def lookup_with(self, ids, attr):
         """``(internal, attr[internal])`` of the 1-D ``ids`` as one ``(2, len(ids))`` int64 array of
@@ -57,7 +80,7 @@ class IdMap:
         array (e.g. the out-degrees)."""
         xp = self.xp
         ids = xp.ascontiguousarray(xp.asarray(ids, dtype=xp.int64).ravel())
-        m, n = int(ids.shape[0]), int(self._sorted_keys.shape[0])
+        m, n = int(ids.shape[0]), self._n
         out = xp.zeros((2, m), dtype=xp.int64)
         if m == 0 or n == 0:
             out[0] = -1
@@ -77,22 +100,32 @@ class IdMap:
         num_new : int
             How many vertices were added.
         """
-        xp = self.xp
-        ids = xp.asarray(ids, dtype=xp.int64)
+        ids = np.asarray(ids, dtype=np.int64)
         internal = self.lookup(ids)
         missing = internal < 0
         new_ids = ids[missing]
         if new_ids.shape[0] == 0:
             return internal, 0
-        uniq, first = xp.unique(new_ids, return_index=True)
-        order = xp.argsort(first)  # first-appearance order
+        uniq, first = np.unique(new_ids, return_index=True)
+        order = np.argsort(first)  # first-appearance order
         fresh = uniq[order]
-        start = len(self)
-        self.external = xp.concatenate([self.external, fresh])
-        # merge the sorted new keys into the sorted map: O(|V|) copies, no re-sort
-        at = np.searchsorted(self._sorted_keys, uniq)
-        self._sorted_keys = np.insert(self._sorted_keys, at, uniq)
-        self._sorted_vals = np.insert(self._sorted_vals, at, start + np.argsort(order))
+        start, end = self._n, self._n + fresh.shape[0]
+        if end > self._external.shape[0]:
+            grown = np.empty(max(end, 2 * self._external.shape[0], 1024), dtype=np.int64)
+            grown[:start] = self._external[:start]
+            self._external = grown
+        self._external[start:end] = fresh
+        self._n = end
+        vals = start + np.argsort(order)  # internal id of each of the sorted uniq
+        at = np.searchsorted(self._new_keys, uniq)
+        self._new_keys = np.insert(self._new_keys, at, uniq)
+        self._new_vals = np.insert(self._new_vals, at, vals)
+        if self._new_keys.shape[0] > max(MERGE_MIN, self._keys.shape[0] // MERGE_SHARE):
+            at = np.searchsorted(self._keys, self._new_keys)
+            self._keys = np.insert(self._keys, at, self._new_keys)
+            self._vals = np.insert(self._vals, at, self._new_vals)
+            self._new_keys = self._new_keys[:0]
+            self._new_vals = self._new_vals[:0]
         internal[missing] = self.lookup(new_ids)
         return internal, int(fresh.shape[0])
 
@@ -108,10 +141,10 @@ class IdMap:
 
             return GpuIdMap.from_external(external, xp)
         m = cls(xp)
-        ext = xp.asarray(external, dtype=xp.int64)
-        m.external = ext
-        perm = xp.argsort(ext)
-        m._sorted_keys = ext[perm]
-        m._sorted_vals = perm.astype(xp.int64)
+        ext = np.array(external, dtype=np.int64)  # a copy: the map appends to it
+        m._external, m._n = ext, int(ext.shape[0])
+        perm = np.argsort(ext, kind="stable")
+        m._keys = ext[perm]
+        m._vals = perm.astype(np.int64)
         return m
 
