@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .changes import AppliedChanges
+from .cpu_threads import ThreadChooser
 from .cpu_kernels import workspace as upkeep
 from .cpu_kernels.common import nchunks
 from .cpu_kernels.frontier import PARTS_F, PARTS_I
@@ -48,6 +49,7 @@ class FrontierWorkspace:
         self._selfloop = None
         self._x_view = None
         self._batches = 0
+        self.threads = ThreadChooser()  # one thread or all, per batch (a busy machine)
         self.cand = np.empty(0, dtype=np.int32)
         self._allocate(0)
 

@@ -20,6 +20,8 @@ Numba, multi-core over fixed chunks: results are the same for any thread count).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .changes import AppliedChanges
@@ -27,6 +29,7 @@ from .config import ALGORITHMS, RankConfig, check_algorithm
 from .cpu_kernels.marking import initial_frontier, reachable_frontier
 from .cpu_kernels.frontier import FRONTIER
 from .cpu_kernels.sweeps import SWEEPS
+from .cpu_threads import threads_set
 from .cpu_workspace import FrontierWorkspace
 from .errors import InvalidArgumentError
 from .result import RankResult
@@ -104,9 +107,13 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
         nf = initial_frontier(g, ins_src, del_src, del_dst, selfloop, ws.flags, ws.F)
     affected = np.zeros(config.max_iter, dtype=np.int64)
     kernel = FRONTIER[(algorithm, selfloop)]
-    it, conv, total, cand = kernel(g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock,
-                                   config.alpha, config.tol, config.frontier_tol, config.prune_tol, config.max_iter,
-                                   affected)
+    threads = ws.threads.choose()
+    t0 = time.perf_counter()
+    with threads_set(threads):
+        it, conv, total, cand = kernel(g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock,
+                                       config.alpha, config.tol, config.frontier_tol, config.prune_tol,
+                                       config.max_iter, affected)
+    ws.threads.observe(threads, (time.perf_counter() - t0) * 1e3, int(affected[:it].sum()))
     x = ws.finish(graph, it, total, cand)
     return RankResult(x, ws.total, int(it), bool(conv), affected[:it].tolist(), algorithm, "cpu", int(nf))
 

@@ -115,3 +115,41 @@ def test_workspace_type_is_checked():
     ch = g.apply(EdgeBatch.from_arrays(np.array([1]), np.array([2])))
     with pytest.raises(InvalidArgumentError):
         update_pagerank("dfp", g, ch, np.ones(2), workspace=object())
+
+
+def test_thread_chooser_measures_both_then_takes_the_cheaper(monkeypatch):
+    import numba
+
+    from streamrank import cpu_threads
+
+    monkeypatch.delenv(cpu_threads.ENV, raising=False)
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs 2 Numba threads")
+    top = numba.get_num_threads()
+    ch = cpu_threads.ThreadChooser()
+    picks = []
+    for _ in range(4 * cpu_threads.PROBE_EVERY):
+        t = ch.choose()
+        picks.append(t)
+        ch.observe(t, 1000.0 if len(picks) == 1 else (2.0 if t == top else 5.0), 1000)  # first: a compile
+    assert picks[:4] == [top, top, 1, 1]
+    # the compile-inflated first sample was replaced: all threads are cheaper, and one thread
+    # is re-measured every PROBE_EVERY batches
+    assert picks[4:].count(1) == sum(1 for b in range(5, len(picks) + 1) if b % cpu_threads.PROBE_EVERY == 0)
+    for _ in range(3 * cpu_threads.PROBE_EVERY):  # the machine gets busy: all threads now cost more
+        t = ch.choose()
+        ch.observe(t, 20.0 if t == top else 5.0, 1000)
+    assert ch.choose() == 1
+    monkeypatch.setenv(cpu_threads.ENV, "all")
+    assert ch.choose() == top
+
+
+def test_threads_set_restores_the_count():
+    import numba
+
+    from streamrank.cpu_threads import threads_set
+
+    before = numba.get_num_threads()
+    with threads_set(1) as n:
+        assert n == 1 and numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
