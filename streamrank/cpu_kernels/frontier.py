@@ -60,7 +60,6 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     x0, c0, flags0 = x, c, flags
     parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[2], parts_i[3])
     pulled_count, part_count, cand_start, cand_count = parts_i[4], parts_i[5], parts_i[6], parts_i[7]
-    in_deg = g[1]
     nch_max = nchunks(n)
     big = num_edges + n >= PARALLEL_EDGES
     mean_degree = num_edges / max(n, 1)
@@ -135,15 +134,6 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                                   cand_start, cand_count, pulled, pulled_count)
             F, Fnext = Fnext, F
             nf = m
-            # The marking may have grown the frontier past the dense threshold (many spreaders
-            # with few out-edges each): then its in-edges decide. The flags hold the whole next
-            # frontier, so the dense pass needs no sign bits.
-            if grow and nf * mean_degree > DENSE_WEIGHT * DENSE_WEIGHT * num_edges:
-                next_in = 0
-                for i in range(nf):
-                    next_in += in_deg[F[i]]
-                if next_in > DENSE_WEIGHT * num_edges:
-                    dense = True
     _settle(n, x, c, flags, F, nf, x0, c0, flags0, dense or dense_ran)
     return iterations, converged, total, cand
 
