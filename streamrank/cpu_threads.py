@@ -21,7 +21,6 @@ import os
 from collections import deque
 
 import numba
-import numpy as np
 
 #: Every this many batches the option not in use runs once, to re-measure it (fewer than 5 %
 #: of the batches: a probe of the slow option does not reach the 95th percentile).
@@ -37,13 +36,13 @@ class ThreadChooser:
 
     def __init__(self):
         self.samples = {}  # threads -> deque of the last KEEP costs (ms per vertex update)
+        self.medians = {}  # threads -> median of samples[threads]
         self.seen = {}  # threads -> batches observed (the first is not kept)
         self.batches = 0
 
     def cost(self, threads: int) -> float:
         """Median cost of an option (ms per vertex update); inf before it was measured."""
-        kept = self.samples.get(threads)
-        return float(np.median(kept)) if kept else float("inf")
+        return self.medians.get(threads, float("inf"))
 
     def choose(self) -> int:
         """Threads for the next batch."""
@@ -65,7 +64,11 @@ class ThreadChooser:
         self.seen[threads] = self.seen.get(threads, 0) + 1
         if self.seen[threads] == 1:
             return  # the first run of an option may include compiling the kernels: not kept
-        self.samples.setdefault(threads, deque(maxlen=KEEP)).append(ms / work)
+        kept = self.samples.setdefault(threads, deque(maxlen=KEEP))
+        kept.append(ms / work)
+        ordered = sorted(kept)
+        mid = len(ordered) // 2
+        self.medians[threads] = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
 class threads_set:

@@ -26,6 +26,7 @@ import numpy as np
 
 from .changes import AppliedChanges
 from .config import ALGORITHMS, RankConfig, check_algorithm
+from .cpu_kernels.common import PARALLEL_EDGES
 from .cpu_kernels.marking import initial_frontier, reachable_frontier
 from .cpu_kernels.frontier import FRONTIER
 from .cpu_kernels.sweeps import SWEEPS
@@ -107,13 +108,16 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
         nf = initial_frontier(g, ins_src, del_src, del_dst, selfloop, ws.flags, ws.F)
     affected = np.zeros(config.max_iter, dtype=np.int64)
     kernel = FRONTIER[(algorithm, selfloop)]
-    threads = ws.threads.choose()
-    t0 = time.perf_counter()
-    with threads_set(threads):
-        it, conv, total, cand = kernel(g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock,
-                                       config.alpha, config.tol, config.frontier_tol, config.prune_tol,
-                                       config.max_iter, affected)
-    ws.threads.observe(threads, (time.perf_counter() - t0) * 1e3, int(affected[:it].sum()))
+    args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
+            config.frontier_tol, config.prune_tol, config.max_iter, affected)
+    if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
+        it, conv, total, cand = kernel(*args)
+    else:
+        threads = ws.threads.choose()
+        t0 = time.perf_counter()
+        with threads_set(threads):
+            it, conv, total, cand = kernel(*args)
+        ws.threads.observe(threads, (time.perf_counter() - t0) * 1e3, int(affected[:it].sum()))
     x = ws.finish(graph, it, total, cand)
     return RankResult(x, ws.total, int(it), bool(conv), affected[:it].tolist(), algorithm, "cpu", int(nf))
 
