@@ -11,7 +11,8 @@ depend on the thread count (fixed chunks), so each batch may pick.
 (``numba.get_num_threads()``, the ceiling), the wall time per vertex update of its last
 :data:`KEEP` batches, runs each batch with the option of the lower median, and tries the other
 every :data:`PROBE_EVERY` batches so that it notices when the load changes (a median: one
-batch that met a burst of load does not swing the choice). ``STREAMRANK_CPU_THREADS=all`` turns the
+batch that met a burst of load does not swing the choice). On a graph too small for any step to
+go parallel the caller does not ask it. ``STREAMRANK_CPU_THREADS=all`` turns the
 choice off (every batch uses all of Numba's threads), as the thread-count tests do.
 """
 
