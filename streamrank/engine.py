@@ -33,6 +33,8 @@ class StepResult:
         Batch sequence number (1 for the first batch after the base graph).
     changes : AppliedChanges
     rank : RankResult
+        On the CPU with DT, DF or DF-P, ``rank.x`` is the engine's live iterate (advanced in
+        place by the next batch); copy it to keep it.
     graph_ms, rank_ms : float
         Wall time of the graph update and of the rank update (device work included).
     """
@@ -49,13 +51,15 @@ class StepResult:
 
 
 def _modules(backend: Backend):
+    """``(graph store class, rank module, rank keyword arguments)`` of a backend: the CPU rank
+    code takes a workspace that lives as long as the engine."""
     if backend.is_gpu:
         from . import graph_gpu, pagerank_gpu
 
-        return graph_gpu.GpuGraph, pagerank_gpu
+        return graph_gpu.GpuGraph, pagerank_gpu, {}
     from . import graph, pagerank_cpu
 
-    return graph.CpuGraph, pagerank_cpu
+    return graph.CpuGraph, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace()}
 
 
 class Engine:
@@ -97,7 +101,7 @@ class Engine:
         self.backend = resolve_backend(device)
         self.algorithm = check_algorithm(algorithm)
         self.config = config
-        graph_cls, self._rank = _modules(self.backend)
+        graph_cls, self._rank, self._rank_kw = _modules(self.backend)
         self.graph = graph_cls(max_bytes=max_graph_bytes)
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
@@ -227,7 +231,7 @@ class Engine:
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
         algorithm = self.policy.choose(changes) if self.policy else self.algorithm
-        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config)
+        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config, **self._rank_kw)
         self.backend.synchronize()
         t2 = time.perf_counter()
         if self.policy:

@@ -20,13 +20,18 @@ Numba, multi-core over fixed chunks: results are the same for any thread count).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .changes import AppliedChanges
 from .config import ALGORITHMS, RankConfig, check_algorithm
+from .cpu_kernels.common import PARALLEL_EDGES
 from .cpu_kernels.marking import initial_frontier, reachable_frontier
 from .cpu_kernels.frontier import FRONTIER
 from .cpu_kernels.sweeps import SWEEPS
+from .cpu_threads import threads_set
+from .cpu_workspace import FrontierWorkspace
 from .errors import InvalidArgumentError
 from .result import RankResult
 
@@ -90,48 +95,59 @@ def static_pagerank(graph, *, config: RankConfig = RankConfig(), x0=None) -> Ran
 
 
 # ---------------------------------------------------------------------------- frontier
-def _frontier(graph, g, x, marked, config, algorithm):
-    flags, F, nf = marked
+def _frontier(graph, changes, x_prev, config, algorithm, workspace):
+    """DT / DF / DF-P on ``workspace`` (a throwaway one when ``None``)."""
+    ws = FrontierWorkspace() if workspace is None else workspace
+    selfloop = config.dangling == "self-loop"
+    ws.begin(graph, changes, np.zeros(0) if x_prev is None else x_prev, selfloop)
+    g = graph.kernel_arrays()
+    ins_src, del_src, del_dst = _ids(changes.ins_src), _ids(changes.del_src), _ids(changes.del_dst)
+    if algorithm == "dt":
+        nf = reachable_frontier(g, ins_src, _ids(changes.ins_dst), del_src, del_dst, ws.flags, ws.F)
+    else:
+        nf = initial_frontier(g, ins_src, del_src, del_dst, selfloop, ws.flags, ws.F)
     affected = np.zeros(config.max_iter, dtype=np.int64)
-    kernel = FRONTIER[(algorithm, config.dangling == "self-loop")]
-    x, it, conv = kernel(g, graph.num_edges, x, flags, F, nf, config.alpha, config.tol, config.frontier_tol,
-                         config.prune_tol, config.max_iter, affected)
-    total = float(x.sum())  # exact sum (the running sum drifts by rounding)
-    return RankResult(x, total, int(it), bool(conv), affected[:it].tolist(), algorithm, "cpu", int(nf))
+    kernel = FRONTIER[(algorithm, selfloop)]
+    args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
+            config.frontier_tol, config.prune_tol, config.max_iter, affected)
+    if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
+        it, conv, total, cand = kernel(*args)
+    else:
+        threads = ws.threads.choose()
+        t0 = time.perf_counter()
+        with threads_set(threads):
+            it, conv, total, cand = kernel(*args)
+        ws.threads.observe(threads, (time.perf_counter() - t0) * 1e3, int(affected[:it].sum()))
+    x = ws.finish(graph, it, total, cand)
+    return RankResult(x, ws.total, int(it), bool(conv), affected[:it].tolist(), algorithm, "cpu", int(nf))
 
 
-def _update_static(graph, changes, x, config):
+def _update_static(graph, changes, x_prev, config, workspace):
     return static_pagerank(graph, config=config)
 
 
-def _update_nd(graph, changes, x, config):
-    return _sweeps(graph, x, config, "nd")
+def _update_nd(graph, changes, x_prev, config, workspace):
+    return _sweeps(graph, _extend(x_prev, graph.num_vertices), config, "nd")
 
 
-def _update_warm(graph, changes, x, config):
-    return _sweeps(graph, x, config, "warm", standard=True)
+def _update_warm(graph, changes, x_prev, config, workspace):
+    return _sweeps(graph, _extend(x_prev, graph.num_vertices), config, "warm", standard=True)
 
 
-def _update_dt(graph, changes, x, config):
-    g = graph.kernel_arrays()
-    marked = reachable_frontier(g, graph.num_vertices, _ids(changes.ins_src), _ids(changes.ins_dst),
-                                _ids(changes.del_src), _ids(changes.del_dst))
-    return _frontier(graph, g, x, marked, config, "dt")
+def _update_dt(graph, changes, x_prev, config, workspace):
+    return _frontier(graph, changes, x_prev, config, "dt", workspace)
 
 
-def _update_df(graph, changes, x, config, *, algorithm="df"):
-    g = graph.kernel_arrays()
-    marked = initial_frontier(g, graph.num_vertices, _ids(changes.ins_src), _ids(changes.del_src),
-                              _ids(changes.del_dst), config.dangling == "self-loop")
-    return _frontier(graph, g, x, marked, config, algorithm)
+def _update_df(graph, changes, x_prev, config, workspace):
+    return _frontier(graph, changes, x_prev, config, "df", workspace)
 
 
-def _update_dfp(graph, changes, x, config):
-    return _update_df(graph, changes, x, config, algorithm="dfp")
+def _update_dfp(graph, changes, x_prev, config, workspace):
+    return _frontier(graph, changes, x_prev, config, "dfp", workspace)
 
 
-#: algorithm name -> update function ``(graph, changes, x, config) -> RankResult`` (``x``: the
-#: previous ranks grown to the current vertex count, a fresh array the function may overwrite)
+#: algorithm name -> update function ``(graph, changes, x_prev, config, workspace) -> RankResult``
+#: (``x_prev``: the previous ranks, as many as vertices before the batch)
 UPDATES = {"static": _update_static, "nd": _update_nd, "dt": _update_dt, "df": _update_df,
            "dfp": _update_dfp, "warm": _update_warm,
            # no in-batch switch on the CPU: auto runs DF-P; AutoPolicy chooses warm after a flood
@@ -139,7 +155,7 @@ UPDATES = {"static": _update_static, "nd": _update_nd, "dt": _update_dt, "df": _
 
 
 def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
-                    config: RankConfig = RankConfig()) -> RankResult:
+                    config: RankConfig = RankConfig(), workspace: FrontierWorkspace | None = None) -> RankResult:
     """Update the ranks after ``changes`` were applied to ``graph``.
 
     Parameters
@@ -150,18 +166,28 @@ def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
     changes : AppliedChanges
         What :meth:`CpuGraph.apply` returned.
     x_prev : ndarray
-        The local-form vector before the batch (length: vertices before the batch); not modified.
+        The local-form vector before the batch (length: vertices before the batch). Not
+        modified, except when it is the ``x`` that ``workspace`` returned for the previous batch
+        of ``graph``: then DT, DF and DF-P advance it in place.
     config : RankConfig
+    workspace : FrontierWorkspace, optional
+        Per-vertex arrays of DT / DF / DF-P kept across batches (:mod:`streamrank.cpu_workspace`):
+        pass the same one for every batch of a graph so that a batch costs its frontier's work
+        and not a pass over all vertices. Without one, each call allocates and fills its own.
 
     Returns
     -------
     RankResult
+        For DT, DF and DF-P with a ``workspace``, ``x`` is a view of the workspace's iterate,
+        valid until the next update on that workspace.
     """
     check_algorithm(algorithm)
     if not isinstance(changes, AppliedChanges):
         raise InvalidArgumentError("changes must be the AppliedChanges of the batch")
+    if workspace is not None and not isinstance(workspace, FrontierWorkspace):
+        raise InvalidArgumentError(f"workspace must be a FrontierWorkspace, got {type(workspace).__name__}")
     x_prev = _validate(graph, x_prev, config)
-    return UPDATES[algorithm](graph, changes, _extend(x_prev, graph.num_vertices), config)
+    return UPDATES[algorithm](graph, changes, x_prev, config, workspace)
 
 
-__all__ = ["ALGORITHMS", "UPDATES", "static_pagerank", "update_pagerank"]
+__all__ = ["ALGORITHMS", "UPDATES", "FrontierWorkspace", "static_pagerank", "update_pagerank"]

@@ -22,7 +22,7 @@ from .batch import EdgeBatch
 from .config import ALGORITHMS, RankConfig, check_algorithm
 from .engine import Engine
 from .errors import InvalidArgumentError, SourceError
-from .metrics import error_report
+from .metrics import error_report, l1_error
 from .oracle import oracle_name, oracle_pagerank
 from .progress import Progress
 from .vertex_ids import DEFAULT_MAX_ID_BYTES
@@ -241,8 +241,9 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
             run.converged.append(step.rank.converged)
             run.ran.append(step.rank.algorithm)
         if base_times is not None and b + 1 in base_at:
-            base_times.batches.append(b + 1)
-            base_times.ms.append(time_networkx(ref_graph, alpha=config.alpha, dangling=config.dangling))
+            run_nx = time_networkx(ref_graph, alpha=config.alpha, dangling=config.dangling)
+            ref = oracle_pagerank(ref_graph, alpha=config.alpha, dangling=config.dangling)
+            base_times.add(b + 1, run_nx, l1_error(run_nx.ranks, ref))
         if check and ((b + 1) % check_every == 0 or b == num_batches - 1):
             _check(runs, ref_graph, config, b + 1)
         bar.update(b + 1, " ".join(f"{r.algorithm}:{r.rank_ms[-1]:.1f}ms" for r in runs))

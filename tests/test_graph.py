@@ -203,3 +203,27 @@ def test_compaction_recounts_the_room_the_update_needs():
     assert side.end <= side.idx.shape[0]
     got = [side.idx[side.off[v]: side.off[v] + side.deg[v]].tolist() for v in range(4)]
     assert got == [list(range(70)), list(range(22)), [2], [3]]
+
+
+def test_host_id_map_against_a_dict_across_side_table_merges():
+    from streamrank import idmap as idmap_mod
+    from streamrank.idmap import IdMap
+
+    rng = np.random.default_rng(12)
+    m, ref = IdMap(np), {}
+    for _ in range(60):  # 60 batches of 300 ids from 40 k: merges of the side table happen
+        ids = rng.integers(0, 40_000, 300)
+        internal, num_new = m.add(ids)
+        before = len(ref)
+        for v in ids.tolist():
+            ref.setdefault(v, len(ref))
+        assert num_new == len(ref) - before
+        assert internal.tolist() == [ref[v] for v in ids.tolist()]
+    assert len(ref) > idmap_mod.MERGE_MIN and m._keys.shape[0] > 0  # at least one merge ran
+    probe = rng.integers(0, 45_000, 2_000)
+    assert m.lookup(probe).tolist() == [ref.get(v, -1) for v in probe.tolist()]
+    assert m.external.tolist() == sorted(ref, key=ref.get)
+    again = IdMap.from_external(m.external, np)
+    assert again.lookup(probe).tolist() == m.lookup(probe).tolist()
+    assert again.add(np.array([45_001]))[0].tolist() == [len(ref)]
+    assert len(m) == len(ref)  # from_external copied: the first map is unchanged

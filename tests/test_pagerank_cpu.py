@@ -49,7 +49,8 @@ def _replay(stream, algorithm, dangling, threads):
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_results_do_not_depend_on_the_thread_count(stream, algorithm, dangling):
+def test_results_do_not_depend_on_the_thread_count(stream, algorithm, dangling, monkeypatch):
+    monkeypatch.setenv("STREAMRANK_CPU_THREADS", "all")  # no per-batch choice: 2 threads throughout
     one, steps1 = _replay(stream, algorithm, dangling, 1)
     two, steps2 = _replay(stream, algorithm, dangling, 2)
     assert [s.rank.affected for s in steps1] == [s.rank.affected for s in steps2]

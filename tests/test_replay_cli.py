@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -62,6 +63,34 @@ def test_replay_networkx_baseline(tmp_path, capsys):
     bl = json.loads(out.read_text())["baseline"]
     assert bl["baseline"] == "networkx" and bl["batches"] == [1, 5, 9]
     assert len(bl["ms"]) == 3 and all(m > 0 for m in bl["ms"]) and bl["median_ms"] == sorted(bl["ms"])[1]
+    # the recompute is asked for the engine's accuracy, and reaches it (NetworkX's default
+    # tol=1e-6 would stop far from it)
+    assert all(t < 1e-9 for t in bl["tol"]) and len(bl["l1_error"]) == 3
+    assert all(e <= bl["target_l1"] for e in bl["l1_error"])
+    assert len(bl["build_ms"]) == 3 and "building the NetworkX graph (not counted)" in text
+
+
+def test_networkx_tol_bounds_the_l1_error():
+    import networkx as nx
+
+    from streamrank.baseline import networkx_tol
+    from streamrank.graph import CpuGraph
+    from streamrank.metrics import l1_error
+    from streamrank.oracle import oracle_pagerank
+    from streamrank.rmat import rmat_edges
+
+    s, d = rmat_edges(11, 8, seed=1)
+    g = CpuGraph.from_edges(s, d)
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.num_vertices))
+    es, ed = g.edges()
+    G.add_edges_from(zip(es.tolist(), ed.tolist()))
+    ref = oracle_pagerank(g)
+    for target in (1e-4, 1e-6):
+        pr = nx.pagerank(G, alpha=0.85, tol=networkx_tol(g.num_vertices, 0.85, target), max_iter=10_000)
+        assert l1_error(np.array([pr[v] for v in range(g.num_vertices)]), ref) <= target
+    loose = nx.pagerank(G, alpha=0.85)  # the default tol: far from the bar on this graph
+    assert l1_error(np.array([loose[v] for v in range(g.num_vertices)]), ref) > 1e-4
 
 
 def test_replay_bad_lines_are_counted_and_skipped(tmp_path, capsys):

@@ -133,9 +133,12 @@ def run(args) -> int:
 def _print_baseline(report) -> None:
     """The baseline's median beside every algorithm's median time per batch."""
     bl = report.baseline
-    print(f"\nbaseline: networkx.pagerank (defaults, alpha={report.graph['alpha']}) of the graph after batches "
+    d = bl.to_dict()
+    print(f"\nbaseline: networkx.pagerank (alpha={report.graph['alpha']}, tol={max(bl.tol):.2g}: "
+          f"L1 error <= {d['target_l1']:g}) of the graph after batches "
           f"{', '.join(str(b) for b in bl.batches)}: median {bl.median_ms:.1f} ms "
-          f"({', '.join(f'{m:.1f}' for m in bl.ms)})")
+          f"({', '.join(f'{m:.1f}' for m in bl.ms)}); its L1 error against the oracle at most "
+          f"{max(bl.l1_error):.2g}; building the NetworkX graph (not counted) median {d['build_ms_median']:.0f} ms")
     for run in report.runs:
         med = run.summary()["batch_ms_median"]
         print(f"  {run.algorithm}: {med:.3g} ms per batch (graph update included), "

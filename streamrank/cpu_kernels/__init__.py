@@ -1,8 +1,11 @@
 """Compiled CPU kernels (Numba ``njit``): the CPU backend's hot loops.
 
 * :mod:`.sweeps` — full sweeps (Static, ND, the standard-form "warm" iteration);
-* :mod:`.frontier` — the frontier loop of DT / DF / DF-P (sparse lists or a dense fused pass);
+* :mod:`.frontier` — the frontier loop of DT / DF / DF-P, with its two steps
+  :mod:`.frontier_sparse` (the frontier as a list) and :mod:`.frontier_dense` (one fused pass);
 * :mod:`.marking` — the vertices a batch affects (DF/DF-P initial marking, DT reachability);
+* :mod:`.workspace` — the per-batch upkeep of the frontier workspace
+  (:class:`streamrank.cpu_workspace.FrontierWorkspace`): new vertices, changed out-degrees;
 * :mod:`.common` — chunking constants and the per-vertex formulas the rank kernels share;
 * :mod:`.gapped_csr` — the graph store's O(batch) update of its gapped out-/in-CSR;
 * :mod:`.ppr` — personalized PageRank: the power iteration, push and pull rounds, Monte Carlo

@@ -1,14 +1,13 @@
 """Which vertices a batch affects (Numba): the starting frontier of DF / DF-P and DT.
 
-Both kernels return ``(flags, F, nf)``: ``flags[v] == 1`` exactly for the ``nf`` vertices
-listed in ``F[:nf]`` (``F`` has room for every vertex, as :func:`.frontier.frontier_iterate`
-needs), in a deterministic order. Work follows the batch: the cost is the out-degrees of the
-vertices visited, plus one allocation of ``n`` bytes and ``n`` ids.
+Both kernels take the workspace's ``flags`` (all 0) and list ``F`` (room for every vertex, as
+:func:`.frontier.frontier_iterate` needs) and return ``nf``: then ``flags[v] == 1`` exactly
+for the ``nf`` vertices listed in ``F[:nf]``, in a deterministic order. Work follows the
+batch: the cost is the out-degrees of the vertices visited, nothing per vertex of the graph.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 _SCANNED = 2  # flags bit: this source's out-neighbours were marked already
@@ -37,11 +36,9 @@ def _mark_out_neighbours_of(g, flags, F, nf, sources):
 
 
 @njit(cache=True)
-def initial_frontier(g, n, ins_src, del_src, del_dst, selfloop):
+def initial_frontier(g, ins_src, del_src, del_dst, selfloop, flags, F):
     """DF / DF-P: out-neighbours (new graph) of the source of every inserted or deleted edge,
     the target of every deleted edge, and in self-loop mode the sources themselves."""
-    flags = np.zeros(n, dtype=np.uint8)
-    F = np.empty(n, dtype=np.int64)
     nf = _mark_out_neighbours_of(g, flags, F, 0, ins_src)
     nf = _mark_out_neighbours_of(g, flags, F, nf, del_src)
     for t in del_dst:
@@ -51,16 +48,14 @@ def initial_frontier(g, n, ins_src, del_src, del_dst, selfloop):
             flags[s] &= 1
             if selfloop:
                 nf = _mark(flags, F, nf, s)
-    return flags, F, nf
+    return nf
 
 
 @njit(cache=True)
-def reachable_frontier(g, n, ins_src, ins_dst, del_src, del_dst):
+def reachable_frontier(g, ins_src, ins_dst, del_src, del_dst, flags, F):
     """DT: every vertex reachable along out-edges (new graph) from the endpoints of changed
     edges, the endpoints included (breadth-first order)."""
     out_off, out_deg, out_idx = g[3], g[4], g[5]
-    flags = np.zeros(n, dtype=np.uint8)
-    F = np.empty(n, dtype=np.int64)
     nf = 0
     for ends in (ins_src, ins_dst, del_src, del_dst):
         for v in ends:
@@ -72,4 +67,4 @@ def reachable_frontier(g, n, ins_src, ins_dst, del_src, del_dst):
         o = out_off[v]
         for j in range(o, o + out_deg[v]):
             nf = _mark(flags, F, nf, out_idx[j])
-    return flags, F, nf
+    return nf

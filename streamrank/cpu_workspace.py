@@ -1,0 +1,125 @@
+"""The CPU frontier loop's workspace: per-vertex arrays kept from one batch to the next.
+
+DT, DF and DF-P touch a few thousand vertices per batch on a graph of any size. Allocating,
+filling and summing whole-graph arrays per batch (flags, the frontier lists, the iterate and
+the contributions ``c = x / outdeg``) would cost O(|V|) per batch, more than the frontier's
+work on a large graph. A :class:`FrontierWorkspace` keeps them between batches instead, grown
+(doubling) only when the graph grows, and kept current by the batch's own changes
+(:mod:`.cpu_kernels.workspace`): the vertices a batch adds and the sources whose out-degree it
+changed. The frontier loop (:mod:`.cpu_kernels.frontier`) works on these arrays in place and
+leaves them as the next batch expects (every flag 0, ``c`` matching ``x``).
+
+The workspace continues from its own previous result only: when the vector handed in is not
+the one it returned last for this graph, or the graph changed in between by more than the
+batch at hand, or the dangling mode differs, it loads everything afresh (one O(|V|) pass).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .changes import AppliedChanges
+from .cpu_threads import ThreadChooser
+from .cpu_kernels import workspace as upkeep
+from .cpu_kernels.common import nchunks
+from .cpu_kernels.frontier import PARTS_F, PARTS_I
+
+#: The running ``sum(x)`` is replaced by an exact sum every this many batches (it drifts by
+#: rounding: one addition per iteration).
+RESYNC_BATCHES = 256
+#: ``last_spread`` stamps are int32: the clock restarts (with every stamp reset) past this.
+CLOCK_LIMIT = 1 << 30
+
+
+class FrontierWorkspace:
+    """Per-vertex state of the CPU frontier loop (DT, DF, DF-P), reused across batches.
+
+    Use one per engine (:class:`streamrank.engine.Engine` does): pass it to
+    :func:`streamrank.pagerank_cpu.update_pagerank`. The ``x`` of the results it produces is a
+    view of its own iterate, advanced in place by the next batch it runs.
+    """
+
+    def __init__(self):
+        self.cap = 0
+        self.n = 0
+        self.total = 0.0
+        self.clock = 0
+        self._graph = None
+        self._version = -1
+        self._selfloop = None
+        self._x_view = None
+        self._batches = 0
+        self.threads = ThreadChooser()  # one thread or all, per batch (a busy machine)
+        self.cand = np.empty(0, dtype=np.int32)
+        self._allocate(0)
+
+    # ------------------------------------------------------------------ arrays
+    def _allocate(self, cap: int):
+        """Fresh arrays for ``cap`` vertices (flags 0, no stamps)."""
+        self.x, self.c, self.inv = np.empty(cap), np.empty(cap), np.empty(cap)
+        self.xnew, self.cnew = np.empty(cap), np.empty(cap)
+        self.flags = np.zeros(cap, dtype=np.uint8)
+        self.keep2 = np.zeros(cap, dtype=np.uint8)
+        self.status = np.zeros(cap, dtype=np.uint8)
+        self.F = np.empty(cap, dtype=np.int32)
+        self.Fnext = np.empty(cap, dtype=np.int32)
+        self.pulled = np.empty(cap, dtype=np.int32)
+        self.last_spread = np.full(cap, -2, dtype=np.int32)
+        chunks = max(nchunks(cap), 1)
+        self.parts_f = np.zeros((PARTS_F, chunks))
+        self.parts_i = np.zeros((PARTS_I, chunks), dtype=np.int64)
+        self.cap = cap
+
+    def _grow(self, n: int):
+        """Room for ``n`` vertices (capacity doubles), keeping the state of the first ``self.n``."""
+        if n <= self.cap:
+            return
+        kept = (self.x, self.c, self.inv, self.last_spread)
+        self._allocate(max(n, 2 * self.cap, 1024))
+        m = self.n
+        for new, old in zip((self.x, self.c, self.inv, self.last_spread), kept):
+            new[:m] = old[:m]
+
+    # ------------------------------------------------------------------ one batch
+    def begin(self, graph, changes: AppliedChanges, x_prev, selfloop: bool):
+        """Make ``x``, ``c``, ``inv`` current for ``graph`` (after ``changes``) from ``x_prev``,
+        the iterate before the batch (not modified unless it is this workspace's own)."""
+        n = graph.num_vertices
+        n_before = changes.num_vertices_before
+        continues = (x_prev is self._x_view and graph is self._graph and selfloop == self._selfloop
+                     and self.n == n_before and changes.num_vertices_after == n
+                     and graph.version == self._version + (not changes.empty))
+        if not continues:
+            self.n = 0
+            self._grow(n)
+            self.flags[:n] = 0
+            self.total = upkeep.load(np.ascontiguousarray(x_prev, dtype=np.float64), n, graph.out_degree,
+                                     selfloop, self.x, self.c, self.inv)
+            self._graph, self._selfloop, self._batches = graph, selfloop, 0
+        else:
+            self._grow(n)
+            self.total += upkeep.admit(n_before, n, graph.out_degree, selfloop,
+                                       np.ascontiguousarray(changes.ins_src, dtype=np.int64),
+                                       np.ascontiguousarray(changes.del_src, dtype=np.int64),
+                                       self.x, self.c, self.inv)
+        self.n = n
+
+    def arrays(self) -> tuple:
+        """The tuple the frontier loop takes (:func:`.cpu_kernels.frontier.frontier_iterate`)."""
+        return (self.x, self.c, self.inv, self.flags, self.F, self.Fnext, self.xnew, self.status, self.last_spread,
+                self.pulled, self.cnew, self.keep2, self.cand, self.parts_f, self.parts_i)
+
+    def finish(self, graph, iterations: int, total: float, cand):
+        """Record the loop's outcome; returns the iterate (a view of the workspace's ``x``)."""
+        self.cand = cand
+        self.total = total
+        self._batches += 1
+        if self._batches % RESYNC_BATCHES == 0:
+            self.total = float(self.x[: self.n].sum())
+        self.clock += int(iterations) + 2
+        if self.clock > CLOCK_LIMIT:
+            self.last_spread.fill(-2)
+            self.clock = 0
+        self._version = graph.version
+        self._x_view = self.x[: self.n]
+        return self._x_view
