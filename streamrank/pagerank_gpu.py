@@ -3,8 +3,9 @@
 Same functions, arguments and semantics as :mod:`streamrank.pagerank_cpu` (docs/ARCHITECTURE.md,
 "Rank contract"), for a :class:`streamrank.graph_gpu.GpuGraph`: local form ``x``, Jacobi
 iterations, convergence ``max|dx| / sum(x) < tol``, DF/DF-P marking rules, self-loop closed
-form. The iterations run the kernels of ``kernels/pagerank.cu`` (docs/GPU.md explains the
-design):
+form. The iterations run the kernels of ``kernels/pagerank.cu`` (DF/DF-P first as one cooperative
+launch per batch, ``kernels/frontier_loop.cu``; Static and warm: ``kernels/sweep.cu``; docs/GPU.md
+explains the design):
 
 - vertices to process are kept as compacted lists split by in-degree (thread-per-vertex kernel
   ``rank_small`` below ``config.switch_degree``, block-per-vertex kernel ``rank_large`` at or
@@ -21,9 +22,9 @@ design):
 
 Static and warm iterate the standard form with the sweep kernels of ``kernels/sweep.cu``
 (:mod:`streamrank.rank_gpu.sweeps`) and convert to the local form at the end; ND, DT, DF and
-DF-P iterate the local form. Passes over all vertices that remain per call (docs/GPU.md): ``init_state`` (copy
-``x_prev`` into the new ``x``, every contribution and sum(x): about 25 bytes per vertex), and
-for Static/ND the work itself.
+DF-P iterate the local form. Passes over all vertices that remain per call (docs/GPU.md):
+``init_state`` (copy ``x_prev`` into the new ``x``, every contribution and sum(x): about 25
+bytes per vertex), and for Static/ND/warm the work itself.
 """
 
 from __future__ import annotations
