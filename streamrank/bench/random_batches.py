@@ -175,6 +175,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         rec = {a: {"graph_ms": [], "rank_ms": [], "iterations": [], "affected": [], "initial": [],
                    "converged": [], "ran": []} for a in names + extra}
         policies = {a: AutoPolicy() for a in names if a == "auto"}
+        # the CPU's DT/DF/DF-P keep their per-vertex arrays across batches, as in the engine
+        kws = {a: ({} if backend.is_gpu else {"workspace": rank.FrontierWorkspace()}) for a in names}
         for b in range(int(opts.batches) + 1):  # batch 0 warms up
             batch = maker.make(size)
             backend.synchronize()
@@ -185,7 +187,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             for a in names:
                 t = time.perf_counter()
                 chosen = policies[a].choose(changes) if a in policies else a
-                res = rank.update_pagerank(chosen, graph, changes, x[a], config=cfg)
+                res = rank.update_pagerank(chosen, graph, changes, x[a], config=cfg, **kws[a])
                 backend.synchronize()
                 ms = (time.perf_counter() - t) * 1e3
                 track.sample("engine batches")
