@@ -282,7 +282,8 @@ def test_directory_string_ids_ranks_and_dead_letters(dir_clean):
 
 def test_directory_string_ids_sigkill_restart(dir_clean, tmp_path):
     events = write_dir(tmp_path / "in")
-    args = ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 25,
+    # batches of 5: about 230 of them, so the kill lands mid-stream however fast the loop runs
+    args = ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 5,
             "--batch-wait-ms", 10, "--checkpoint-every", 4]
     d1 = DaemonProcess(args, tmp_path)
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 3 and lineage(ev)[0][-1]["seq"] % 4 != 0)
