@@ -192,8 +192,10 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
 
 def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, client, tmp_path):
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--checkpoint-dir",
-            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4,
+            tmp_path / "ckpt", "--batch-size", 10, "--batch-wait-ms", 20, "--checkpoint-every", 4,
             "--kafka-client", client, "--full-checkpoint-every", 3]
+    # batches of 10 (200 of them): with checkpoints off the loop's thread the daemon can otherwise
+    # apply the whole stream between two looks at its log, and the kill would land after the end
     env = {"STREAMRANK_POLL_MAX_RECORDS": "10"}  # many small polls: the kill lands mid-stream
     d1 = DaemonProcess(args, tmp_path, env=env)
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2

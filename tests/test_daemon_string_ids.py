@@ -215,8 +215,10 @@ def test_kafka_string_ids_match_integer_engine_and_oracle(kafka_broker, kafka_ru
 @pytest.mark.kafka
 def test_kafka_string_ids_sigkill_restart(kafka_broker, kafka_run, client, tmp_path):
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", kafka_run["topic"], "--checkpoint-dir",
-            tmp_path / "ckpt", "--batch-size", 60, "--batch-wait-ms", 20, "--checkpoint-every", 4,
+            tmp_path / "ckpt", "--batch-size", 10, "--batch-wait-ms", 20, "--checkpoint-every", 4,
             "--kafka-client", client, "--full-checkpoint-every", 3]
+    # batches of 10 (200 of them): with checkpoints off the loop's thread the daemon can otherwise
+    # apply the whole stream between two looks at its log, and the kill would land after the end
     d1 = DaemonProcess(args, tmp_path, env={"STREAMRANK_POLL_MAX_RECORDS": "10"})
     d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2 and lineage(ev)[0][-1]["seq"] % 4 != 0)
     d1.kill()
