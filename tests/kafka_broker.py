@@ -237,6 +237,28 @@ def lineage(events: list):
     return chain, sum(a["edges"] for a in chain)
 
 
+
+def batches_from_lineage(chain, sent, partitions: int):
+    """Rebuild each applied batch of ``chain`` (:func:`lineage`) from the positions its apply
+    event recorded and ``sent`` (``{(partition, offset): (src, dst, insert) arrays}`` of what was
+    produced to ``partitions`` partitions); checks each batch's edge count."""
+    from streamrank.batch import EdgeBatch
+
+    pos = {p: 0 for p in range(partitions)}
+    out = []
+    for a in chain:
+        parts = []
+        for key, nxt in sorted(a["positions"].items()):
+            p = int(key.rsplit(":", 1)[1])
+            for off in range(pos[p], nxt):
+                if (p, off) in sent:
+                    parts.append(sent[(p, off)])
+            pos[p] = nxt
+        out.append(EdgeBatch.from_arrays(np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
+                                         np.concatenate([x[2] for x in parts])))
+        assert len(out[-1]) == a["edges"]
+    return out
+
 # ---------------------------------------------------------------------------- checks shared by daemon tests
 def check_restored(killed_events: list, restart_events: list) -> int:
     """The restart resumed from a checkpoint of the killed run: the last one it logged, or one

@@ -16,12 +16,11 @@ import json
 
 import numpy as np
 import pytest
-from kafka_broker import (Broker, DaemonProcess, check_restored, free_port, kafka_broker, l1, lineage,  # noqa: F401
-                          make_events, oracle_error, ranks_by_id)
+from kafka_broker import (Broker, DaemonProcess, batches_from_lineage, check_restored, free_port,  # noqa: F401
+                          kafka_broker, l1, lineage, make_events, oracle_error, ranks_by_id)
 
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
-from streamrank.batch import EdgeBatch
 from streamrank.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
@@ -88,24 +87,6 @@ def produce_events(broker, topic, events, *, seed=0):
     return sent
 
 
-def batches_from_lineage(chain, sent):
-    """Rebuild each applied batch from the positions its apply event recorded."""
-    pos = {p: 0 for p in range(PARTITIONS)}
-    out = []
-    for a in chain:
-        parts = []
-        for key, nxt in sorted(a["positions"].items()):
-            p = int(key.rsplit(":", 1)[1])
-            for off in range(pos[p], nxt):
-                if (p, off) in sent:
-                    parts.append(sent[(p, off)])
-            pos[p] = nxt
-        out.append(EdgeBatch.from_arrays(np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
-                                         np.concatenate([x[2] for x in parts])))
-        assert len(out[-1]) == a["edges"]
-    return out
-
-
 EVENTS = make_events(7, 2500, 300)
 
 
@@ -142,7 +123,7 @@ def test_kafka_ranks_match_replay_of_same_batches(stream, uninterrupted):
     got = ranks_by_id(*u["ckpt"].ranks)
     # an Engine fed exactly the daemon's batches ends with the same ranks
     eng = Engine("cpu")  # the daemon's default algorithm (auto)
-    for b in batches_from_lineage(chain, stream["sent"]):
+    for b in batches_from_lineage(chain, stream["sent"], PARTITIONS):
         eng.apply(b)
     assert l1(got, ranks_by_id(*eng.ranks())) < 1e-12
     # ... and the graph and ranks are those of the whole stream (oracle)
@@ -218,7 +199,7 @@ def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterru
     assert ck.seq == chain[-1]["seq"]
     got = ranks_by_id(*ck.ranks)
     eng = Engine("cpu")  # the daemon's default algorithm (auto)
-    for b in batches_from_lineage(chain, stream["sent"]):
+    for b in batches_from_lineage(chain, stream["sent"], PARTITIONS):
         eng.apply(b)
     assert l1(got, ranks_by_id(*eng.ranks())) < 1e-12
     assert l1(got, ranks_by_id(*uninterrupted["ckpt"].ranks)) < 1e-5  # batch boundaries differ

@@ -16,12 +16,12 @@ import os
 import numpy as np
 import pyarrow as pa
 import pytest
-from kafka_broker import (DaemonProcess, check_restored, kafka_broker, l1, lineage, make_events, ranks_by_id)  # noqa: F401
+from kafka_broker import (DaemonProcess, batches_from_lineage, check_restored, kafka_broker, l1, lineage,  # noqa: F401
+                          make_events, ranks_by_id)
 
 from connectors.kafka_clients import confluent_available
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
-from streamrank.batch import EdgeBatch
 from streamrank.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
@@ -124,23 +124,6 @@ def produce(broker, topic, events, *, seed=0, bad=()):
     return sent
 
 
-def int_batches_from_lineage(chain, sent):
-    pos = {p: 0 for p in range(PARTITIONS)}
-    out = []
-    for a in chain:
-        parts = []
-        for key, nxt in sorted(a["positions"].items()):
-            p = int(key.rsplit(":", 1)[1])
-            for off in range(pos[p], nxt):
-                if (p, off) in sent:
-                    parts.append(sent[(p, off)])
-            pos[p] = nxt
-        out.append(EdgeBatch.from_arrays(np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
-                                         np.concatenate([x[2] for x in parts])))
-        assert len(out[-1]) == a["edges"]
-    return out
-
-
 EVENTS = make_events(17, 2000, 250)
 
 
@@ -177,7 +160,7 @@ def test_kafka_string_ids_match_integer_engine_and_oracle(kafka_broker, kafka_ru
     chain, edges = lineage(r["daemon"].events())
     assert edges == len(EVENTS)
     got = int_ranks(*r["ckpt"].ranks)
-    assert l1(got, engine_on_int_batches(int_batches_from_lineage(chain, r["sent"]))) < 1e-9
+    assert l1(got, engine_on_int_batches(batches_from_lineage(chain, r["sent"], PARTITIONS))) < 1e-9
     assert string_oracle_error(r["ckpt"], EVENTS) < 1e-5
     # dead letters, with their reasons
     letters = kafka_broker.read_all(r["dlq"], expect=len(BAD))
@@ -233,7 +216,7 @@ def test_kafka_string_ids_sigkill_restart(kafka_broker, kafka_run, client, tmp_p
     assert edges == len(EVENTS) and [a["seq"] for a in chain] == list(range(1, len(chain) + 1))
     ck = load_latest(tmp_path / "ckpt")
     got = int_ranks(*ck.ranks)
-    assert l1(got, engine_on_int_batches(int_batches_from_lineage(chain, kafka_run["sent"]))) < 1e-9
+    assert l1(got, engine_on_int_batches(batches_from_lineage(chain, kafka_run["sent"], PARTITIONS))) < 1e-9
     assert l1(got, int_ranks(*kafka_run["ckpt"].ranks)) < 1e-5  # batch boundaries differ
     assert string_oracle_error(ck, EVENTS) < 1e-5
 
