@@ -13,7 +13,7 @@ ALGORITHMS = ("static", "nd", "dt", "df", "dfp", "warm", "auto")
 DANGLING_MODES = ("uniform", "self-loop")
 DTYPES = ("float64", "float32")
 #: Storage of the gathered contributions in the GPU's standard-form sweeps (``sweep_contributions``).
-CONTRIBUTION_DTYPES = ("float64", "float32")
+CONTRIBUTION_DTYPES = DTYPES
 
 
 @dataclass(frozen=True)

@@ -244,19 +244,14 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 + ", ".join(f"{k} {v:.3f} ms" for k, v in profile.items()))
         log(f"fraction {frac:g} (batch of {size} edges) done")
     report["rows"] = rows
-    report["memory"] = _memory_report(graph, track)
-    if report["memory"]["store_bytes"] is not None:
-        m = report["memory"]
-        log(f"device memory: store {m['store_bytes'] / 2**20:.0f} MiB ({m['store_bytes_per_edge']:.1f} B/edge); "
-            f"peak live arrays at the engine's stages {m['peak_pool_used_bytes'] / 2**20:.0f} MiB "
-            f"({m['peak_pool_used_bytes_per_edge']:.1f} B/edge); peak device use {m['peak_device_bytes'] / 2**20:.0f} MiB")
+    report["memory"] = _memory_report(graph, track)  # printed by report.format_report
     return report
 
 
 def _memory_report(graph, track) -> dict:
     e = max(int(graph.num_edges), 1)
     out = track.report(e)
-    store = int(graph.nbytes) if hasattr(graph, "nbytes") and track.backend.is_gpu else None
+    store = int(graph.nbytes) if track.backend.is_gpu else None  # device bytes: the GPU store only
     out["store_bytes"] = store
     out["store_bytes_per_edge"] = store / e if store is not None else None
     pool = out.get("peak_pool_used_bytes")
