@@ -252,7 +252,8 @@ class CpuGraph:
         del_src, del_dst = ds[present], dd[present]
         dropped["absent_deletion"] = int((~ins).sum()) - int(del_src.shape[0])
 
-        # Insertions: new ids grow the graph (first-appearance order: src before dst per edge).
+        # Insertions: new ids grow the graph (first-appearance order: src before dst per edge; by
+        # degree in the batch when it brings more than id_plan.DEGREE_ORDER_MIN new ids).
         # Everything up to the commit below only plans: a batch that does not fit changes nothing.
         isrc, idst = src[ins], dst[ins]
         both = np.empty(2 * isrc.shape[0], dtype=np.int64)

@@ -142,7 +142,8 @@ class GpuGraph:
                    max_bytes: int | None = None) -> "GpuGraph":
         """A graph holding the edges ``src[i] -> dst[i]`` (external ids; duplicates collapse).
 
-        Internal ids follow the CPU store's rule (first appearance in (src, dst) order). Host or
+        Internal ids follow the CPU store's rule (:func:`streamrank.id_plan.plan_new_ids`: descending
+        degree for more than 4,096 vertices, else first appearance in (src, dst) order). Host or
         device arrays are accepted; the build sorts the edges once on the device.
         ``fast_update`` and ``max_bytes`` as for the constructor.
 

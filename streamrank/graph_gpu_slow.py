@@ -50,7 +50,8 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     found = g._find(ds, dd)
     g._stage("deletions: lookup + membership")
 
-    # Insertions: new ids grow the graph (first appearance: src before dst per edge). Up to the
+    # Insertions: new ids grow the graph (first appearance: src before dst per edge; by degree
+    # in the batch when it brings more than id_plan.DEGREE_ORDER_MIN new ids). Up to the
     # commit below nothing changes but spare capacity: a batch that does not fit raises
     # GraphCapacityError with the graph as it was.
     both = cp.empty(2 * n_ins_req, dtype=cp.int64)

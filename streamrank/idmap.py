@@ -1,7 +1,8 @@
 """Map external vertex ids (non-negative int64) to dense internal ids 0..n-1.
 
 On the host the map keeps the external ids sorted next to their internal ids and looks a batch
-up with ``searchsorted``; new ids get the next internal ids in order of first appearance.
+up with ``searchsorted``; new ids get the next internal ids in order of first appearance (in a
+large addition, by degree: :mod:`streamrank.id_plan`).
 Internal ids are never reused (vertices are not removed). A batch's new ids go into a small
 sorted side table, merged into the main one when it outgrows ``1/MERGE_SHARE`` of it, and
 ``external`` grows by doubling: adding ids costs O(batch) amortized, not a copy of the whole map.
@@ -15,9 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import to_host
 from .errors import InvalidArgumentError
-from .id_plan import IdPlan
+from .id_plan import IdPlan, PlannedIdMap, plan_new_ids
 
 #: The side table of recent ids is merged into the main sorted table when it holds more than
 #: ``max(MERGE_MIN, len / MERGE_SHARE)`` ids.
@@ -34,7 +34,7 @@ def _search(keys, vals, ids):
     return np.where(keys[pos] == ids, vals[pos], -1)
 
 
-class IdMap:
+class IdMap(PlannedIdMap):
     """Dense id map on the host.
 
     Parameters
@@ -96,21 +96,11 @@ class IdMap:
 
     def plan_add(self, ids) -> "IdPlan":
         """What :meth:`add` would do, without changing the map: the internal id of every element
-        of ``ids`` (unknown ones numbered from ``len(self)`` in order of first appearance) and
-        the new ids. :meth:`commit_add` then adds them."""
-        xp = self.xp
-        ids = xp.asarray(ids, dtype=xp.int64)
-        internal = self.lookup(ids)
-        missing = internal < 0
-        new_ids = ids[missing]
-        if new_ids.shape[0] == 0:
-            return IdPlan(internal, new_ids, new_ids, new_ids, len(self))
-        uniq, first = xp.unique(new_ids, return_index=True)
-        order = xp.argsort(first)  # first-appearance order
-        rank = xp.empty(order.shape[0], dtype=xp.int64)
-        rank[order] = xp.arange(order.shape[0], dtype=xp.int64)
-        internal[missing] = len(self) + rank[xp.searchsorted(uniq, new_ids)]
-        return IdPlan(internal, uniq[order], uniq, rank, len(self))
+        of ``ids`` (unknown ones numbered from ``len(self)`` by :func:`streamrank.id_plan.plan_new_ids`:
+        first appearance, or degree in a large addition) and the new ids. :meth:`commit_add`
+        then adds them."""
+        ids = self.xp.asarray(ids, dtype=self.xp.int64)
+        return plan_new_ids(self.xp, ids, self.lookup(ids), len(self))
 
     def growth_bytes(self, count: int) -> int:
         """Most bytes :meth:`commit_add` of ``count`` new ids allocates: ``external`` grown by
@@ -154,23 +144,6 @@ class IdMap:
             self._new_keys = self._new_keys[:0]
             self._new_vals = self._new_vals[:0]
         return k
-
-    def add(self, ids):
-        """Internal ids of ``ids``, adding the unknown ones.
-
-        Returns
-        -------
-        internal : array of int64
-            The internal id of every element of ``ids``.
-        num_new : int
-            How many vertices were added.
-        """
-        plan = self.plan_add(ids)
-        return plan.internal, self.commit_add(plan)
-
-    def state(self) -> dict:
-        """Host arrays for a checkpoint."""
-        return {"external": to_host(self.external)}
 
     @classmethod
     def from_external(cls, external, xp=np) -> "IdMap":

@@ -2,7 +2,7 @@
 
 Same interface as :class:`streamrank.idmap.IdMap` (``lookup``, ``lookup_with``, ``add``,
 ``external``, ``len``, ``state``, ``from_external``) and the same numbering (new ids in order of
-first appearance), but new ids never re-sort the map: the table (``kernels/idhash.cuh``) is open
+first appearance, by degree in a large addition: :mod:`streamrank.id_plan`), but new ids never re-sort the map: the table (``kernels/idhash.cuh``) is open
 addressing with linear probing over a power-of-two number of slots, keys = external ids (-1 =
 empty), values = internal ids (int32). The load factor stays at or below 1/2; the table is
 rebuilt (one launch over the ids, no sync) only when an addition would pass that.
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import to_host
 from .errors import InvalidArgumentError
 from .gpu_launch import _cupy, grid_for_threads, launch
-from .id_plan import IdPlan
+from .id_plan import IdPlan, PlannedIdMap, plan_new_ids
 from .kernels.loader import get_kernel
 
 _CU = "idhash.cu"
@@ -41,7 +40,7 @@ def _slots_for(count: int) -> int:
     return slots
 
 
-class GpuIdMap:
+class GpuIdMap(PlannedIdMap):
     """External <-> internal vertex ids on the device (CuPy).
 
     Parameters
@@ -176,21 +175,12 @@ class GpuIdMap:
     # ------------------------------------------------------------------ additions
     def plan_add(self, ids) -> IdPlan:
         """What :meth:`add` would do, without changing the map (:class:`streamrank.id_plan.IdPlan`):
-        the internal id of every element of ``ids``, unknown ones numbered from ``len(self)`` in
-        order of first appearance. Syncs once (to size the unknown ids)."""
+        the internal id of every element of ``ids``, unknown ones numbered from ``len(self)`` by
+        :func:`streamrank.id_plan.plan_new_ids` (first appearance, or degree in a large addition).
+        Syncs once (to size the unknown ids)."""
         cp = self.xp
         ids = cp.ascontiguousarray(cp.asarray(ids, dtype=cp.int64))
-        internal = self.lookup(ids)
-        missing = internal < 0
-        new_ids = ids[missing]  # boolean mask: syncs for the output size
-        if new_ids.shape[0] == 0:
-            return IdPlan(internal, new_ids, new_ids, new_ids, self._n)
-        uniq, first = cp.unique(new_ids, return_index=True)
-        order = cp.argsort(first)  # first-appearance order
-        rank = cp.empty(order.shape[0], dtype=cp.int64)
-        rank[order] = cp.arange(order.shape[0], dtype=cp.int64)
-        internal[missing] = self._n + rank[cp.searchsorted(uniq, new_ids)]
-        return IdPlan(internal, cp.ascontiguousarray(uniq[order]), uniq, rank, self._n)
+        return plan_new_ids(cp, ids, self.lookup(ids), self._n)
 
     def commit_add(self, plan: IdPlan) -> int:
         """Add the new ids of ``plan`` (from :meth:`plan_add` on this map, unchanged since);
@@ -206,24 +196,6 @@ class GpuIdMap:
         self._insert(plan.fresh, start)
         self._n += k
         return k
-
-    def add(self, ids):
-        """Internal ids of ``ids``, adding the unknown ones in order of first appearance.
-
-        Returns
-        -------
-        internal : array of int64
-            The internal id of every element of ``ids``.
-        num_new : int
-            How many vertices were added.
-        """
-        plan = self.plan_add(ids)
-        return plan.internal, self.commit_add(plan)
-
-    # ------------------------------------------------------------------ checkpoints
-    def state(self) -> dict:
-        """Host arrays for a checkpoint."""
-        return {"external": to_host(self.external)}
 
     @classmethod
     def from_external(cls, external, xp=None, *, room: int = 0) -> "GpuIdMap":

@@ -227,3 +227,30 @@ def test_host_id_map_against_a_dict_across_side_table_merges():
     assert again.lookup(probe).tolist() == m.lookup(probe).tolist()
     assert again.add(np.array([45_001]))[0].tolist() == [len(ref)]
     assert len(m) == len(ref)  # from_external copied: the first map is unchanged
+
+
+def test_new_vertex_order_first_appearance_or_degree(device):
+    """Up to DEGREE_ORDER_MIN new ids a batch numbers them by first appearance; a larger addition
+    (a bulk load) by descending degree in the batch, ties by first appearance (id_plan)."""
+    from streamrank.id_plan import DEGREE_ORDER_MIN
+
+    g, be = _graph(device, [30, 10, 20], [10, 40, 10])  # distinct edges in (src, dst) order
+    assert be.to_host(g.ids.external).tolist() == [10, 40, 20, 30]
+
+    rng = np.random.default_rng(5)
+    k = DEGREE_ORDER_MIN + 2000
+    ids = 1000 + rng.permutation(k)
+    src = np.concatenate([ids, np.repeat(ids[[17, 3, 900]], [50, 30, 10]), [30]])
+    dst = np.concatenate([np.roll(ids, 1), ids[rng.choice(k, 90, replace=False) % (k - 1000) + 1000], [ids[5]]])
+    g.apply(EdgeBatch.from_arrays(src, dst, xp=be.xp))
+    # expected: the distinct edges in (src, dst) order, endpoints interleaved
+    edges = sorted(set(zip(src.tolist(), dst.tolist())))
+    both = [v for e in edges for v in e if v not in (30, 10, 20, 40)]
+    first, deg = {}, {}
+    for i, v in enumerate(both):
+        first.setdefault(v, i)
+        deg[v] = deg.get(v, 0) + 1
+    want = sorted(first, key=lambda v: (-deg[v], first[v]))
+    got = be.to_host(g.ids.external).tolist()
+    assert got[:4] == [10, 40, 20, 30] and got[4:] == want
+    assert want[:3] == ids[[17, 3, 900]].tolist()  # the hubs of this batch come first

@@ -1,6 +1,7 @@
 """The GPU power iteration's read-only snapshot of the graph (one per graph version).
 
-The store's in-CSR has gaps (room for insertions) and vertex ids in order of first appearance,
+The store's in-CSR has gaps (room for insertions) and vertex ids in order of first appearance
+(by degree only within a large batch or bulk load),
 so a pull sweep streams ~50% more index slots than there are edges and gathers each source's
 contribution from a random place in a |V|-long vector. The snapshot relabels the vertices by
 out-degree, descending, and stores a compact in-CSR in that id space with every in-list sorted:
