@@ -197,10 +197,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       const I v = cur_large[i];
       const long long o = a.in_off[v];
       const I dg = a.in_deg[v];
-      V s = V(0);
-#pragma unroll 8
-      for (I k = threadIdx.x; k < dg; k += blockDim.x) s += w.c[a.in_idx[o + k]];
-      s = sr::block_sum(s, vscratch);
+      const V s = sr::block_gather(w.c, a.in_idx, o, dg, vscratch);
       if (threadIdx.x == 0) {
         const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, a.out_deg[v], a.x[v], lmax, lsum, ldang);
         if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
@@ -220,10 +217,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
           od = a.out_deg[v];
           xo = a.x[v];
         }
-        V s = V(0);
-        for (I k = sub; k < dg; k += SR_GROUP) s += w.c[a.in_idx[o + k]];
-#pragma unroll
-        for (int off = SR_GROUP / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, SR_GROUP);
+        const V s = sr::group_gather<SR_GROUP, V>(w.c, a.in_idx, o, dg, sub);
         Decision dec{false, false};
         if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
         sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);

@@ -154,10 +154,7 @@ __global__ void __launch_bounds__(256) rank_large(const RankArgs<I, V>* __restri
       od = a.out_deg[v];
       xo = a.x[v];
     }
-    V s = V(0);
-#pragma unroll 8
-    for (I k = threadIdx.x; k < dg; k += blockDim.x) s += w.c[a.in_idx[o + k]];  // 8 gathers in flight
-    s = sr::block_sum(s, vscratch);
+    const V s = sr::block_gather(w.c, a.in_idx, o, dg, vscratch);  // SR_GATHER_UNROLL in flight
     if (more) {
       o_next = a.in_off[v_next];
       dg_next = a.in_deg[v_next];

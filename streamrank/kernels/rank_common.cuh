@@ -89,6 +89,48 @@ struct RankArgs {
 // Small blocks on the block path keep many large vertices in flight per multiprocessor.
 #define SR_SMALL_THREADS 256  // the block-path kernels take any multiple of 32 up to 256
 
+// In-edge gathers shared by the rank kernels (pagerank.cu, frontier_loop.cu, sweep.cu): the sum
+// of c[idx[o + k]] over k in [0, dg). Each lane adds its k = first, first + step, ... in that
+// order, so every kernel that uses the same helper gets the same bits.
+namespace sr {
+
+// By the G lanes of a group, `sub` being this lane's place in it; the sum lands in lane 0 of
+// the group. Every lane of the warp must call it (full-mask shuffles).
+template <int G, typename V, typename C, typename I>
+__device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
+                                          int sub) {
+  V s = V(0);
+#pragma unroll 4
+  for (I k = sub; k < dg; k += G) s += static_cast<V>(c[idx[o + k]]);
+#pragma unroll
+  for (int off = G / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, G);
+  return s;
+}
+
+// By the whole block: each thread loads SR_GATHER_UNROLL indices, then issues as many gathers
+// before it adds them, so that a hub of 100 k in-edges is not a long tail of dependent loads.
+// The sum lands in thread 0 (block_sum); `scratch` holds blockDim.x / 32 values.
+#define SR_GATHER_UNROLL 8
+template <typename V, typename C, typename I>
+__device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
+                                          V* scratch) {
+  V s = V(0);
+  const I step = static_cast<I>(blockDim.x);
+  for (I k0 = threadIdx.x; k0 < dg; k0 += SR_GATHER_UNROLL * step) {
+    I e[SR_GATHER_UNROLL];
+#pragma unroll
+    for (int t = 0; t < SR_GATHER_UNROLL; ++t) {
+      const I k = k0 + t * step;
+      e[t] = k < dg ? idx[o + k] : I(-1);
+    }
+#pragma unroll
+    for (int t = 0; t < SR_GATHER_UNROLL; ++t) s += e[t] >= 0 ? static_cast<V>(c[e[t]]) : V(0);
+  }
+  return block_sum(s, scratch);
+}
+
+}  // namespace sr
+
 namespace {
 
 template <typename I, typename V>

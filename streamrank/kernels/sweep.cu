@@ -63,11 +63,7 @@ __device__ __forceinline__ void bucket_pass(const RankArgs<I, V>& a, const View<
       od = a.out_deg[v];
       yo = a.x[v];
     }
-    V s = V(0);
-#pragma unroll 4
-    for (I k = sub; k < dg; k += G) s += static_cast<V>(c[idx[o + k]]);
-#pragma unroll
-    for (int off = G / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, G);
+    const V s = sr::group_gather<G, V>(c, idx, o, dg, sub);
     if (valid && sub == 0) sweep_commit<I, V, C, SELF>(a, cn, w.base, w.alpha, v, s, od, yo, lmax, lsum, ldang);
   }
 }
@@ -95,14 +91,13 @@ __global__ void partition_buckets(const RankArgs<I, V>* __restrict__ args) {
 }
 
 // One launch per sweep: blocks [0, a.gt) walk the four buckets, blocks [a.gt, a.gt + a.gb) the big
-// list, a block per vertex with SR_LARGE_UNROLL independent gathers in flight per thread, so that
+// list, a block per vertex with SR_GATHER_UNROLL independent gathers in flight per thread, so that
 // the two parts overlap and a hub of 100 k in-edges is not a long tail. The last block to finish
 // runs finish_iteration. SR_SWEEP_MIN_BLOCKS (NVRTC -D, knob STREAMRANK_SWEEP_MIN_BLOCKS) asks
 // the compiler for that many resident blocks per multiprocessor (registers per thread).
 #ifndef SR_SWEEP_MIN_BLOCKS
 #define SR_SWEEP_MIN_BLOCKS 3
 #endif
-#define SR_LARGE_UNROLL 8
 template <typename I, typename V, typename C, int SELF>
 __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(const RankArgs<I, V>* __restrict__ args,
                                                                               int parity) {
@@ -137,18 +132,7 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(c
         od = a.out_deg[v];
         yo = a.x[v];
       }
-      V s = V(0);
-      for (I k0 = threadIdx.x; k0 < dg; k0 += SR_LARGE_UNROLL * blockDim.x) {
-        I e[SR_LARGE_UNROLL];
-#pragma unroll
-        for (int t = 0; t < SR_LARGE_UNROLL; ++t) {
-          const I k = k0 + t * static_cast<I>(blockDim.x);
-          e[t] = k < dg ? idx[o + k] : I(-1);
-        }
-#pragma unroll
-        for (int t = 0; t < SR_LARGE_UNROLL; ++t) s += e[t] >= 0 ? static_cast<V>(c[e[t]]) : V(0);
-      }
-      s = sr::block_sum(s, vscratch);
+      const V s = sr::block_gather(c, idx, o, dg, vscratch);
       if (threadIdx.x == 0) sweep_commit<I, V, C, SELF>(a, cn, w.base, w.alpha, v, s, od, yo, lmax, lsum, ldang);
     }
   }

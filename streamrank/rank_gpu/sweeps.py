@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ..config import RankConfig
 from ..errors import InvalidArgumentError
 from ..gpu_launch import launch
 from ..kernels.loader import get_kernel
@@ -44,6 +45,15 @@ def _sweep_names(vt: str) -> tuple:
         for s in (0, 1):
             names += [f"sweep<int, {vt}, {ct}, {s}>", f"contributions_as<int, {vt}, {ct}, {s}>"]
     return tuple(names)
+
+
+def _contributions_as(graph, ws, config: RankConfig, ct: str, args) -> None:
+    """Rewrite the contributions in ``cbuf[0]`` (written as ``config.dtype`` by the start of the
+    iterate) as C type ``ct``: one pass over |V| (asynchronous)."""
+    vt = _CTYPE[config.dtype]
+    self_loop = 1 if config.dangling == "self-loop" else 0
+    blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
+    launch(_sweep_kernel(config.dtype, f"contributions_as<int, {vt}, {ct}, {self_loop}>"), blocks, _THREADS, (args,))
 
 
 def _sweep_kernel(dtype: str, name: str):
@@ -107,10 +117,7 @@ def standard_sweeps(graph, ws, x, config, args):
         loose = dataclasses.replace(config, tol=max(float(config.tol), _F32_TOL),
                                     max_iter=min(int(config.max_iter), _F32_MAX_ITER))
         args1 = _pack_args(graph, ws, x, loose)
-        self_loop = 1 if config.dangling == "self-loop" else 0
-        blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
-        launch(_sweep_kernel(config.dtype, f"contributions_as<int, {vt}, float, {self_loop}>"), blocks, _THREADS,
-               (args1,))
+        _contributions_as(graph, ws, config, "float", args1)
         its1, _, aff1, _, _ = _Iterations(graph, ws, loose, 3, args1, seq=_sequence(graph, ws, config, "float", kernel)).run()
         # Phase 2: contributions, sum and base recomputed in full precision from the iterate.
         _restart(graph, ws, args, x, config, standard=True)
@@ -150,9 +157,6 @@ def run_fixed_sweeps(graph, x0, config, *, sweeps: int, kernel: str = "buckets")
     vt = _CTYPE[config.dtype]
     ct = "float" if config.sweep_contributions == "float32" and vt == "double" else vt
     if ct != vt:
-        self_loop = 1 if config.dangling == "self-loop" else 0
-        blocks = int(min(ws.gt, max(1, -(-n // _THREADS))))
-        launch(_sweep_kernel(config.dtype, f"contributions_as<int, {vt}, {ct}, {self_loop}>"), blocks, _THREADS,
-               (args,))
+        _contributions_as(graph, ws, config, ct, args)
     its, _, _, _, _ = _Iterations(graph, ws, fixed, 3, args, seq=_sequence(graph, ws, fixed, ct, kernel)).run()
     return its
