@@ -412,11 +412,15 @@ class GpuGraph:
         if not self.fast.enabled:
             return
         n, rv = self.num_vertices, self.fast.vertices
+        half = self.fast.slots // 2 + 1
+        tails = (d.idx.shape[0] - d.end for d in (self._out, self._in))
+        if self._vcap - n >= rv and self.ids.room >= rv and min(tails) >= half:
+            return  # the room is there (the steady state): no memory check, nothing to grow
         vcap = max(n + rv, 2 * self._vcap, 16) if self._vcap - n < rv else self._vcap
         steps = [(self.ids.growth_bytes(rv), lambda: self.ids.reserve(rv)),
                  (self._rows_bytes(vcap), lambda: self._grow_vertices(vcap))]
         for d in (self._out, self._in):
-            if d.idx.shape[0] - d.end < self.fast.slots // 2 + 1:
+            if d.idx.shape[0] - d.end < half:
                 steps.append((d.reserve_bytes(self.fast.slots), lambda d=d: d.reserve(self.fast.slots)))
         for nbytes, grow in steps:
             if not self._try_grow(nbytes, grow, "reserving the fast path's room"):

@@ -37,8 +37,11 @@
 
 namespace cg = cooperative_groups;
 
-// Sources of at least this out-degree are marked by a block, smaller ones by a warp.
-#define SR_BLOCK_SOURCE 1024
+// Sources of at least this out-degree are marked by a block in phase M, smaller ones by a warp
+// (NVRTC option -DSR_BLOCK_SOURCE=..., knob STREAMRANK_LOOP_BLOCK_SOURCE).
+#ifndef SR_BLOCK_SOURCE
+#define SR_BLOCK_SOURCE 64
+#endif
 // Lanes per vertex of the group mode (short lists of small degree): 2, 4, 8, 16 or 32
 // (NVRTC option -DSR_GROUP=..., knob STREAMRANK_LOOP_GROUP).
 #ifndef SR_GROUP
@@ -61,8 +64,10 @@ struct LoopLists {
   const long long* del_src;
   const long long* del_dst;
   long long n_prev, n_ins, n_del;
-  unsigned long long* ticks;  // profiling (or null): the device clock (ns) at the start of each
-                              // iteration and at the end, written by thread 0 of the grid
+  unsigned long long* ticks;  // profiling (or null): the device clock (ns), written by thread 0 of
+                              // the grid: [0] start, [1] after phase I, [2] after phase M, then per
+                              // iteration i [3 + 3i] its start, [4 + 3i] after phase R, [5 + 3i]
+                              // after phase P; [3 + 3n] the end (n iterations)
 };
 
 __device__ __forceinline__ unsigned long long device_ns() {
@@ -107,6 +112,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   double* const iter_part = L.part + nblocks;
 
   // ---- phase I: the start of the iterate, one pass over all vertices
+  if (L.ticks && tid == 0) L.ticks[0] = device_ns();
   if (tid == 0) {
     for (int j = 0; j < 3; ++j) L.front_cnt[j][0] = L.front_cnt[j][1] = 0;
     for (int j = 0; j < 2; ++j) L.flag_cnt[j][0] = L.flag_cnt[j][1] = 0;
@@ -123,6 +129,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   s0 = sr::block_sum(s0, scratch);
   if (threadIdx.x == 0) init_part[blockIdx.x] = s0;
   grid.sync();  // x, c and the block sums are complete; every counter is zero
+  if (L.ticks && tid == 0) L.ticks[1] = device_ns();
 
   // ---- phase M: the initial marks (into frontier pair 0)
   double total = 0.0;  // sum(x), kept by thread 0 of every block, identically
@@ -172,11 +179,12 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     mark_out_block<I>(a.out_idx, a.out_off[u], od, a.aff, a.in_deg, sw, L.front[0], L.front[1], L.front_cnt[0]);
   }
   grid.sync();  // frontier pair 0 holds every initially affected vertex
+  if (L.ticks && tid == 0) L.ticks[2] = device_ns();
 
   int it = 0, fi = 0;
   int code = 0;
   while (true) {
-    if (L.ticks && tid == 0) L.ticks[it] = device_ns();
+    if (L.ticks && tid == 0) L.ticks[3 + 3 * it] = device_ns();
     const int ni = fi == 2 ? 0 : fi + 1;
     const int zi = ni == 2 ? 0 : ni + 1;
     const int par = it & 1;
@@ -250,6 +258,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       part[nblocks + blockIdx.x] = lsum;
     }
     grid.sync();  // every rank update, append and block result of phase R is visible
+    if (L.ticks && tid == 0) L.ticks[4 + 3 * it] = device_ns();
 
     // ---- phase P: commit and marking
     for (long long t = tid; t < n0 + n1; t += stride) {
@@ -295,6 +304,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       L.flag_cnt[1 - par][1] = 0;
     }
     grid.sync();  // F(i+1) is complete; the counters of F(i+2) and G(i+1) are zero
+    if (L.ticks && tid == 0) L.ticks[5 + 3 * it] = device_ns();
 
     // ---- decide (identically in every block)
     double m = 0.0, s = 0.0;
@@ -323,7 +333,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     if (code) break;
     // stop_code is written again only after the barriers of the next iteration's reductions.
   }
-  if (L.ticks && tid == 0) L.ticks[it] = device_ns();
+  if (L.ticks && tid == 0) L.ticks[3 + 3 * it] = device_ns();
   if (code == 2) {  // the launch sequence takes over from frontier pair fi
     if (tid == 0) a.status[3] = fi + 1;
     return;

@@ -264,12 +264,11 @@ __device__ __forceinline__ void mark_out_thread(const I* __restrict__ out_idx, l
 }
 
 // Block per vertex. Every thread of the block must call it (the round count is uniform over
-// the block). Four out-edges per thread per round: loads and CAS in flight together.
-template <typename I>
+// the block). kUnroll (default 4) out-edges per thread per round: loads and CAS in flight together.
+template <typename I, int kUnroll = 4>
 __device__ __forceinline__ void mark_out_block(const I* __restrict__ out_idx, long long o, I od, int* aff,
                                                const I* __restrict__ split_deg, I switch_degree, I* next_small,
                                                I* next_large, int* next_count) {
-  constexpr int kUnroll = 4;
   for (I b0 = 0; b0 < od; b0 += kUnroll * blockDim.x) {
     I u[kUnroll];
     bool p[kUnroll];

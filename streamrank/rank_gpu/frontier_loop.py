@@ -33,12 +33,18 @@ _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
 #: (knob STREAMRANK_LOOP_WARP_FACTOR); the group has _LOOP_GROUP lanes (STREAMRANK_LOOP_GROUP).
 _LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
 _LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
+#: Initial marking: sources of at least this out-degree take a block, smaller ones a warp (knob
+#: STREAMRANK_LOOP_BLOCK_SOURCE). 64 against the earlier 1024: the loop's device time 3-7% lower
+#: on sx-mathoverflow (docs/GPU.md).
+_LOOP_BLOCK_SOURCE = int(os.environ.get("STREAMRANK_LOOP_BLOCK_SOURCE", "64"))
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
 #: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
 #: Why the cooperative loop is not used in this process (set at its first failure).
 loop_unavailable: str | None = None
-#: Set to a device uint64 array of at least max_iter + 1 entries to have the frontier loop write
-#: the device clock (ns) at the start of each iteration and at its end (profiling).
+#: Set to a device uint64 array of at least 3 * max_iter + 4 entries to have the frontier loop
+#: write the device clock (ns) at its start, after its first two phases, at the start of each
+#: iteration and after each of its two phases, and at its end (profiling; layout in
+#: frontier_loop.cu's LoopLists::ticks).
 LOOP_TICKS = None
 _LISTS_FORMAT = "<16Qqq4Q3qQ"  # LoopLists<I, V> in frontier_loop.cu
 _LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
@@ -82,6 +88,8 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
     self_loop = 1 if config.dangling == "self-loop" else 0
     if _LOOP_GROUP not in (2, 4, 8, 16, 32):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
+    if _LOOP_BLOCK_SOURCE < 1:
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {_LOOP_BLOCK_SOURCE}")
     try:
         k, grid = _loop_kernel(config.dtype, self_loop, mode)
         handover = int(_LOOP_HANDOVER * grid * _THREADS)
@@ -116,7 +124,7 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     """(kernel, grid) of the cooperative loop, compiled and sized once per process."""
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
-                   (f"-DSR_GROUP={_LOOP_GROUP}",), cooperative=True)
+                   (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}"), cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
