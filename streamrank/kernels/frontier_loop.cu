@@ -42,6 +42,12 @@ namespace cg = cooperative_groups;
 #ifndef SR_BLOCK_SOURCE
 #define SR_BLOCK_SOURCE 64
 #endif
+// Phase P marks the out-neighbours of the small flag list balanced over edges (1,
+// mark_out_packed in rank_common.cuh) or a group of lanes / a thread per flagged vertex (0)
+// (-DSR_MARK_PACKED=..., knob STREAMRANK_LOOP_MARK_PACKED).
+#ifndef SR_MARK_PACKED
+#define SR_MARK_PACKED 1
+#endif
 // Lanes per vertex of the group mode (short lists of small degree): 2, 4, 8, 16 or 32
 // (NVRTC option -DSR_GROUP=..., knob STREAMRANK_LOOP_GROUP).
 #ifndef SR_GROUP
@@ -266,7 +272,12 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       a.cbuf[0][v] = a.cbuf[1][v];
     }
     const long long f0 = flag_cnt[0], f1 = flag_cnt[1];
-    if (f0 <= L.warp_limit) {
+    if (SR_MARK_PACKED) {
+      const long long per_warp = (f0 + nwarps - 1) / nwarps;
+      const int pack = static_cast<int>(per_warp < 1 ? 1 : (per_warp > 32 ? 32 : per_warp));
+      mark_out_packed<I>(flag_small, f0, pack, wid, nwarps, a.out_off, a.out_deg, a.out_idx, a.aff, a.in_deg, sw,
+                         w.next_small, w.next_large, w.next_count);
+    } else if (f0 <= L.warp_limit) {
       for (long long b = wid * kGroups; b < f0; b += nwarps * kGroups) {  // uniform over the warp
         const long long i = b + group;
         const bool valid = i < f0;

@@ -37,6 +37,9 @@ _LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
 #: STREAMRANK_LOOP_BLOCK_SOURCE). 64 against the earlier 1024: the loop's device time 3-7% lower
 #: on sx-mathoverflow (docs/GPU.md).
 _LOOP_BLOCK_SOURCE = int(os.environ.get("STREAMRANK_LOOP_BLOCK_SOURCE", "64"))
+#: Phase P marks the small flag list balanced over out-edges (1) or a group of lanes / a thread
+#: per flagged vertex (0). Knob STREAMRANK_LOOP_MARK_PACKED.
+_LOOP_MARK_PACKED = 0 if os.environ.get("STREAMRANK_LOOP_MARK_PACKED", "1") == "0" else 1
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
 #: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
 #: Why the cooperative loop is not used in this process (set at its first failure).
@@ -124,7 +127,8 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     """(kernel, grid) of the cooperative loop, compiled and sized once per process."""
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
-                   (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}"), cooperative=True)
+                   (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}",
+                    f"-DSR_MARK_PACKED={_LOOP_MARK_PACKED}"), cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
