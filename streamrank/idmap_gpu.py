@@ -2,9 +2,9 @@
 
 Same interface as :class:`streamrank.idmap.IdMap` (``lookup``, ``lookup_with``, ``add``,
 ``external``, ``len``, ``state``, ``from_external``) and the same numbering (new ids in order of
-first appearance, by degree in a large addition: :mod:`streamrank.id_plan`), but new ids never re-sort the map: the table (``kernels/idhash.cuh``) is open
-addressing with linear probing over a power-of-two number of slots, keys = external ids (-1 =
-empty), values = internal ids (int32). The load factor stays at or below 1/2; the table is
+first appearance, by degree in a large addition: :mod:`streamrank.id_plan`), but new ids never
+re-sort the map: the table (``kernels/idhash.cuh``) is open addressing with linear probing over
+a power-of-two number of slots, keys = external ids (-1 = empty), values = internal ids (int32). The load factor stays at or below 1/2; the table is
 rebuilt (one launch over the ids, no sync) only when an addition would pass that.
 ``external`` (internal -> external) is a device array with spare capacity, so adding ids writes
 only the new ones. :class:`streamrank.graph_gpu.GpuGraph` also adds ids from its fused update

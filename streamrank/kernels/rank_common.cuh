@@ -271,10 +271,11 @@ __device__ __forceinline__ void mark_out_thread(const I* __restrict__ out_idx, l
 // rounds are about (edges of the pack) / 32. Every lane of the warp must call it; `wid` and
 // `nwarps` index the warps of the grid.
 template <typename I>
-__device__ __forceinline__ void mark_out_packed(const I* __restrict__ list, long long count, int pack,
-                                                long long wid, long long nwarps, const long long* __restrict__ out_off, const I* __restrict__ out_deg,
-                                                const I* __restrict__ out_idx, int* aff, const I* __restrict__ split_deg,
-                                                I switch_degree, I* next_small, I* next_large, int* next_count) {
+__device__ __forceinline__ void mark_out_packed(const I* __restrict__ list, long long count, int pack, long long wid,
+                                                long long nwarps, const long long* __restrict__ out_off,
+                                                const I* __restrict__ out_deg, const I* __restrict__ out_idx, int* aff,
+                                                const I* __restrict__ split_deg, I switch_degree, I* next_small,
+                                                I* next_large, int* next_count) {
   const int lane = threadIdx.x & 31;
   for (long long b = wid * pack; b < count; b += nwarps * pack) {  // uniform over the warp
     const long long i = b + lane;
@@ -309,11 +310,12 @@ __device__ __forceinline__ void mark_out_packed(const I* __restrict__ list, long
 }
 
 // Block per vertex. Every thread of the block must call it (the round count is uniform over
-// the block). kUnroll (default 4) out-edges per thread per round: loads and CAS in flight together.
-template <typename I, int kUnroll = 4>
+// the block). Four out-edges per thread per round: loads and CAS in flight together.
+template <typename I>
 __device__ __forceinline__ void mark_out_block(const I* __restrict__ out_idx, long long o, I od, int* aff,
                                                const I* __restrict__ split_deg, I switch_degree, I* next_small,
                                                I* next_large, int* next_count) {
+  constexpr int kUnroll = 4;
   for (I b0 = 0; b0 < od; b0 += kUnroll * blockDim.x) {
     I u[kUnroll];
     bool p[kUnroll];
