@@ -147,7 +147,10 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
     -------
     DecodedValues
     """
-    values = [v if isinstance(v, bytes) else b"" if v is None else bytes(v) for v in values]
+    if set(map(type, values)) <= {bytes}:  # the usual case, checked without Python code per message
+        values = values if isinstance(values, list) else list(values)
+    else:
+        values = [v if isinstance(v, bytes) else b"" if v is None else bytes(v) for v in values]
     n = len(values)
     lock = id_lock if id_lock is not None else IdTypeLock(id_type)
     one = _OneByOne(values, max_bytes, id_type, max_id_bytes, lock)
@@ -294,8 +297,10 @@ def _ids(col, *, rows: int):
 
     if not pa.types.is_int64(col.type):
         raise _Refused()
-    valid = np.ones(rows, dtype=bool) if col.null_count == 0 else \
-        np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if col.null_count == 0:
+        arr = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return arr, arr >= 0
+    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     arr = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
     return arr, valid & (arr >= 0)
 

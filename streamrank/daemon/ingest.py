@@ -69,6 +69,7 @@ class Ingest:
 
     def _poll_once(self, timeout_s: float) -> list:
         t0 = time.perf_counter()
+        d0 = getattr(self.source, "decode_seconds", None)
         try:
             with self.lock:
                 if self.threaded:  # Kafka: records per poll sized to max_edges
@@ -84,6 +85,8 @@ class Ingest:
             return []
         self.metrics.stage_seconds.labels(stage="poll").observe(time.perf_counter() - t0)
         if items:
+            if d0 is not None:  # the decode part of that poll (Kafka sources time it)
+                self.metrics.stage_seconds.labels(stage="decode").observe(self.source.decode_seconds - d0)
             messages = sum(getattr(i, "num_messages", 1) for i in items)
             self._per_message = max(1.0, _edges(items) / messages)
         return items
