@@ -108,8 +108,8 @@ class ConfluentEdgeSource(KafkaSourceBase):
             self._consumer = None
 
     # ------------------------------------------------------------------ reading
-    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
-        """Fetch records and decode them all at once; see ``KafkaEdgeSource.poll``."""
+    def fetch(self, timeout_s: float, *, max_records: int | None = None) -> FetchedRecords:
+        """The records of one ``consume()`` as columns; see ``KafkaEdgeSource.fetch``."""
         from confluent_kafka import KafkaException
 
         if time.monotonic() - self._last_refresh > self.refresh_interval:
@@ -118,9 +118,7 @@ class ConfluentEdgeSource(KafkaSourceBase):
             msgs = self._consumer.consume(num_messages=max_records or self.max_poll_records, timeout=timeout_s)
         except (KafkaException, RuntimeError) as exc:
             raise SourceError(f"Kafka poll failed: {exc}") from exc
-        if not msgs:
-            return []
-        return self._decode(self._columns(msgs))
+        return self._columns(msgs)
 
     def _columns(self, msgs: list) -> FetchedRecords:
         """The consumed messages as columns: one C-level pass per field (``map`` over the unbound

@@ -65,8 +65,8 @@ class Backoff:
 
 class KafkaSourceBase:
     """What both Kafka edge sources hold: their settings, the partitions assigned, and the wait for
-    the topics to exist. Subclasses implement ``open``, ``_assign``, ``close``, ``poll``, ``commit``
-    and ``lags``.
+    the topics to exist, and the decoding of a fetch. Subclasses implement ``open``, ``_assign``,
+    ``close``, ``fetch``, ``commit`` and ``lags``.
 
     Parameters
     ----------
@@ -111,8 +111,6 @@ class KafkaSourceBase:
         self._assigned: list = []
         self._last_refresh = 0.0
         self.refresh_interval = 30.0
-        #: Seconds spent decoding fetched records so far (the rest of a poll is the client's fetch).
-        self.decode_seconds = 0.0
 
     def _wait_for_topics(self, positions: dict) -> None:
         """Assign the partitions (``self._assign``), retrying with backoff until the topics exist.
@@ -132,14 +130,22 @@ class KafkaSourceBase:
                         self.topics, self.bootstrap_servers, d)
             time.sleep(d)
 
-    def _decode(self, records: FetchedRecords) -> list:
-        """:func:`connectors.fetch.fetch_items` of a fetch, timed (:attr:`decode_seconds`)."""
-        t0 = time.perf_counter()
-        try:
-            return fetch_items(records, max_message_bytes=self.max_message_bytes, id_type=self.id_type,
-                               id_lock=self.id_lock, max_id_bytes=self.max_id_bytes)
-        finally:
-            self.decode_seconds += time.perf_counter() - t0
+    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
+        """Fetch records and decode them all at once: :meth:`decode` of :meth:`fetch`.
+
+        Returns
+        -------
+        list of EdgeRun or BadRecord
+            Per partition in offset order; each item carries the position just past its last record.
+        """
+        return self.decode(self.fetch(timeout_s, max_records=max_records))
+
+    def decode(self, records: FetchedRecords) -> list:
+        """The source items of a fetch (:func:`connectors.fetch.fetch_items`). Safe to call from
+        other threads than :meth:`fetch`'s, in any order once the stream's id kind is fixed
+        (``self.id_lock.kind`` set); before that, in fetch order."""
+        return fetch_items(records, max_message_bytes=self.max_message_bytes, id_type=self.id_type,
+                           id_lock=self.id_lock, max_id_bytes=self.max_id_bytes)
 
 
 class KafkaEdgeSource(KafkaSourceBase):
@@ -239,13 +245,13 @@ class KafkaEdgeSource(KafkaSourceBase):
             self._consumer = None
 
     # ------------------------------------------------------------------ reading
-    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
-        """Fetch records and decode them all at once (:func:`connectors.fetch.fetch_items`).
+    def fetch(self, timeout_s: float, *, max_records: int | None = None) -> FetchedRecords:
+        """The records of one poll of the client, as columns (decode them with :meth:`decode`).
 
-        Returns
-        -------
-        list of EdgeRun or BadRecord
-            In partition order; each item carries the position just past its last record.
+        Raises
+        ------
+        SourceError
+            When the client's poll fails.
         """
         from kafka.errors import KafkaError
 
@@ -266,9 +272,8 @@ class KafkaEdgeSource(KafkaSourceBase):
             values += [r.value for r in records]
             stamps += [r.timestamp for r in records]
             segments.append(Segment(position_key(tp.topic, tp.partition), tp.topic, tp.partition, start, len(values)))
-        records = FetchedRecords(values, segments, np.asarray(offsets, dtype=np.int64), keys,
-                                 np.asarray(stamps, dtype=np.int64))
-        return self._decode(records)
+        return FetchedRecords(values, segments, np.asarray(offsets, dtype=np.int64), keys,
+                              np.asarray(stamps, dtype=np.int64))
 
     # ------------------------------------------------------------------ positions
     def commit(self, positions: dict) -> bool:
