@@ -1,22 +1,35 @@
-"""Benchmark of ``streamrank serve``: Kafka in, ranks out, on this host, for a fixed time.
+"""Benchmark of ``streamrank serve``: Kafka in, ranks out, on this host.
 
 For each run it starts the daemon (a real ``python -m streamrank serve`` process publishing rank
-updates, checkpointing every few seconds) and a producer (``examples/produce_edges.py --loop``:
+updates, checkpointing every few seconds) and producers (``examples/produce_edges.py --loop``:
 the file's edges inserted, then deleted, again and again) against one local broker (or
-``--bootstrap-servers``), and after a warm-up measures for ``--seconds``:
+``--bootstrap-servers``). Two modes (``--mode``), named in every output line:
 
-- sustained edges/s applied *and published* (from the daemon's applied log), and the producer's rate;
+- ``sustained`` (default): the producers run beside the daemon at the run's RATE (edges/s over
+  all producers; 0 or absent: as fast as they go), and after ``--warmup`` seconds the daemon is
+  measured for ``--seconds``. With a RATE the report says whether the daemon kept up (applied
+  >= 95% of it); staleness is meaningful only then.
+- ``drain``: the topic is filled first (``--drain-edges``, or the run's 5th field), then the daemon
+  starts on the backlog and its rate of applying it is measured, from ``--warmup`` (default 2 s)
+  after its first batch until the backlog is applied or ``--seconds`` have passed. The
+  producers' CPU is then not shared with the daemon: this is the daemon's own rate.
+
+Per run it reports:
+
+- edges/s applied *and published* (from the daemon's applied log), and the producers' rate;
 - staleness: time from a record's produce timestamp (Kafka CreateTime) to the hand-over of the
   rank updates of its batch to the Kafka client, p50/p99 over edges;
 - checkpoint time and bytes, full and incremental;
-- the daemon's RSS over time; its per-stage time split (Prometheus metrics).
+- the daemon's RSS over time; its time per applied edge in each stage (Prometheus metrics).
 
-A run is ``FORMAT:EDGES_PER_MESSAGE:CLIENT:PUBLISH_FORMAT[:RATE]`` (RATE in edges/s, 0 or absent:
-as fast as the producer goes)::
+A run is ``FORMAT:EDGES_PER_MESSAGE:CLIENT:PUBLISH_FORMAT[:RATE]`` (drain mode: ``[:EDGES]``)::
 
     python examples/bench_daemon.py --runs json:1:confluent:keyed,json:1:kafka-python:keyed \\
         --seconds 30 --json docs/results/daemon_2core.json --plot docs/results/daemon_2core.png
     python examples/bench_daemon.py --runs json:1:confluent:keyed:20000 --seconds 30   # staleness at a fixed rate
+    python examples/bench_daemon.py --mode drain --runs json:1:confluent:arrow --drain-edges 3000000
+    python examples/bench_daemon.py --mode drain --runs json:1:confluent:arrow \\
+        --daemon-root before=/tmp/old-checkout --daemon-root after=.     # before/after, alternated
     python examples/bench_daemon.py --runs json:1:confluent:keyed --seconds 30 --string-ids  # ids user_<id>
 
 Prints a table and writes the JSON report and the plot when asked.
@@ -190,6 +203,10 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
     if label:
         tag = f"{label}:{tag}"
     rdir = work / tag.replace(":", "_")
+    k = 1
+    while rdir.exists():  # the same run asked for again
+        k += 1
+        rdir = work / f"{tag.replace(':', '_')}-{k}"
     rdir.mkdir()
     topic, publish = (f"bench-{rdir.name}-{os.getpid()}", f"bench-ranks-{rdir.name}-{os.getpid()}")
     if broker is not None:
@@ -209,7 +226,8 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
                            str(args.publish_threshold), "--checkpoint-interval", str(args.checkpoint_interval),
                            "--checkpoint-every", "1000000", "--full-checkpoint-every", str(args.full_every),
                            "--kafka-client", run["client"], "--publish-format", run["publish_format"],
-                           "--id-type", "string" if args.string_ids else "int"],
+                           "--id-type", "string" if args.string_ids else "int",
+                           *(["--decode-threads", str(args.decode_threads)] if args.decode_threads else [])],
                           rdir / "daemon.log", root=root)
     rss = RssSampler(daemon.pid)
     rss.start()
@@ -311,7 +329,13 @@ def drain_window(daemon, applied: Path, args, backlog: int):
         time.sleep(0.2)
     if t_first is None:
         raise SystemExit(f"drain: the daemon applied nothing within a minute (exit {daemon.poll()})")
-    return t_first + args.warmup, time.time()
+    t_end = time.time()
+    late = [e for e in events if e["t"] >= t_first + args.warmup]
+    if len(late) < 3:  # drained within the warm-up: measure the whole drain (from its first batch) instead
+        print(f"  the backlog was applied within the {args.warmup}s warm-up: measuring the whole drain",
+              file=sys.stderr)
+        return t_first, t_end
+    return t_first + args.warmup, t_end
 
 
 def mode_label(mode: str, run: dict, filled: dict | None = None) -> str:
@@ -388,6 +412,8 @@ def main(argv=None) -> int:
                     help="drain mode: edges pre-filled per run (a run's 5th field overrides it)")
     ap.add_argument("--warmup", type=float, default=None,
                     help="seconds left out at the start (default 8; drain mode: 2, from the daemon's first batch)")
+    ap.add_argument("--decode-threads", type=int, default=0,
+                    help="the daemon's --decode-threads (given to it only when not 0)")
     ap.add_argument("--batch-size", type=int, default=20000)
     ap.add_argument("--batch-wait-ms", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=3)
