@@ -11,7 +11,11 @@ decode and checkpoint workers), the share of samples in each function, inclusive
 
 A sample lands in the function a thread was in, whether it ran Python, waited in C with the GIL
 released (``consume()``, pyarrow, compiled kernels) or waited for the GIL: shares are of wall time.
-The sampler takes the GIL every interval, so the rate with sampling is somewhat lower.
+The sampler itself needs the GIL, which it gets when a thread lets go of it, so places where a
+thread releases the GIL (a NumPy call on a large array, the client's ``consume()``) are
+over-represented; read the shares as where time goes roughly, and the stage times of
+``examples/bench_daemon.py`` (Prometheus histograms) for figures. The sampler takes the GIL every
+interval, so the rate with sampling is somewhat lower.
 """
 
 from __future__ import annotations
