@@ -21,15 +21,19 @@
 # 3. On the first device (the GPU where there is one): staleness at a fixed 100,000 single-edge
 #    JSON messages/s, keyed and Arrow rank output, batches of up to 10,000 edges closed 50 ms
 #    after their first record was polled (the docs/DAEMON.md staleness command, two rows).
+# 4. Only when SR_MODES has "profile", on the first device: examples/profile_daemon.py on a
+#    backlog of SR_PROFILE_EDGES (5 M) single-edge JSON edges, without and with the stack
+#    sampler (daemon_<dev>_profile.txt): where the daemon's threads spend their time.
 #
 # Results go to $OUT (default out/device-bench): per device and mode daemon_<dev>_<mode>.json and
 # .png (mode drain, sustained; staleness on the first device), the printed tables (tables.txt) and
 # the daemon and producer logs (logs.tar.gz). About 9 minutes with the defaults on one device.
 #
-# Settings (environment): SR_MODES ("drain sustained staleness"), SR_GPU_SECONDS (60),
+# Settings (environment): SR_MODES ("drain sustained staleness"; add "profile" for step 4), SR_GPU_SECONDS (60),
 # SR_CPU_SECONDS (30), SR_STALENESS_SECONDS (20), SR_WARMUP (8; drain mode always 2),
 # SR_DEVICES ("gpu cpu"), SR_DRAIN_RUNS, SR_SUSTAINED_RUNS (SR_RUNS is an older name of it),
 # SR_PRODUCERS (4), SR_BATCH_SIZE (50000), SR_DECODE_THREADS (0: the daemon's --decode-threads),
+# SR_PROFILE_EDGES (5000000),
 # SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +53,7 @@ PRODUCERS=${SR_PRODUCERS:-4}
 BATCH_SIZE=${SR_BATCH_SIZE:-50000}
 DECODE_THREADS=${SR_DECODE_THREADS:-0}
 STALENESS_SECONDS=${SR_STALENESS_SECONDS:-20}
+PROFILE_EDGES=${SR_PROFILE_EDGES:-5000000}
 WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
 mkdir -p "$OUT" "$DEPS"
 TABLES="$OUT/tables.txt"
@@ -133,6 +138,19 @@ if has_mode staleness && [ "$STALENESS_SECONDS" != 0 ]; then
         --json "$OUT/daemon_${dev}_staleness.json" --plot "$OUT/daemon_${dev}_staleness.png" 2>&1 | tee -a "$TABLES"
     rc=${PIPESTATUS[0]}
     [ "$rc" = 0 ] || { echo "bench_daemon.py (staleness) exited $rc" | tee -a "$TABLES"; status=1; }
+fi
+
+# ---------------------------------------------------------------- 5. where the time goes (first device; not by default)
+if has_mode profile; then
+    dev=${devices# }; dev=${dev%% *}
+    echo "== profile, --device $dev: a backlog of $PROFILE_EDGES single-edge JSON edges, the daemon in process with a stack sampler" \
+        | tee -a "$TABLES"
+    for sampling in --no-sampling ""; do
+        TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/profile_daemon.py --device "$dev" --edges "$PROFILE_EDGES" \
+            --batch-size "$BATCH_SIZE" --decode-threads "$DECODE_THREADS" $sampling 2>&1 | tee -a "$OUT/daemon_${dev}_profile.txt" "$TABLES"
+        rc=${PIPESTATUS[0]}
+        [ "$rc" = 0 ] || { echo "profile_daemon.py exited $rc" | tee -a "$TABLES"; status=1; }
+    done
 fi
 
 # ---------------------------------------------------------------- logs (checkpoints left out)
