@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 
 #: How long librdkafka postpones the next fetch of a partition whose local queue is over its
 #: threshold (``queued.min.messages``, 100,000 messages). librdkafka's default, 1,000 ms, capped a
-#: backlog's drain at about 140 k single-edge messages/s on the 2-core host (the queue emptied in a
-#: fraction of that second, then the consumer waited); with 10 ms a plain consumer drains 1.1 M/s.
+#: backlog's drain at about 160 k single-edge messages/s on the 2-core host (the queue emptied in a
+#: fraction of that second, then the consumer waited); with 10 ms a plain consumer drains 1.1 M/s
+#: (``examples/bench_kafka_drain.py``).
 FETCH_QUEUE_BACKOFF_MS = 10
 
 
@@ -146,7 +147,8 @@ class ConfluentEdgeSource(KafkaSourceBase):
             names = names.tolist()
             group = tix.astype(np.int64) * (1 << 32) + part
         starts = np.flatnonzero(np.diff(group)) + 1
-        if starts.size + 1 != np.unique(group).size:  # consume() interleaved partitions: group them (order within one kept)
+        if starts.size + 1 != np.unique(group).size:  # consume() interleaved partitions: group them, keeping
+            # the order within each
             order = np.argsort(group, kind="stable")
             msgs = [msgs[i] for i in order.tolist()]
             group, part = group[order], part[order]
@@ -157,7 +159,7 @@ class ConfluentEdgeSource(KafkaSourceBase):
             topic, p = names[int(group[a] >> 32)], int(part[a])
             segments.append(Segment(position_key(topic, p), topic, p, a, b))
         offsets = np.fromiter(map(Message.offset, msgs), dtype=np.int64, count=n)
-        stamps = np.fromiter((t[1] for t in map(Message.timestamp, msgs)), dtype=np.int64, count=n)
+        stamps = np.array(list(map(Message.timestamp, msgs)), dtype=np.int64).reshape(n, 2)[:, 1]  # (type, ms)
         return FetchedRecords(list(map(Message.value, msgs)), segments, offsets, _Keys(msgs), stamps)
 
     # ------------------------------------------------------------------ positions

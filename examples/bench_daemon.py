@@ -199,7 +199,8 @@ def prefill(run: dict, args, bootstrap: str, topic: str, rdir: Path, edges: int)
 
 def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str = "", root: Path = ROOT) -> dict:
     mode = args.mode
-    tag = f"{run['format']}-{run['edges_per_message']}-{run['client']}-{run['publish_format']}-{mode}-{int(run['rate'])}"
+    tag = (f"{run['format']}-{run['edges_per_message']}-{run['client']}-{run['publish_format']}-{mode}-"
+           f"{int(run['rate'])}")
     if label:
         tag = f"{label}:{tag}"
     rdir = work / tag.replace(":", "_")
@@ -291,7 +292,8 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
                 "max_bytes": max(e["bytes"] for e in c)}
 
     return {
-        **run, "daemon": label or "this checkout", "daemon_root": str(root), "mode": mode, "mode_label": mode_label(mode, run, filled), "tag": tag, "producers": args.producers,
+        **run, "daemon": label or "this checkout", "daemon_root": str(root), "mode": mode,
+        "mode_label": mode_label(mode, run, filled), "tag": tag, "producers": args.producers,
         "host_load_1min": round(load, 1), "id_type": "string" if args.string_ids else "int",
         "window_s": round(span, 1), "batches": len(win),
         "edges_per_s": rate,

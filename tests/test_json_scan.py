@@ -77,8 +77,9 @@ def test_taken_only_where_the_parser_agrees(values):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(0, 10**18 - 1), st.integers(0, 10**18 - 1), st.sampled_from(["+", "-", "insert", "delete", 1, -1, None]),
-       st.booleans(), st.permutations(["src", "dst", "op"]))
+@given(st.integers(0, 10**18 - 1), st.integers(0, 10**18 - 1),
+       st.sampled_from(["+", "-", "insert", "delete", 1, -1, None]), st.booleans(),
+       st.permutations(["src", "dst", "op"]))
 def test_common_spellings_are_taken(s, d, op, compact, order):
     obj = {k: {"src": s, "dst": d, "op": op}[k] for k in order if not (k == "op" and op is None)}
     value = json.dumps(obj, separators=(",", ":") if compact else None).encode()

@@ -98,7 +98,8 @@ class DaemonConfig:
             if int(getattr(self, name)) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",
-                     "snapshot_every", "drift_every", "drift_bound", "lag_interval", "decode_threads"):
+                     "snapshot_every", "drift_every", "drift_bound", "lag_interval",
+                     "decode_threads"):
             if float(getattr(self, name)) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
