@@ -265,7 +265,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
     edges_after_first = sum(e["edges"] for e in win[1:])
     ck = [e for e in events if e["event"] == "checkpoint"]
     stages = stage_split(metrics)
-    total_stage = sum(v.get("sum", 0.0) for k, v in stages.items() if k != "decode")  # decode is part of poll
+    total_stage = sum(v.get("sum", 0.0) for v in stages.values())
     applied_total = sum(e["edges"] for e in events if e["event"] == "apply")
     produced = None
     if mode != "drain":
@@ -397,8 +397,9 @@ def print_tables(results: list) -> None:
     for r in results:
         us = r["stage_us_per_edge"]
         print(f"{r['tag']:44} " + " ".join(f"{us.get(s, 0):>10.3f}" for s in stages))
-    print("(poll: fetch + decode on the ingest thread, overlapping the loop's graph, rank and publish; "
-          "checkpoint: on its worker)")
+    print("(poll: the client's fetch, waits included, on the ingest thread; decode: on the ingest or decode "
+          "threads; both overlap the loop's graph, rank and publish; checkpoint: on its worker. A daemon from "
+          "before the decode stage counts decode in poll)")
 
 
 def main(argv=None) -> int:
