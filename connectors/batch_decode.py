@@ -2,8 +2,9 @@
 
 :func:`decode_values` takes the values of many messages (a Kafka poll) and returns their edges
 concatenated in message order, with the edge count of each message and the reason each rejected
-message was rejected. The common shapes are parsed by pyarrow's vectorized readers, all messages
-of a shape in one call:
+message was rejected. Single-edge JSON objects with integer ids in their strict form (:mod:`connectors.json_scan`)
+are read by one compiled scan of the joined bytes; the other common shapes are parsed by
+pyarrow's vectorized readers, all messages of a shape in one call:
 
 - one-line JSON objects (``{"op": "+", "src": 1, "dst": 2}``): joined with newlines and read by
   ``pyarrow.json.read_json`` (src/dst typed int64, op inferred);
@@ -38,6 +39,7 @@ import pyarrow.compute as pc
 
 from streamrank.vertex_ids import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids, string_id_problems)
 
+from .json_scan import scan_edge_objects
 from .records import DEFAULT_MAX_MESSAGE_BYTES, RecordError, parse_message
 
 #: Blocks at or below this many messages that fail as a whole go message by message.
@@ -147,7 +149,10 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
     -------
     DecodedValues
     """
-    values = [v if isinstance(v, bytes) else b"" if v is None else bytes(v) for v in values]
+    if set(map(type, values)) <= {bytes}:  # the usual case, checked without Python code per message
+        values = values if isinstance(values, list) else list(values)
+    else:
+        values = [v if isinstance(v, bytes) else b"" if v is None else bytes(v) for v in values]
     n = len(values)
     lock = id_lock if id_lock is not None else IdTypeLock(id_type)
     one = _OneByOne(values, max_bytes, id_type, max_id_bytes, lock)
@@ -179,12 +184,18 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
 def _decode_fixed(values: list, start: int, max_bytes: int, rules: "_IdRules", one: "_OneByOne", pieces: list,
                   errors: dict) -> int:
     """Decode ``values[start:]`` of a stream whose id kind is fixed; returns the messages vectorized."""
-    sub = values[start:] if start else values
+    where = np.arange(start, len(values), dtype=np.int64)  # messages left, as indices into values
+    vectorized = 0
+    if rules.kind == "int":  # single-edge JSON objects in their strict form: one compiled scan
+        taken, where = _scan_objects(values, where, max_bytes, pieces)
+        vectorized += taken
+        if where.size == 0:
+            return vectorized
+    sub = values if where.size == len(values) else [values[i] for i in where.tolist()]
     m = len(sub)
     routes, joined, lens = _routes(sub, max_bytes, rules.kind)
     whole = {"data": joined, "longest": int(lens.max())}  # the joined bytes, reused when one route has all
     fallback = [np.flatnonzero(routes == _OTHER)]
-    vectorized = 0
     for route, reader in ((_JSON_OBJ, _json_objects), (_JSON_ARR, _json_arrays), (_CSV2, _csv(2)),
                           (_CSV3, _csv(3))):
         idx = np.flatnonzero(routes == route)
@@ -192,12 +203,29 @@ def _decode_fixed(values: list, start: int, max_bytes: int, rules: "_IdRules", o
             continue
         ok_pieces, refused = _bisect(sub, idx, reader, rules, whole if idx.size == m else None)
         fallback.append(refused)
-        pieces.extend((rec + start, s, d, i) for rec, s, d, i in ok_pieces)
+        pieces.extend((where[rec], s, d, i) for rec, s, d, i in ok_pieces)
         vectorized += idx.size - refused.size
     rest = np.concatenate([np.flatnonzero(routes == _ARROW)] + fallback)
-    for i in np.sort(rest).tolist():  # in message order: the lock sees them as the stream has them
-        one.decode(start + i, pieces, errors)
+    for i in where[np.sort(rest)].tolist():  # in message order: the lock sees them as the stream has them
+        one.decode(i, pieces, errors)
     return vectorized
+
+
+def _scan_objects(values: list, where: np.ndarray, max_bytes: int, pieces: list):
+    """Take the messages ``where`` that :func:`connectors.json_scan.scan_edge_objects` accepts;
+    returns ``(how many, the indices of the others)``."""
+    sub = values if where.size == len(values) else [values[i] for i in where.tolist()]
+    lens = np.fromiter(map(len, sub), dtype=np.int64, count=len(sub))
+    starts = np.zeros(len(sub), dtype=np.int64)
+    np.cumsum(lens[:-1] + 1, out=starts[1:])
+    buf = np.frombuffer(b"\n".join(sub), dtype=np.uint8)
+    ok, src, dst, ins = scan_edge_objects(buf, starts, lens, max_bytes=max_bytes)
+    if ok.all():
+        pieces.append((where, src, dst, ins))
+        return len(sub), where[:0]
+    if ok.any():
+        pieces.append((where[ok], src[ok], dst[ok], ins[ok]))
+    return int(np.count_nonzero(ok)), where[~ok]
 
 
 class _OneByOne:
@@ -294,8 +322,10 @@ def _ids(col, *, rows: int):
 
     if not pa.types.is_int64(col.type):
         raise _Refused()
-    valid = np.ones(rows, dtype=bool) if col.null_count == 0 else \
-        np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if col.null_count == 0:
+        arr = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return arr, arr >= 0
+    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     arr = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
     return arr, valid & (arr >= 0)
 

@@ -16,10 +16,17 @@ import numpy as np
 
 from streamrank.errors import SourceError
 
-from .fetch import fetch_items
+from .fetch import FetchedRecords, Segment
 from .kafka_source import FETCH_WAIT_MS, KafkaSourceBase, parse_position_key, position_key
 
 log = logging.getLogger(__name__)
+
+#: How long librdkafka postpones the next fetch of a partition whose local queue is over its
+#: threshold (``queued.min.messages``, 100,000 messages). librdkafka's default, 1,000 ms, capped a
+#: backlog's drain at about 160 k single-edge messages/s on the 2-core host (the queue emptied in a
+#: fraction of that second, then the consumer waited); with 10 ms a plain consumer drains 1.1 M/s
+#: (``examples/bench_kafka_drain.py``).
+FETCH_QUEUE_BACKOFF_MS = 10
 
 
 class ConfluentEdgeSource(KafkaSourceBase):
@@ -50,6 +57,7 @@ class ConfluentEdgeSource(KafkaSourceBase):
                 "receive.message.max.bytes": max(52428800, self.max_message_bytes * 2) + 1024 * 1024,
                 "reconnect.backoff.max.ms": 5000,
                 "fetch.wait.max.ms": FETCH_WAIT_MS,
+                "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
                 "logger": logging.getLogger("confluent_kafka.consumer")}
         try:
             self._consumer = Consumer(conf)
@@ -101,9 +109,9 @@ class ConfluentEdgeSource(KafkaSourceBase):
             self._consumer = None
 
     # ------------------------------------------------------------------ reading
-    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
-        """Fetch records and decode them all at once; see ``KafkaEdgeSource.poll``."""
-        from confluent_kafka import KafkaError, KafkaException
+    def fetch(self, timeout_s: float, *, max_records: int | None = None) -> FetchedRecords:
+        """The records of one ``consume()`` as columns; see ``KafkaEdgeSource.fetch``."""
+        from confluent_kafka import KafkaException
 
         if time.monotonic() - self._last_refresh > self.refresh_interval:
             self._assign(self._positions_at_open)
@@ -111,29 +119,48 @@ class ConfluentEdgeSource(KafkaSourceBase):
             msgs = self._consumer.consume(num_messages=max_records or self.max_poll_records, timeout=timeout_s)
         except (KafkaException, RuntimeError) as exc:
             raise SourceError(f"Kafka poll failed: {exc}") from exc
-        good = []
-        for m in msgs:
-            err = m.error()
-            if err is None:
-                good.append(m)
-            elif err.code() != KafkaError._PARTITION_EOF:
-                log.warning("Kafka fetch error: %s", err)
-        if not good:
-            return []
-        topics = [m.topic() for m in good]
-        parts = [m.partition() for m in good]
-        pos_keys = [position_key(t, p) for t, p in zip(topics, parts)]
-        # one partition's records contiguous (consume() may interleave partitions; order within one is kept)
-        order = sorted(range(len(good)), key=pos_keys.__getitem__)
-        if order != list(range(len(good))):
-            good = [good[i] for i in order]
-            topics = [topics[i] for i in order]
-            parts = [parts[i] for i in order]
-            pos_keys = [pos_keys[i] for i in order]
-        stamps = np.fromiter((m.timestamp()[1] for m in good), dtype=np.int64, count=len(good))
-        return fetch_items(pos_keys, topics, parts, [m.offset() for m in good], [m.key() for m in good],
-                           [m.value() for m in good], stamps, max_message_bytes=self.max_message_bytes,
-                           id_type=self.id_type, id_lock=self.id_lock, max_id_bytes=self.max_id_bytes)
+        return self._columns(msgs)
+
+    def _columns(self, msgs: list) -> FetchedRecords:
+        """The consumed messages as columns: one C-level pass per field (``map`` over the unbound
+        accessors), no Python code per message; each partition's messages made contiguous."""
+        from confluent_kafka import KafkaError, Message
+
+        if any(map(Message.error, msgs)):  # rare: fetch errors come as messages
+            good = []
+            for m in msgs:
+                err = m.error()
+                if err is None:
+                    good.append(m)
+                elif err.code() != KafkaError._PARTITION_EOF:
+                    log.warning("Kafka fetch error: %s", err)
+            msgs = good
+        n = len(msgs)
+        if n == 0:
+            return FetchedRecords([], [], np.zeros(0, dtype=np.int64), [])
+        part = np.fromiter(map(Message.partition, msgs), dtype=np.int64, count=n)
+        if len(self.topics) == 1:
+            names = [self.topics[0]]
+            group = part
+        else:
+            names, tix = np.unique(np.asarray(list(map(Message.topic, msgs)), dtype=object), return_inverse=True)
+            names = names.tolist()
+            group = tix.astype(np.int64) * (1 << 32) + part
+        starts = np.flatnonzero(np.diff(group)) + 1
+        if starts.size + 1 != np.unique(group).size:  # consume() interleaved partitions: group them, keeping
+            # the order within each
+            order = np.argsort(group, kind="stable")
+            msgs = [msgs[i] for i in order.tolist()]
+            group, part = group[order], part[order]
+            starts = np.flatnonzero(np.diff(group)) + 1
+        bounds = [0] + starts.tolist() + [n]
+        segments = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            topic, p = names[int(group[a] >> 32)], int(part[a])
+            segments.append(Segment(position_key(topic, p), topic, p, a, b))
+        offsets = np.fromiter(map(Message.offset, msgs), dtype=np.int64, count=n)
+        stamps = np.array(list(map(Message.timestamp, msgs)), dtype=np.int64).reshape(n, 2)[:, 1]  # (type, ms)
+        return FetchedRecords(list(map(Message.value, msgs)), segments, offsets, _Keys(msgs), stamps)
 
     # ------------------------------------------------------------------ positions
     def commit(self, positions: dict) -> bool:
@@ -174,3 +201,13 @@ class ConfluentEdgeSource(KafkaSourceBase):
                 pos = self._consumer.position([TopicPartition(topic, p)])[0].offset
             out[(topic, p)] = max(0, int(high) - max(0, int(pos)))
         return out
+
+
+class _Keys:
+    """Record keys, read only where asked (rejected records)."""
+
+    def __init__(self, msgs: list):
+        self._msgs = msgs
+
+    def __getitem__(self, i: int):
+        return self._msgs[i].key()

@@ -15,11 +15,13 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
+
 from streamrank.errors import SourceError
 
 from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
-from .fetch import fetch_items
+from .fetch import FetchedRecords, Segment, fetch_items
 from .records import DEFAULT_MAX_MESSAGE_BYTES
 
 #: Longest the broker may hold a fetch without data (both clients). Apache Kafka answers a fetch as
@@ -63,8 +65,8 @@ class Backoff:
 
 class KafkaSourceBase:
     """What both Kafka edge sources hold: their settings, the partitions assigned, and the wait for
-    the topics to exist. Subclasses implement ``open``, ``_assign``, ``close``, ``poll``, ``commit``
-    and ``lags``.
+    the topics to exist, and the decoding of a fetch. Subclasses implement ``open``, ``_assign``,
+    ``close``, ``fetch``, ``commit`` and ``lags``.
 
     Parameters
     ----------
@@ -127,6 +129,23 @@ class KafkaSourceBase:
             log.warning("waiting for topics %s to exist on %s (unreachable or absent); retrying in %.1fs",
                         self.topics, self.bootstrap_servers, d)
             time.sleep(d)
+
+    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
+        """Fetch records and decode them all at once: :meth:`decode` of :meth:`fetch`.
+
+        Returns
+        -------
+        list of EdgeRun or BadRecord
+            Per partition in offset order; each item carries the position just past its last record.
+        """
+        return self.decode(self.fetch(timeout_s, max_records=max_records))
+
+    def decode(self, records: FetchedRecords) -> list:
+        """The source items of a fetch (:func:`connectors.fetch.fetch_items`). Safe to call from
+        other threads than :meth:`fetch`'s, in any order once the stream's id kind is fixed
+        (``self.id_lock.kind`` set); before that, in fetch order."""
+        return fetch_items(records, max_message_bytes=self.max_message_bytes, id_type=self.id_type,
+                           id_lock=self.id_lock, max_id_bytes=self.max_id_bytes)
 
 
 class KafkaEdgeSource(KafkaSourceBase):
@@ -226,13 +245,13 @@ class KafkaEdgeSource(KafkaSourceBase):
             self._consumer = None
 
     # ------------------------------------------------------------------ reading
-    def poll(self, timeout_s: float, *, max_records: int | None = None) -> list:
-        """Fetch records and decode them all at once (:func:`connectors.fetch.fetch_items`).
+    def fetch(self, timeout_s: float, *, max_records: int | None = None) -> FetchedRecords:
+        """The records of one poll of the client, as columns (decode them with :meth:`decode`).
 
-        Returns
-        -------
-        list of EdgeRun or BadRecord
-            In partition order; each item carries the position just past its last record.
+        Raises
+        ------
+        SourceError
+            When the client's poll fails.
         """
         from kafka.errors import KafkaError
 
@@ -243,19 +262,18 @@ class KafkaEdgeSource(KafkaSourceBase):
                                           max_records=max_records or self.max_poll_records)
         except (KafkaError, OSError) as exc:
             raise SourceError(f"Kafka poll failed: {exc}") from exc
-        pos_keys, topics, parts, offsets, keys, values, stamps = [], [], [], [], [], [], []
+        segments, offsets, keys, values, stamps = [], [], [], [], []
         for tp, records in batches.items():
-            n = len(records)
-            pos_keys += [position_key(tp.topic, tp.partition)] * n
-            topics += [tp.topic] * n
-            parts += [tp.partition] * n
+            if not records:
+                continue
+            start = len(values)
             offsets += [r.offset for r in records]
             keys += [r.key for r in records]
             values += [r.value for r in records]
             stamps += [r.timestamp for r in records]
-        return fetch_items(pos_keys, topics, parts, offsets, keys, values, stamps,
-                           max_message_bytes=self.max_message_bytes, id_type=self.id_type, id_lock=self.id_lock,
-                           max_id_bytes=self.max_id_bytes)
+            segments.append(Segment(position_key(tp.topic, tp.partition), tp.topic, tp.partition, start, len(values)))
+        return FetchedRecords(values, segments, np.asarray(offsets, dtype=np.int64), keys,
+                              np.asarray(stamps, dtype=np.int64))
 
     # ------------------------------------------------------------------ positions
     def commit(self, positions: dict) -> bool:

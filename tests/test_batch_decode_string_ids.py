@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectors.batch_decode import decode_values
-from connectors.fetch import fetch_items
+from connectors.fetch import FetchedRecords, fetch_items
 from connectors.records import RecordError, encode_arrow, encode_json, parse_message
 from streamrank.vertex_ids import IdError, IdTypeLock
 from test_batch_decode import _list, assert_like_per_message
@@ -118,13 +118,13 @@ def test_mixed_kinds_in_one_fetch_are_dead_lettered():
 def test_fetch_items_carry_string_runs():
     values = [b"a,b", j({"src": "c", "dst": "d", "op": "-"}), b"5,6", b"e,f"]
     lock = IdTypeLock("string")
-    items = fetch_items(["k:0"] * 4, ["t"] * 4, [0] * 4, [0, 1, 2, 3], [None] * 4, values, [1, 2, 3, 4],
-                        id_type="string", id_lock=lock)
+    items = fetch_items(FetchedRecords.from_records(["k:0"] * 4, ["t"] * 4, [0] * 4, [0, 1, 2, 3], [None] * 4, values,
+                                                    [1, 2, 3, 4]), id_type="string", id_lock=lock)
     assert [type(i).__name__ for i in items] == ["EdgeRun"]  # "5,6" is a string id in a string stream
     run = items[0]
     assert _list(run.src) == ["a", "c", "5", "e"] and run.insert.tolist() == [True, False, True, True]
     head, tail = run.split(2)
     assert _list(head.src) == ["a", "c"] and _list(tail.src) == ["5", "e"] and tail.pos_value == 4
-    items = fetch_items(["k:0"] * 2, ["t"] * 2, [0] * 2, [0, 1], [None] * 2, [b"a,b", b'{"src":1,"dst":2}'],
-                        id_type="string", id_lock=lock)
+    items = fetch_items(FetchedRecords.from_records(["k:0"] * 2, ["t"] * 2, [0] * 2, [0, 1], [None] * 2,
+                                                    [b"a,b", b'{"src":1,"dst":2}']), id_type="string", id_lock=lock)
     assert [type(i).__name__ for i in items] == ["EdgeRun", "BadRecord"] and items[1].reason == "mixed_id_types"

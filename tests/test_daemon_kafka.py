@@ -171,10 +171,11 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
     assert snaps and all(int(s.stem.split("-")[1]) % 4 == 0 for s in snaps)
 
 
-def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, client, tmp_path):
+@pytest.mark.parametrize("decode_threads", [0, 2])
+def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, client, decode_threads, tmp_path):
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--checkpoint-dir",
             tmp_path / "ckpt", "--batch-size", 10, "--batch-wait-ms", 20, "--checkpoint-every", 4,
-            "--kafka-client", client, "--full-checkpoint-every", 3]
+            "--kafka-client", client, "--full-checkpoint-every", 3, "--decode-threads", decode_threads]
     # batches of 10 (200 of them): with checkpoints off the loop's thread the daemon can otherwise
     # apply the whole stream between two looks at its log, and the kill would land after the end
     env = {"STREAMRANK_POLL_MAX_RECORDS": "10"}  # many small polls: the kill lands mid-stream
@@ -220,7 +221,8 @@ BAD = [
 ]
 
 
-def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, client, tmp_path):
+@pytest.mark.parametrize("decode_threads", [0, 2])
+def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, client, decode_threads, tmp_path):
     topic = kafka_broker.create_topic(partitions=1)
     dlq = kafka_broker.create_topic(partitions=1)
     good = make_events(11, 60, 30)
@@ -234,13 +236,14 @@ def test_bad_records_dead_lettered_good_ones_applied(kafka_broker, client, tmp_p
             prod.send(topic, encode_json([s], [d], [i]))
         md = prod.send(topic, value, headers=[("origin", b"test")]).get(timeout=10)
         expected_bad[md.offset] = (value, reason)
-    for s, d, i in good[gi:]:
-        prod.send(topic, encode_json([s], [d], [i]))
+    for s, d, i in good[gi:]:  # single-edge JSON objects (the compiled scan's shape)
+        prod.send(topic, b'{"op":"%s","src":%d,"dst":%d}' % (b"+" if i else b"-", s, d))
     prod.flush()
     prod.close()
     d = DaemonProcess(["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic, "--dead-letter-topic", dlq,
                        "--checkpoint-dir", tmp_path / "ckpt", "--batch-size", 16, "--batch-wait-ms", 20,
-                       "--max-message-bytes", 500, "--metrics-port", free_port(), "--kafka-client", client], tmp_path)
+                       "--max-message-bytes", 500, "--metrics-port", free_port(), "--kafka-client", client,
+                       "--decode-threads", decode_threads], tmp_path)
     d.wait_edges(len(good))
     assert d.terminate() == 0, d.log_tail()
     letters = kafka_broker.read_all(dlq, expect=len(BAD))

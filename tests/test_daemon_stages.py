@@ -52,6 +52,18 @@ def test_window_runs_from_poll_time():
     assert w.closed_at - w.polled_at >= 1.0
 
 
+def test_a_backlog_fills_the_batch_without_waiting():
+    """Behind the stream, a batch takes every fetch already polled (up to the batch size), not one
+    fetch per batch; then it closes at once."""
+    old = time.monotonic() - 1.0
+    ingest = FakeIngest([(old, [run_of(5, 10, 10 * k)]) for k in range(3)])
+    bw = BatchWindow(ingest, batch_size=100, batch_wait_ms=200, stop=lambda: False)
+    w = bw.collect()
+    assert [len(c) for c in w.chunks] == [50, 50] and w.positions == {"kafka:t:0": 15} and ingest.waited == 0.0
+    w = bw.collect()
+    assert [len(c) for c in w.chunks] == [50] and ingest.waited == 0.0
+
+
 def test_window_waits_for_fresh_records_and_never_splits_a_message():
     ingest = FakeIngest([(time.monotonic(), [run_of(5, 10)])])
     bw = BatchWindow(ingest, batch_size=25, batch_wait_ms=30, stop=lambda: False)

@@ -40,10 +40,16 @@ def test_toml_env_flags_precedence(tmp_path):
     {"checkpoint_dir": "c", "input_dir": "d", "algorithm": "nope"},
     {"checkpoint_dir": "c", "input_dir": "d", "batch_size": 0},
     {"checkpoint_dir": "c", "input_dir": "d", "publish_topic": "p"},
+    {"checkpoint_dir": "c", "input_dir": "d", "decode_threads": -1},
 ])
 def test_invalid_settings(kw):
     with pytest.raises(InvalidArgumentError):
         load_config(env={}, overrides=kw)
+
+
+def test_decode_threads_from_the_environment():
+    cfg = load_config(env={"STREAMRANK_DECODE_THREADS": "2"}, overrides={"checkpoint_dir": "c", "input_dir": "d"})
+    assert cfg.decode_threads == 2
 
 
 def test_unknown_toml_key(tmp_path):

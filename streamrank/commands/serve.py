@@ -40,6 +40,9 @@ _FLAGS = {
                                              help="Kafka client library (default auto: confluent-kafka where installed)")),
     "--publish-format": ("publish_format", dict(choices=PUBLISH_FORMATS,
                                                  help="rank updates: a keyed message per vertex, one Arrow message per batch, or both (default keyed)")),
+    "--decode-threads": ("decode_threads", dict(type=int, metavar="N",
+                                                 help="Kafka: decode fetches on N threads beside the one that fetches, "
+                                                      "results taken in fetch order (default 0: the fetching thread decodes)")),
     "--batch-size": ("batch_size", dict(type=int, metavar="EDGES", help="max edges per batch (default 10000)")),
     "--batch-wait-ms": ("batch_wait_ms", dict(type=int, metavar="MS", help="close a batch MS after its first record (default 200)")),
     "--algorithm": ("algorithm", dict(metavar="NAME", help="static, nd, dt, df, dfp, warm or auto (default auto: DF-P per batch, warm sweeps after a flood)")),

@@ -59,6 +59,7 @@ class DaemonConfig:
     metrics_port: int | None = None
     max_message_bytes: int = 8 * 1024 * 1024
     poll_max_records: int = 5000
+    decode_threads: int = 0
     lag_interval: float = 5.0
     applied_log: str | None = None
     id_type: str = "auto"
@@ -97,7 +98,8 @@ class DaemonConfig:
             if int(getattr(self, name)) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",
-                     "snapshot_every", "drift_every", "drift_bound", "lag_interval"):
+                     "snapshot_every", "drift_every", "drift_bound", "lag_interval",
+                     "decode_threads"):
             if float(getattr(self, name)) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:

@@ -188,7 +188,8 @@ class Daemon:
                                               every=cfg.snapshot_every)
         self.source.open(self.positions)
         self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
-                             threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size)
+                             threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size,
+                             decode_threads=cfg.decode_threads)
         self.ingest.start()
         self.window = BatchWindow(self.ingest, batch_size=cfg.batch_size, batch_wait_ms=cfg.batch_wait_ms,
                                   stop=lambda: self.shutdown.requested)

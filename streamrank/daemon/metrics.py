@@ -11,7 +11,7 @@ from ..errors import StreamrankError
 log = logging.getLogger(__name__)
 
 #: Stages timed per batch.
-STAGES = ("poll", "graph", "rank", "publish", "checkpoint")
+STAGES = ("poll", "decode", "graph", "rank", "publish", "checkpoint")
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _COUNT_BUCKETS = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
