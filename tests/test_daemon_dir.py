@@ -74,7 +74,7 @@ def clean_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("dir-clean")
     late_text = write_files(work / "in")
     d = DaemonProcess(["--input-dir", work / "in", "--checkpoint-dir", work / "ckpt", "--batch-size", 100,
-                       "--batch-wait-ms", 20, "--checkpoint-every", 3], work)
+                       "--batch-wait-ms", 20, "--checkpoint-every", 3, "--warm-up", "on"], work)
     d.wait_edges(FIRST)  # the files present at start
     late = work / "in" / ".d.csv.part"  # written under a dot name, renamed when complete
     late.write_text(late_text)
@@ -94,6 +94,12 @@ def test_directory_mode_ranks_and_dead_letters(clean_run):
     assert oracle_error(r["ckpt"], EVENTS) < 1e-5  # DF-P (prune_tol 1e-6) accuracy
     check_dead_letters(r["work"] / "ckpt" / "dead-letters.jsonl")
     assert len(dead_letters(r["work"] / "ckpt" / "dead-letters.jsonl")) == sum(map(len, BAD.values()))
+
+
+def test_directory_mode_warms_up_before_the_first_batch(clean_run):
+    log = clean_run["daemon"].output.read_text()
+    assert "warm-up: the engine's kernels compiled or loaded in" in log
+    assert log.index("warm-up:") < log.index("batch seq=1 ")
 
 
 def test_directory_mode_sigkill_restart(clean_run, tmp_path):

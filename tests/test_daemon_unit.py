@@ -41,6 +41,7 @@ def test_toml_env_flags_precedence(tmp_path):
     {"checkpoint_dir": "c", "input_dir": "d", "batch_size": 0},
     {"checkpoint_dir": "c", "input_dir": "d", "publish_topic": "p"},
     {"checkpoint_dir": "c", "input_dir": "d", "decode_threads": -1},
+    {"checkpoint_dir": "c", "input_dir": "d", "warm_up": "sometimes"},
 ])
 def test_invalid_settings(kw):
     with pytest.raises(InvalidArgumentError):

@@ -9,6 +9,7 @@ from connectors.kafka_clients import CLIENTS
 from connectors.kafka_sink import PUBLISH_FORMATS
 
 from ..backend import DEVICES
+from ..daemon.config import WARM_UP_MODES
 from ..vertex_ids import ID_TYPES
 
 HELP = "run the streaming daemon: Kafka (or a directory of edge files) in, ranks out, with checkpoints"
@@ -43,6 +44,9 @@ _FLAGS = {
     "--decode-threads": ("decode_threads", dict(type=int, metavar="N",
                                                  help="Kafka: decode fetches on N threads beside the one that fetches, "
                                                       "results taken in fetch order (default 0: the fetching thread decodes)")),
+    "--warm-up": ("warm_up", dict(choices=WARM_UP_MODES,
+                                   help="compile the engine's kernels with a throwaway engine before the first poll "
+                                        "(default auto: on the GPU, where a first use mid-stream stalls 4-5 s)")),
     "--batch-size": ("batch_size", dict(type=int, metavar="EDGES", help="max edges per batch (default 10000)")),
     "--batch-wait-ms": ("batch_wait_ms", dict(type=int, metavar="MS", help="close a batch MS after its first record (default 200)")),
     "--algorithm": ("algorithm", dict(metavar="NAME", help="static, nd, dt, df, dfp, warm or auto (default auto: DF-P per batch, warm sweeps after a flood)")),

@@ -22,6 +22,9 @@ from ..errors import InvalidArgumentError
 from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
 ENV_PREFIX = "STREAMRANK_"
+#: ``--warm-up``: ``auto`` warms the engine's kernels up on the GPU only, ``on`` on every device,
+#: ``off`` never (:mod:`streamrank.daemon.warmup`).
+WARM_UP_MODES = ("auto", "on", "off")
 
 
 @dataclass
@@ -60,6 +63,7 @@ class DaemonConfig:
     max_message_bytes: int = 8 * 1024 * 1024
     poll_max_records: int = 5000
     decode_threads: int = 0
+    warm_up: str = "auto"
     lag_interval: float = 5.0
     applied_log: str | None = None
     id_type: str = "auto"
@@ -91,6 +95,8 @@ class DaemonConfig:
             raise InvalidArgumentError(f"--kafka-client must be auto, confluent or kafka-python, got {self.kafka_client!r}")
         if self.publish_format not in PUBLISH_FORMATS:
             raise InvalidArgumentError(f"--publish-format must be keyed, arrow or both, got {self.publish_format!r}")
+        if self.warm_up not in WARM_UP_MODES:
+            raise InvalidArgumentError(f"--warm-up must be one of {WARM_UP_MODES}, got {self.warm_up!r}")
         if self.id_type not in ID_TYPES:
             raise InvalidArgumentError(f"--id-type must be one of {ID_TYPES}, got {self.id_type!r}")
         for name in ("checkpoint_every", "checkpoint_keep", "full_checkpoint_every", "batch_size", "poll_max_records",

@@ -44,6 +44,7 @@ from .ingest import Ingest
 from .metrics import DaemonMetrics
 from .signals import ShutdownFlag
 from .staleness import staleness_fields
+from .warmup import wants_warm_up, warm_up
 
 log = logging.getLogger("streamrank.daemon")
 
@@ -431,6 +432,9 @@ class Daemon:
             self._applied_log = open(cfg.applied_log, "a", encoding="utf-8")
         try:
             self._restore()
+            if wants_warm_up(cfg.warm_up, self.engine.backend.name):
+                secs = warm_up(self.engine.backend.name, config=cfg.rank)
+                log.info("warm-up: the engine's kernels compiled or loaded in %.1f s", secs)
             if cfg.metrics_port:
                 self.metrics.serve(cfg.metrics_port)
             self._open_io()

@@ -1,0 +1,55 @@
+"""The daemon's warm-up: a throwaway engine takes every path a stream's batches take (so that each
+kernel is compiled before the first poll), and the settings that turn it on."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamrank.config import RankConfig
+from streamrank.daemon import warmup
+from streamrank.engine import Engine
+from streamrank.errors import InvalidArgumentError
+
+
+@pytest.mark.parametrize("mode, device, want", [
+    ("auto", "gpu", True), ("auto", "cpu", False), ("on", "cpu", True), ("on", "gpu", True), ("off", "gpu", False)])
+def test_wants_warm_up(mode, device, want):
+    assert warmup.wants_warm_up(mode, device) is want
+
+
+def test_wants_warm_up_refuses_an_unknown_mode():
+    with pytest.raises(InvalidArgumentError):
+        warmup.wants_warm_up("sometimes", "gpu")
+    with pytest.raises(InvalidArgumentError):
+        warmup.warm_up("cpu", config={"alpha": 0.85})
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_warm_up_takes_every_path(device, dangling, monkeypatch):
+    """DF-P (the fused small-batch update and the frontier loop on the GPU), warm sweeps after a
+    flood, Static, deletions, growth and a state round trip; on the GPU every kernel module of the
+    rank and graph code is loaded."""
+    ran, modules = [], set()
+    apply = Engine.apply
+
+    def recording_apply(self, batch):
+        step = apply(self, batch)
+        ran.append(step.rank.algorithm)
+        return step
+
+    monkeypatch.setattr(Engine, "apply", recording_apply)
+    if device == "gpu":
+        from streamrank.kernels import loader
+
+        load = loader.load_module
+
+        def recording_load(filename, *a, **kw):
+            modules.add(filename)
+            return load(filename, *a, **kw)
+
+        monkeypatch.setattr(loader, "load_module", recording_load)
+    secs = warmup.warm_up(device, config=RankConfig(dangling=dangling))
+    assert secs > 0
+    assert {"dfp", "warm", "static"} <= set(ran), ran  # auto ran DF-P and, after the flood, warm sweeps
+    if device == "gpu":
+        assert {"pagerank.cu", "frontier_loop.cu", "sweep.cu", "graph_update.cu", "graph_fast_update.cu"} <= modules
