@@ -26,7 +26,7 @@ import numpy as np
 
 from .changes import AppliedChanges
 from .config import ALGORITHMS, RankConfig, check_algorithm
-from .cpu_kernels.common import PARALLEL_EDGES
+from .cpu_kernels.common import GS_BLOCK, PARALLEL_EDGES
 from .cpu_kernels.marking import initial_frontier, reachable_frontier
 from .cpu_kernels.frontier import FRONTIER
 from .cpu_kernels.sweeps import SWEEPS
@@ -99,7 +99,8 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     """DT / DF / DF-P on ``workspace`` (a throwaway one when ``None``)."""
     ws = FrontierWorkspace() if workspace is None else workspace
     selfloop = config.dangling == "self-loop"
-    ws.begin(graph, changes, np.zeros(0) if x_prev is None else x_prev, selfloop)
+    gs = config.update_order == "gauss-seidel"
+    ws.begin(graph, changes, np.zeros(0) if x_prev is None else x_prev, selfloop, gs)
     g = graph.kernel_arrays()
     ins_src, del_src, del_dst = _ids(changes.ins_src), _ids(changes.del_src), _ids(changes.del_dst)
     if algorithm == "dt":
@@ -107,9 +108,9 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     else:
         nf = initial_frontier(g, ins_src, del_src, del_dst, selfloop, ws.flags, ws.F)
     affected = np.zeros(config.max_iter, dtype=np.int64)
-    kernel = FRONTIER[(algorithm, selfloop)]
+    kernel = FRONTIER[(algorithm, selfloop, gs)]
     args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
-            config.frontier_tol, config.prune_tol, config.max_iter, affected)
+            config.frontier_tol, config.prune_tol, GS_BLOCK, config.max_iter, affected)
     if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
         it, conv, total, cand = kernel(*args)
     else:

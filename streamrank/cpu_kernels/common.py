@@ -20,6 +20,10 @@ from numba import njit, prange
 CHUNK = 512
 #: Steps reading fewer (estimated) edges than this run on the calling thread.
 PARALLEL_EDGES = 1 << 15
+#: Gauss-Seidel block: frontier entries (or vertex ids) updated in order by one thread, a
+#: multiple of ``CHUNK`` (:mod:`.frontier_gs`). Fixed, so results do not depend on the thread
+#: count; passed to the kernels as an argument.
+GS_BLOCK = 1 << 15
 
 
 @njit(cache=True, inline="always")
