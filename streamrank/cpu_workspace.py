@@ -21,7 +21,7 @@ import numpy as np
 from .changes import AppliedChanges
 from .cpu_threads import ThreadChooser
 from .cpu_kernels import workspace as upkeep
-from .cpu_kernels.common import nchunks
+from .cpu_kernels.common import find_loops, nchunks
 from .cpu_kernels.frontier import PARTS_F, PARTS_I
 
 #: The running ``sum(x)`` is replaced by an exact sum every this many batches (it drifts by
@@ -102,7 +102,7 @@ class FrontierWorkspace:
             self.flags[:n] = 0
             self.total = upkeep.load(np.ascontiguousarray(x_prev, dtype=np.float64), n, graph.out_degree,
                                      selfloop, self.x, self.c, self.cprev, self.inv)
-            upkeep.find_loops(graph.in_offset, graph.in_degree, graph.kernel_arrays()[2], n, self.loops)
+            find_loops(graph.in_offset, graph.in_degree, graph.kernel_arrays()[2], n, self.loops)
             self._graph, self._selfloop, self._gs, self._batches = graph, selfloop, gauss_seidel, 0
         else:
             self._grow(n)

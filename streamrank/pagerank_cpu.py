@@ -1,9 +1,10 @@
 """Static and dynamic PageRank on the CPU: argument checks and dispatch to compiled kernels.
 
 Every algorithm runs its whole iteration loop in one compiled call (:mod:`.cpu_kernels`,
-Numba, multi-core over fixed chunks: results are the same for any thread count). All but
-``warm`` iterate the local form of docs/ARCHITECTURE.md synchronously (Jacobi) and stop when
-``max_v |dx[v]| / sum(x) < tol``:
+Numba, multi-core over fixed chunks and blocks: results are the same for any thread count).
+All but ``warm`` iterate the local form of docs/ARCHITECTURE.md, in the order
+``config.update_order`` names (Gauss-Seidel in fixed blocks by default, or Jacobi, which reads
+the previous iterate only), and stop when ``max_v |dx[v]| / sum(x) < tol``:
 
 * ``static``: from ``x = 1`` over all vertices;
 * ``nd`` (naive-dynamic): over all vertices, warm-started from the previous ``x``;
@@ -66,8 +67,9 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
     if n == 0:
         return RankResult(x, 0.0, 0, True, [], algorithm, "cpu")
     affected = np.zeros(config.max_iter, dtype=np.int64)
-    kernel = SWEEPS[(standard, config.dangling == "self-loop")]
-    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol,
+    gs = config.update_order == "gauss-seidel" and not standard
+    kernel = SWEEPS[(standard, config.dangling == "self-loop", gs)]
+    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, GS_BLOCK,
                                       config.max_iter, affected)
     if standard:
         x /= base

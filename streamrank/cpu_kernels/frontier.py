@@ -34,7 +34,7 @@ from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, spar
 DENSE_WEIGHT = 0.5
 #: The same for Gauss-Seidel, whose sparse step is dearer per vertex (in-place writes, a list
 #: order that must put the newly marked first) and whose dense pass needs no second buffers.
-DENSE_WEIGHT_GS = 0.25
+DENSE_WEIGHT_GS = 0.5
 #: Rows of the workspace's per-chunk arrays: float partials (max, sum) and integer ones.
 PARTS_F, PARTS_I = 2, 9
 
@@ -144,7 +144,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         if err / total < tol:
             converged = True
             break
-        next_dense = grow and keep_in + push > (DENSE_WEIGHT_GS if gs else DENSE_WEIGHT) * num_edges
+        next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
             if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
                 for i in range(nf):

@@ -38,35 +38,11 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, closed_form, nchunks
+from .common import CHUNK, block_size, gs_value, nchunks
 from .frontier_sparse import NEW, PRUNE, SPREAD
 
 #: Blocks per iteration that codes in ``owner`` can tell apart (``code = stamp * MAX_BLOCKS + b``).
 MAX_BLOCKS = 1 << 24
-
-
-@njit(cache=True, inline="always")
-def block_size(count, block):
-    """The size of the Gauss-Seidel blocks that cut ``count`` entries: as few blocks as blocks of
-    at most ``block`` entries need, of equal sizes (rounded up to whole chunks), so that the
-    blocks balance over the threads. Depends on ``count`` and ``block`` only."""
-    nb = max((count + block - 1) // block, 1)
-    per = (count + nb - 1) // nb
-    return max((per + CHUNK - 1) // CHUNK * CHUNK, CHUNK)
-
-
-@njit(cache=True, inline="always")
-def gs_value(acc, own, alpha, selfloop, inv, out_deg, v):
-    """The Gauss-Seidel value of ``v`` from ``acc``, its in-sum without its own explicit
-    self-loop (``own``: it has one; the steps sum every in-edge and subtract their own term,
-    which is cheaper than testing each in-neighbour): the equation of ``v`` solved for ``x[v]``, that is divided
-    by its diagonal ``1 - alpha * loops / d(v)`` (``loops``: the explicit self-loop, and the
-    implicit one in self-loop mode). A vertex whose only out-edge is its own loop thus gets its
-    value in one update, where Jacobi shrinks its error by ``alpha`` per iteration."""
-    if own:
-        diagonal_loops = 2.0 if selfloop else 1.0
-        return (1.0 + alpha * acc) / (1.0 - diagonal_loops * alpha * inv[v])
-    return closed_form(acc, 1.0, alpha, selfloop, out_deg, v)
 
 
 # ---------------------------------------------------------------------------- sparse step

@@ -8,7 +8,7 @@ changes ``inv`` (and so ``c``) only at the sources of its inserted and deleted e
 new vertices at ``x = 1``: :func:`admit` updates exactly those, so the upkeep follows the batch.
 :func:`load` fills everything from a vector the workspace did not produce. The flags ``loops[v]``
 (``v`` has an explicit self-loop, which the Gauss-Seidel steps divide out) are filled by
-:func:`find_loops` on a reload and kept by :func:`admit_loops`.
+:func:`.common.find_loops` on a reload and kept by :func:`admit_loops`.
 """
 
 from __future__ import annotations
@@ -56,19 +56,6 @@ def admit(n_before, n_after, out_deg, selfloop, ins_src, del_src, x, c, cprev, i
             c[s] = x[s] * iv
             cprev[s] = c[s]
     return float(n_after - n_before)
-
-
-@njit(cache=True)
-def find_loops(in_off, in_deg, in_idx, n, loops):
-    """``loops[v] = 1`` where ``v`` is among its own in-neighbours, else 0 (one pass over the
-    in-edges)."""
-    for v in range(n):
-        own = 0
-        for j in range(in_off[v], in_off[v] + in_deg[v]):
-            if in_idx[j] == v:
-                own = 1
-                break
-        loops[v] = own
 
 
 @njit(cache=True)
