@@ -198,17 +198,19 @@ def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky
         o = in_off[v]
         acc = 0.0
         sp = np.int64(keep[v])
+        low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
         if multi:
             for j in range(o, o + in_deg[v]):
                 u = in_idx[j]
                 cu = c[u] if np.uint64(u - blo) < width else cprev[u]
                 acc += abs(cu)
-                sp |= np.int64(math.copysign(1.0, cu) < 0.0)
+                low = min(low, cu)
         else:
             for j in range(o, o + in_deg[v]):
                 cu = c[in_idx[j]]
                 acc += abs(cu)
-                sp |= np.int64(math.copysign(1.0, cu) < 0.0)
+                low = min(low, cu)
+        sp |= np.int64(low < 0.0)
         own = loops[v] != 0
         if own:  # the sum read v's own value (its sign bit, if it spread, activates v: one update)
             acc -= abs(c[v])
