@@ -40,8 +40,8 @@ PARTS_F, PARTS_I = 2, 9
 
 
 @njit(cache=True)
-def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol, ftol, ptol, grow, prune, gs,
-                     block, max_iter, affected):
+def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol, ftol, ptol, grow, prune, block,
+                     jacobi, max_iter, affected):
     """Iterate from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
 
     ``ws`` is the workspace tuple ``(x, c, inv, flags, F, Fnext, xnew, status, last_spread,
@@ -54,7 +54,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     arrays) hold the new iterate (and ``cprev`` with ``gs``), every flag is 0 again; the other
     arrays are scratch.
 
-    ``gs``: Gauss-Seidel in blocks of ``block`` entries (:mod:`.frontier_gs`), else Jacobi.
+    The update order: ``block`` an int and ``jacobi`` ``None``: Gauss-Seidel in blocks of at most
+    ``block`` entries (:mod:`.frontier_gs`); ``block`` ``None`` and ``jacobi`` ``True``: Jacobi.
+    Numba removes a branch on ``arg is not None`` for an argument typed ``None`` before it types
+    the function, so each order compiles only its own steps (half the compile time).
 
     The loop ends when ``max|dx| / sum(x) < tol`` over the processed vertices, when the
     frontier is empty (both: converged), or after ``max_iter`` iterations. Returns
@@ -62,9 +65,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     candidate buffer (grown when needed). ``affected[i]`` is the frontier size of iteration i.
 
     Call it through :data:`FRONTIER`, whose entries pass ``selfloop``, ``grow``, ``prune`` and
-    ``gs`` as constants: each combination then gets its own machine code with the other branches
+    ``block`` (an int, or ``None``) as constants: each combination then gets its own machine code with the other branches
     removed, which makes an iteration about 1.6 times faster.
     """
+    gs = block is not None
     (x, c, inv, flags, F, Fnext, xnew, status, last_spread, pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner,
      loops) = ws
     x0, c0, flags0 = x, c, flags
@@ -84,30 +88,23 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         if not dense and nf == 0:
             converged = True
             break
-        if dense and gs:
+        if dense:
             nch = nch_max
-            dense_gs(n, block, big, g, inv, c, cprev, loops, x, flags, sticky, alpha, selfloop, ftol, ptol, grow,
-                     prune, parts, part_count)
-            sticky = False
-            dense_ran = True
-            count = 0
-            for k in range(nch):
-                count += part_count[k]
-            if count == 0:
-                converged = True
-                break
-        elif dense:
-            nch = nch_max
-            if big:
-                dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
-                          parts, part_count)
-            else:
-                dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
-                             prune, parts, part_count)
-            x, xnew = xnew, x
-            c, cnew = cnew, c
-            flags, keep2 = keep2, flags
-            swapped = not swapped
+            if block is not None:  # removed before typing in the Jacobi entries (block None)
+                dense_gs(n, block, big, g, inv, c, cprev, loops, x, flags, sticky, alpha, selfloop, ftol, ptol, grow,
+                         prune, parts, part_count)
+                sticky = False
+            if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
+                if big:
+                    dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
+                              parts, part_count)
+                else:
+                    dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
+                                 prune, parts, part_count)
+                x, xnew = xnew, x
+                c, cnew = cnew, c
+                flags, keep2 = keep2, flags
+                swapped = not swapped
             dense_ran = True
             count = 0
             for k in range(nch):
@@ -119,16 +116,17 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             count = nf
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par or gs else 1
-            if gs:
-                sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
-                          selfloop, ftol, ptol, grow, prune, parts)
-            elif par:
-                sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha,
-                           selfloop, ftol, ptol, grow, prune, parts)
-            else:
-                rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow,
-                           prune, parts)
-                commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
+            if block is not None:
+                sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
+                          alpha, selfloop, ftol, ptol, grow, prune, parts)
+            if jacobi is not None:
+                if par:
+                    sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha,
+                               selfloop, ftol, ptol, grow, prune, parts)
+                else:
+                    rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
+                               grow, prune, parts)
+                    commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
         err = 0.0
         dsum = 0.0
         keep_in = 0
@@ -196,73 +194,73 @@ def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
 @njit(cache=True)
 def _dt_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
-                            False, block, max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
 def _dt_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
-                            True, block, max_iter, affected)
+                            block, None, max_iter, affected)
 
 
 @njit(cache=True)
 def _dt_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
-                            False, block, max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
 def _dt_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
-                            True, block, max_iter, affected)
+                            block, None, max_iter, affected)
 
 
 @njit(cache=True)
 def _df_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
-                            False, block, max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
 def _df_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
-                            True, block, max_iter, affected)
+                            block, None, max_iter, affected)
 
 
 @njit(cache=True)
 def _df_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
-                            False, block, max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
 def _df_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
-                            True, block, max_iter, affected)
+                            block, None, max_iter, affected)
 
 
 @njit(cache=True)
 def _dfp_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
-                            False, block, max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
 def _dfp_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
-                            True, block, max_iter, affected)
+                            block, None, max_iter, affected)
 
 
 @njit(cache=True)
 def _dfp_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
-                            False, block, max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
 def _dfp_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
-                            True, block, max_iter, affected)
+                            block, None, max_iter, affected)
 
 
 #: ``(algorithm, selfloop, gauss_seidel) -> kernel(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol,

@@ -128,10 +128,6 @@ def _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, stat
     for b in prange(nb):
         _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
                       alpha, selfloop, ftol, ptol, grow, prune, parts)
-    for k in prange(nchunks(nf)):
-        for i in range(k * CHUNK, min(k * CHUNK + CHUNK, nf)):
-            v = F[i]
-            cprev[v] = c[v]
 
 
 @njit(cache=True)
@@ -145,16 +141,17 @@ def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flag
     if nb <= 1:
         _sparse_block(0, block, nf, False, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
                       alpha, selfloop, ftol, ptol, grow, prune, parts)
-    elif par:
+        return
+    if par:
         _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
                     selfloop, ftol, ptol, grow, prune, parts)
     else:
         for b in range(nb):
             _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
                           stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
-        for i in range(nf):
-            v = F[i]
-            cprev[v] = c[v]
+    for i in range(nf):  # on one thread: a copy is cheap next to the blocks, and a parallel loop costs compile time
+        v = F[i]
+        cprev[v] = c[v]
 
 
 # ---------------------------------------------------------------------------- list order, marking
@@ -255,9 +252,6 @@ def _dense_par(nb, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, se
     for b in prange(nb):
         _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                      part_count)
-    for k in prange(nchunks(n)):
-        for v in range(k * CHUNK, min(k * CHUNK + CHUNK, n)):
-            cprev[v] = c[v]
 
 
 @njit(cache=True)
@@ -269,9 +263,9 @@ def dense_gs(n, block, par, g, inv, c, cprev, loops, x, keep, sticky, alpha, sel
     if par and nb > 1:
         _dense_par(nb, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                    part_count)
-        return
-    for b in range(nb):
-        _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                     part_count)
-    for v in range(n):
+    else:
+        for b in range(nb):
+            _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                         parts, part_count)
+    for v in range(n):  # on one thread (see sparse_gs)
         cprev[v] = c[v]

@@ -3,9 +3,10 @@
 Every sweep is pull-based over all vertices, in fixed chunks whose partial sums are combined in
 chunk order: the result is bitwise the same for any thread count. Jacobi sweeps read the
 previous iterate only; Gauss-Seidel sweeps of the local form (``update_order="gauss-seidel"``,
-Static and ND) run blocks of vertex ids in place as the frontier loop's dense pass does
-(:mod:`.frontier_gs`): within a block a vertex reads the values updated before it, across
-blocks the values of the sweep's start (``cprev``), and an explicit self-loop is divided out.
+Static and ND) are the frontier loop's dense pass (:mod:`.frontier_gs`) with every vertex
+marked: blocks of vertex ids in place, within a block a vertex reads the values updated before
+it, across blocks the values of the sweep's start (``cprev``), and an explicit self-loop is
+divided out.
 The standard form (``warm``) is always Jacobi: its ``base`` follows the whole iterate.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, PARALLEL_EDGES, block_size, closed_form, find_loops, gs_value, inverse_degrees, nchunks
+from .common import CHUNK, PARALLEL_EDGES, closed_form, find_loops, inverse_degrees, nchunks
+from .frontier_gs import dense_gs
 
 
 @njit(cache=True)
@@ -86,70 +88,13 @@ def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
 @njit(cache=True)
-def _gs_block(b, block, n, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum):
-    """Gauss-Seidel sweep of the block ``b`` of vertex ids, in place on ``x`` and ``c``."""
-    in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
-    blo = b * block
-    bhi = min(blo + block, n)
-    multi = bhi - blo < n
-    width = np.uint64(bhi - blo)
-    for k in range(blo // CHUNK, nchunks(bhi)):
-        m = 0.0
-        s = 0.0
-        for v in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
-            acc = 0.0
-            o = in_off[v]
-            if multi:
-                for j in range(o, o + in_deg[v]):
-                    u = in_idx[j]
-                    acc += c[u] if np.uint64(u - blo) < width else cprev[u]
-            else:
-                for j in range(o, o + in_deg[v]):
-                    acc += c[in_idx[j]]
-            own = loops[v] != 0
-            if own:
-                acc -= c[v]
-            val = gs_value(acc, own, alpha, selfloop, inv, out_deg, v)
-            d = abs(val - x[v])
-            if d > m:
-                m = d
-            s += val
-            x[v] = val
-            c[v] = val * inv[v]
-        part_max[k] = m
-        part_sum[k] = s
-
-
-@njit(cache=True, parallel=True)
-def _gs_par(nb, block, n, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum):
-    for b in prange(nb):
-        _gs_block(b, block, n, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum)
-    for k in prange(nchunks(n)):
-        for v in range(k * CHUNK, min(k * CHUNK + CHUNK, n)):
-            cprev[v] = c[v]
-
-
-@njit(cache=True)
-def gs_sweep(n, block, par, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum):
-    """One Gauss-Seidel sweep of the local form over all vertices (``c == cprev == x * inv`` on
-    entry and on return); partials per chunk."""
-    block = block_size(n, block)
-    nb = (n + block - 1) // block
-    if par and nb > 1:
-        _gs_par(nb, block, n, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum)
-        return
-    for b in range(nb):
-        _gs_block(b, block, n, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum)
-    if nb > 1:
-        for v in range(n):
-            cprev[v] = c[v]
-
-
-@njit(cache=True)
 def gs_iterate(g, num_edges, x, alpha, selfloop, block, tol, max_iter, affected):
     """Gauss-Seidel sweeps of the local form from ``x`` until ``max|dx| / sum(x_new) < tol``.
 
-    Returns ``(x, iterations, converged, total, 1.0)`` as :func:`sweep_iterate` does.
+    A sweep is the frontier loop's dense Gauss-Seidel pass (:func:`.frontier_gs.dense_gs`) with
+    every vertex marked and no pruning or spreading: the same compiled code, so Static, ND and
+    DF-P share it (compile time). Returns ``(x, iterations, converged, total, 1.0)`` as
+    :func:`sweep_iterate` does.
     """
     n = x.shape[0]
     nch = nchunks(n)
@@ -161,23 +106,32 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, block, tol, max_iter, affected)
     x = x.copy()
     c = x * inv
     cprev = c.copy()
-    part_max = np.zeros(nch)
-    part_sum = np.zeros(nch)
+    keep = np.ones(n, dtype=np.uint8)
+    parts_f = np.zeros((2, max(nch, 1)))
+    parts_i = np.zeros((3, max(nch, 1)), dtype=np.int64)
+    parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[0], parts_i[1])
+    total = 0.0
+    for v in range(n):
+        total += x[v]
     iterations = 0
     converged = False
-    total = 0.0
     for it in range(max_iter):
-        gs_sweep(n, block, par, g, inv, loops, c, cprev, x, alpha, selfloop, part_max, part_sum)
+        dense_gs(n, block, par, g, inv, c, cprev, loops, x, keep, False, alpha, selfloop, 0.0, 0.0, False, False,
+                 parts, parts_i[2])
         err = 0.0
-        total = 0.0
+        dsum = 0.0
         for k in range(nch):
-            err = max(err, part_max[k])
-            total += part_sum[k]
+            err = max(err, parts_f[0][k])
+            dsum += parts_f[1][k]
+        total += dsum
         affected[it] = n
         iterations = it + 1
         if err / total < tol:
             converged = True
             break
+    total = 0.0  # exactly, not the running sum
+    for v in range(n):
+        total += x[v]
     return x, iterations, converged, total, 1.0
 
 
