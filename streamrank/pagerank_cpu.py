@@ -69,7 +69,8 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
     affected = np.zeros(config.max_iter, dtype=np.int64)
     gs = config.update_order == "gauss-seidel" and not standard
     kernel = SWEEPS[(standard, config.dangling == "self-loop", gs)]
-    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, GS_BLOCK,
+    order_args = (GS_BLOCK,) if gs else ()
+    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, *order_args,
                                       config.max_iter, affected)
     if standard:
         x /= base

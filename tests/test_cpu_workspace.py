@@ -105,10 +105,11 @@ def test_switching_the_update_order_reloads_the_workspace():
     """The Jacobi loop does not keep the copy ``cprev`` that Gauss-Seidel reads across blocks:
     a workspace handed the other order reloads, and every batch gives a fresh workspace's ranks."""
     s, d = rmat_edges(10, 8, seed=4)
-    g_kept, g_fresh = CpuGraph.from_edges(np.asarray(s), np.asarray(d)), CpuGraph.from_edges(np.asarray(s), np.asarray(d))
+    s, d = np.asarray(s), np.asarray(d)
+    g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
     x_kept = x_fresh = static_pagerank(g_kept).x
     ws = FrontierWorkspace()
-    for i, batch in enumerate(_batches(5, 6, n_ids=1100, size=25, deletions_from=(np.asarray(s), np.asarray(d)))):
+    for i, batch in enumerate(_batches(5, 6, n_ids=1100, size=25, deletions_from=(s, d))):
         cfg = RankConfig(update_order=UPDATE_ORDERS[(i // 2) % 2])
         r_kept = update_pagerank("dfp", g_kept, g_kept.apply(batch), x_kept, config=cfg, workspace=ws)
         r_fresh = update_pagerank("dfp", g_fresh, g_fresh.apply(batch), x_fresh, config=cfg)

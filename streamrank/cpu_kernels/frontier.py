@@ -64,9 +64,9 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     ``(iterations, converged, total, cand)``: ``total`` the running ``sum(x)``, ``cand`` the
     candidate buffer (grown when needed). ``affected[i]`` is the frontier size of iteration i.
 
-    Call it through :data:`FRONTIER`, whose entries pass ``selfloop``, ``grow``, ``prune`` and
-    ``block`` (an int, or ``None``) as constants: each combination then gets its own machine code with the other branches
-    removed, which makes an iteration about 1.6 times faster.
+    Call it through :data:`FRONTIER`, whose entries pass ``selfloop``, ``grow``, ``prune`` and the
+    order (``block``, ``jacobi``) as constants: each combination then gets its own machine code
+    with the other branches removed, which makes an iteration about 1.6 times faster.
     """
     gs = block is not None
     (x, c, inv, flags, F, Fnext, xnew, status, last_spread, pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner,

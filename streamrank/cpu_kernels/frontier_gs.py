@@ -47,8 +47,8 @@ MAX_BLOCKS = 1 << 24
 
 # ---------------------------------------------------------------------------- sparse step
 @njit(cache=True)
-def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
-                  selfloop, ftol, ptol, grow, prune, parts):
+def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
+                  alpha, selfloop, ftol, ptol, grow, prune, parts):
     """Update ``F[lo:hi]`` in place (partials into slot ``k``), status bits as the Jacobi step
     (:func:`.frontier_sparse.rank_range`), pruned vertices unmarked, spreaders stamped."""
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
@@ -118,16 +118,16 @@ def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops,
         for i in range(lo, hi):
             owner[F[i]] = code
     for k in range(lo // CHUNK, nchunks(hi)):
-        _sparse_range(k * CHUNK, min(k * CHUNK + CHUNK, hi), k, multi, code, F, g, inv, c, cprev, owner, loops, x, status,
-                      flags, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
+        _sparse_range(k * CHUNK, min(k * CHUNK + CHUNK, hi), k, multi, code, F, g, inv, c, cprev, owner, loops, x,
+                      status, flags, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
 
 
 @njit(cache=True, parallel=True)
 def _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
                 selfloop, ftol, ptol, grow, prune, parts):
     for b in prange(nb):
-        _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
-                      alpha, selfloop, ftol, ptol, grow, prune, parts)
+        _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
+                      stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
 
 
 @njit(cache=True)
@@ -139,12 +139,12 @@ def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flag
     nb = (nf + block - 1) // block
     code0 = np.int64(stamp) * MAX_BLOCKS
     if nb <= 1:
-        _sparse_block(0, block, nf, False, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
-                      alpha, selfloop, ftol, ptol, grow, prune, parts)
+        _sparse_block(0, block, nf, False, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
+                      stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
         return
     if par:
-        _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
-                    selfloop, ftol, ptol, grow, prune, parts)
+        _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
+                    alpha, selfloop, ftol, ptol, grow, prune, parts)
     else:
         for b in range(nb):
             _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
@@ -177,8 +177,8 @@ def marked_first(F, tmp, kept, m):
 
 # ---------------------------------------------------------------------------- dense pass
 @njit(cache=True)
-def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                 part_count):
+def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow,
+                 prune, parts, part_count):
     """The vertices of chunk ``k`` (inside the block of ids ``[blo, bhi)``; ``multi``: there are
     other blocks), in place; as the Jacobi pass (:func:`.frontier_dense._dense_range`) otherwise."""
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
@@ -239,33 +239,36 @@ def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky
 
 
 @njit(cache=True)
-def _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts, part_count):
+def _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                 parts, part_count):
     blo = b * block
     bhi = min(blo + block, n)
     for k in range(blo // CHUNK, nchunks(bhi)):
-        _dense_range(k, blo, bhi, bhi - blo < n, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow,
-                     prune, parts, part_count)
+        _dense_range(k, blo, bhi, bhi - blo < n, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol,
+                     ptol, grow, prune, parts, part_count)
 
 
 @njit(cache=True, parallel=True)
-def _dense_par(nb, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts, part_count):
+def _dense_par(nb, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+               parts, part_count):
     for b in prange(nb):
-        _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                     part_count)
+        _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                     parts, part_count)
 
 
 @njit(cache=True)
-def dense_gs(n, block, par, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts, part_count):
+def dense_gs(n, block, par, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+             parts, part_count):
     """One Gauss-Seidel pass over all vertices in blocks of ``block`` ids (see the module
     docstring); ``keep`` (the kept flags), ``x`` and ``c`` (sign bits: spread) in place."""
     block = block_size(n, block)
     nb = (n + block - 1) // block
     if par and nb > 1:
-        _dense_par(nb, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                   part_count)
+        _dense_par(nb, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                   parts, part_count)
     else:
         for b in range(nb):
-            _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow, prune,
-                         parts, part_count)
+            _dense_block(b, block, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow,
+                         prune, parts, part_count)
     for v in range(n):  # on one thread (see sparse_gs)
         cprev[v] = c[v]

@@ -88,7 +88,7 @@ def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
 @njit(cache=True)
-def gs_iterate(g, num_edges, x, alpha, selfloop, block, tol, max_iter, affected):
+def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected):
     """Gauss-Seidel sweeps of the local form from ``x`` until ``max|dx| / sum(x_new) < tol``.
 
     A sweep is the frontier loop's dense Gauss-Seidel pass (:func:`.frontier_gs.dense_gs`) with
@@ -190,41 +190,25 @@ def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, aff
     return x, iterations, converged, total, base
 
 
-# One entry point per (form, self-loop mode, update order): the constants reach the sweep
-# kernels as compile-time literals (Numba specializes a call on literal arguments), which
-# removes the per-vertex branches on them.
-@njit(cache=True)
-def _local_uniform(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return sweep_iterate(g, num_edges, x, alpha, False, False, tol, max_iter, affected)
+def _entry(kernel, *modes):
+    """``kernel`` with its mode arguments bound, called from Python: the modes reach it as plain
+    booleans, so each kernel has one compiled version for every mode (see below)."""
+    def call(g, num_edges, x, alpha, tol, *rest):
+        return kernel(g, num_edges, x, alpha, *modes, tol, *rest)
+    return call
 
 
-@njit(cache=True)
-def _local_selfloop(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return sweep_iterate(g, num_edges, x, alpha, True, False, tol, max_iter, affected)
-
-
-@njit(cache=True)
-def _local_uniform_gs(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return gs_iterate(g, num_edges, x, alpha, False, block, tol, max_iter, affected)
-
-
-@njit(cache=True)
-def _local_selfloop_gs(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return gs_iterate(g, num_edges, x, alpha, True, block, tol, max_iter, affected)
-
-
-@njit(cache=True)
-def _standard_uniform(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return sweep_iterate(g, num_edges, x, alpha, False, True, tol, max_iter, affected)
-
-
-@njit(cache=True)
-def _standard_selfloop(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return sweep_iterate(g, num_edges, x, alpha, True, True, tol, max_iter, affected)
-
-
-#: ``(standard form, selfloop, gauss_seidel) -> kernel(g, num_edges, x, alpha, tol, block, max_iter,
-#: affected) -> (x, iterations, converged, total, base)``; the standard form has no Gauss-Seidel entry.
-SWEEPS = {(False, False, False): _local_uniform, (False, True, False): _local_selfloop,
-          (False, False, True): _local_uniform_gs, (False, True, True): _local_selfloop_gs,
-          (True, False, False): _standard_uniform, (True, True, False): _standard_selfloop}
+# The sweeps are called from Python with their modes as plain (not literal) booleans: one
+# compiled version of each kernel serves every mode. (Specializing on literal modes compiled a
+# new version of the parallel kernels per mode, possibly in a later process than the first:
+# Numba's cache then mixed machine code compiled by two processes, and a run loading both
+# crashed. A sweep branches on the mode per vertex, predictably.)
+#: ``(standard form, selfloop, gauss_seidel) -> kernel(g, num_edges, x, alpha, tol, max_iter, affected)
+#: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take ``block`` after ``tol``);
+#: the standard form has no Gauss-Seidel entry.
+SWEEPS = {(False, False, False): _entry(sweep_iterate, False, False),
+          (False, True, False): _entry(sweep_iterate, True, False),
+          (True, False, False): _entry(sweep_iterate, False, True),
+          (True, True, False): _entry(sweep_iterate, True, True),
+          (False, False, True): _entry(gs_iterate, False),
+          (False, True, True): _entry(gs_iterate, True)}
