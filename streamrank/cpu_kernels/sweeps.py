@@ -198,11 +198,23 @@ def _entry(kernel, *modes):
     return call
 
 
-# The sweeps are called from Python with their modes as plain (not literal) booleans: one
+# The Jacobi sweeps are called from Python with their modes as plain (not literal) booleans: one
 # compiled version of each kernel serves every mode. (Specializing on literal modes compiled a
 # new version of the parallel kernels per mode, possibly in a later process than the first:
 # Numba's cache then mixed machine code compiled by two processes, and a run loading both
 # crashed. A sweep branches on the mode per vertex, predictably.)
+# The Gauss-Seidel sweeps keep literal entries: the dense Gauss-Seidel pass they share with the
+# frontier loop runs 1.7 times faster specialized on the dangling mode (Static on CollegeMsg).
+@njit(cache=True)
+def _local_uniform_gs(g, num_edges, x, alpha, tol, block, max_iter, affected):
+    return gs_iterate(g, num_edges, x, alpha, False, tol, block, max_iter, affected)
+
+
+@njit(cache=True)
+def _local_selfloop_gs(g, num_edges, x, alpha, tol, block, max_iter, affected):
+    return gs_iterate(g, num_edges, x, alpha, True, tol, block, max_iter, affected)
+
+
 #: ``(standard form, selfloop, gauss_seidel) -> kernel(g, num_edges, x, alpha, tol, max_iter, affected)
 #: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take ``block`` after ``tol``);
 #: the standard form has no Gauss-Seidel entry.
@@ -210,5 +222,5 @@ SWEEPS = {(False, False, False): _entry(sweep_iterate, False, False),
           (False, True, False): _entry(sweep_iterate, True, False),
           (True, False, False): _entry(sweep_iterate, False, True),
           (True, True, False): _entry(sweep_iterate, True, True),
-          (False, False, True): _entry(gs_iterate, False),
-          (False, True, True): _entry(gs_iterate, True)}
+          (False, False, True): _local_uniform_gs,
+          (False, True, True): _local_selfloop_gs}
