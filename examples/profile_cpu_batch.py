@@ -10,8 +10,8 @@ update order and thread count, medians over the sampled batches::
 
     python examples/profile_cpu_batch.py /path/to/sx-mathoverflow.txt.gz --batches 200 --every 20
 
-Developer tool: it drives :func:`streamrank.pagerank_cpu.update_pagerank` with copies of a
-:class:`streamrank.cpu_workspace.FrontierWorkspace`.
+It drives :func:`streamrank.pagerank_cpu.update_pagerank` with copies of a
+:class:`streamrank.cpu_workspace.FrontierWorkspace` (the engine's CPU rank step without the engine).
 """
 
 from __future__ import annotations
@@ -25,17 +25,18 @@ import time
 import numba
 import numpy as np
 
-from streamrank import EdgeBatch, Engine, RankConfig
+from streamrank import EdgeBatch, RankConfig
 from streamrank.config import UPDATE_ORDERS
 from streamrank.cpu_threads import ENV as THREADS_ENV
-from streamrank.pagerank_cpu import update_pagerank
+from streamrank.cpu_workspace import FrontierWorkspace
+from streamrank.graph import CpuGraph
+from streamrank.pagerank_cpu import static_pagerank, update_pagerank
 from streamrank.replay import BUNDLED_GRAPH, read_stream
 
 
-def _profile_batch(eng, batch, cfg, repeat):
-    """Apply ``batch``; returns (graph ms, rank ms, iterations, per-iteration frontiers and ms)."""
-    graph = eng.graph
-    ws = eng._rank_kw["workspace"]
+def _profile_batch(graph, ws, x, batch, cfg, repeat):
+    """Apply ``batch``; returns the new ``x`` and (graph ms, rank ms, iterations, per-iteration
+    frontiers, per-iteration ms)."""
     t0 = time.perf_counter()
     changes = graph.apply(batch)
     graph_ms = (time.perf_counter() - t0) * 1e3
@@ -43,9 +44,11 @@ def _profile_batch(eng, batch, cfg, repeat):
     def run(max_iter):
         best, res = float("inf"), None
         for _ in range(repeat):
-            w = copy.deepcopy(ws, memo={id(graph): graph})
+            memo = {id(graph): graph}
+            w = copy.deepcopy(ws, memo)  # x (the workspace's own view) is copied with it:
+            x_copy = memo[id(x)]  # handed back, the copy continues from its own state
             t = time.perf_counter()
-            res = update_pagerank("dfp", graph, changes, w._x_view, workspace=w,
+            res = update_pagerank("dfp", graph, changes, x_copy, workspace=w,
                                   config=dataclasses.replace(cfg, max_iter=max_iter))
             best = min(best, (time.perf_counter() - t) * 1e3)
         return best, res
@@ -53,10 +56,8 @@ def _profile_batch(eng, batch, cfg, repeat):
     full_ms, full = run(cfg.max_iter)
     cumulative = [run(k)[0] for k in range(1, full.iterations + 1)]
     per = np.diff([0.0] + cumulative)
-    res = update_pagerank("dfp", graph, changes, eng.x, config=cfg, workspace=ws)  # the engine goes on
-    eng._take(res)
-    eng.seq += 1
-    return graph_ms, full_ms, full.iterations, np.array(full.affected), per
+    x = update_pagerank("dfp", graph, changes, x, config=cfg, workspace=ws).x  # the stream goes on
+    return x, (graph_ms, full_ms, full.iterations, np.array(full.affected), per)
 
 
 def main(argv=None) -> int:
@@ -78,9 +79,11 @@ def main(argv=None) -> int:
         for threads in sorted({1, top}):
             numba.set_num_threads(threads)
             cfg = RankConfig(update_order=order)
-            eng = Engine("cpu", "dfp", config=cfg)
-            eng.load_edges(stream.src[:n_base], stream.dst[:n_base], stream.insert[:n_base])
-            n = eng.graph.num_vertices
+            keep = stream.insert[:n_base]
+            graph = CpuGraph.from_edges(stream.src[:n_base][keep], stream.dst[:n_base][keep])
+            x = static_pagerank(graph, config=cfg).x
+            ws = FrontierWorkspace()
+            n = graph.num_vertices
             samples = []
             for b in range(args.batches):
                 lo = n_base + b * size
@@ -89,9 +92,9 @@ def main(argv=None) -> int:
                 batch = EdgeBatch.from_arrays(stream.src[lo:lo + size], stream.dst[lo:lo + size],
                                               stream.insert[lo:lo + size])
                 if (b + 1) % args.every:
-                    eng.apply(batch)
+                    x = update_pagerank("dfp", graph, graph.apply(batch), x, config=cfg, workspace=ws).x
                     continue
-                graph_ms, rank_ms, its, affected, per = _profile_batch(eng, batch, cfg, args.repeat)
+                x, (graph_ms, rank_ms, its, affected, per) = _profile_batch(graph, ws, x, batch, cfg, args.repeat)
                 wide = affected > n / 4
                 samples.append((graph_ms, rank_ms, its, wide.sum(), per[wide].sum(), (~wide).sum(), per[~wide].sum(),
                                 per[wide].mean() if wide.any() else float("nan"), affected.sum()))
