@@ -202,6 +202,8 @@ def test_config_validation():
         RankConfig(dangling="nope")
     with pytest.raises(InvalidArgumentError, match="sweep_contributions"):
         RankConfig(sweep_contributions="float16")
+    with pytest.raises(InvalidArgumentError, match="update_order"):
+        RankConfig(update_order="red-black")
     with pytest.raises(InvalidArgumentError):
         Engine("cpu", "pagerank")
     with pytest.raises(InvalidArgumentError):
