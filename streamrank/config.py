@@ -12,6 +12,8 @@ from .errors import InvalidArgumentError
 ALGORITHMS = ("static", "nd", "dt", "df", "dfp", "warm", "auto")
 DANGLING_MODES = ("uniform", "self-loop")
 DTYPES = ("float64", "float32")
+#: Order of the vertex updates within an iteration of the local form (``update_order``).
+UPDATE_ORDERS = ("gauss-seidel", "jacobi")
 #: Storage of the gathered contributions in the GPU's standard-form sweeps (``sweep_contributions``).
 CONTRIBUTION_DTYPES = DTYPES
 
@@ -50,6 +52,17 @@ class RankConfig:
         the iterate, its sums and the test stay in ``dtype``, and the last sweeps run in
         ``dtype`` so the criterion is the same (docs/GPU.md measures the error). The CPU
         always uses float64. Default ``"float64"``.
+    update_order : {"gauss-seidel", "jacobi"}
+        CPU, the local-form iterations of Static, ND, DT, DF and DF-P. ``"jacobi"``: every
+        vertex reads its in-neighbours' values from the start of the iteration (what the GPU
+        always does). ``"gauss-seidel"``: the updates run in fixed blocks of
+        ``GS_BLOCK`` (32,768) frontier entries (or vertex ids, on a pass over all vertices), and
+        within a block a vertex reads the values its block has already updated in this
+        iteration; blocks read each other's values from the start of the iteration. The block
+        size does not depend on the thread count, so neither do the results; on a frontier or
+        graph of fewer vertices than a block it is plain Gauss-Seidel, which needs about half
+        the iterations of Jacobi (docs/ARCHITECTURE.md, "Update order"). ``warm`` is Jacobi
+        either way. Default ``"gauss-seidel"``.
     """
 
     alpha: float = 0.85
@@ -61,6 +74,7 @@ class RankConfig:
     dtype: str = "float64"
     switch_degree: int = 64
     sweep_contributions: str = "float64"
+    update_order: str = "gauss-seidel"
 
     def __post_init__(self):
         if not (0.0 < float(self.alpha) < 1.0):
@@ -78,6 +92,8 @@ class RankConfig:
         if self.sweep_contributions not in CONTRIBUTION_DTYPES:
             raise InvalidArgumentError(f"sweep_contributions must be one of {CONTRIBUTION_DTYPES}, "
                                        f"got {self.sweep_contributions!r}")
+        if self.update_order not in UPDATE_ORDERS:
+            raise InvalidArgumentError(f"update_order must be one of {UPDATE_ORDERS}, got {self.update_order!r}")
         if int(self.switch_degree) < 1:
             raise InvalidArgumentError(f"switch_degree must be >= 1, got {self.switch_degree}")
 

@@ -21,7 +21,7 @@ import numpy as np
 from .changes import AppliedChanges
 from .cpu_threads import ThreadChooser
 from .cpu_kernels import workspace as upkeep
-from .cpu_kernels.common import nchunks
+from .cpu_kernels.common import find_loops, nchunks
 from .cpu_kernels.frontier import PARTS_F, PARTS_I
 
 #: The running ``sum(x)`` is replaced by an exact sum every this many batches (it drifts by
@@ -47,6 +47,7 @@ class FrontierWorkspace:
         self._graph = None
         self._version = -1
         self._selfloop = None
+        self._gs = None
         self._x_view = None
         self._batches = 0
         self.threads = ThreadChooser()  # one thread or all, per batch (a busy machine)
@@ -57,6 +58,9 @@ class FrontierWorkspace:
     def _allocate(self, cap: int):
         """Fresh arrays for ``cap`` vertices (flags 0, no stamps)."""
         self.x, self.c, self.inv = np.empty(cap), np.empty(cap), np.empty(cap)
+        self.cprev = np.empty(cap)  # c as the iteration began (Gauss-Seidel: read across blocks)
+        self.owner = np.full(cap, -1, dtype=np.int64)  # Gauss-Seidel: block codes
+        self.loops = np.zeros(cap, dtype=np.uint8)  # explicit self-loops (Gauss-Seidel divides them out)
         self.xnew, self.cnew = np.empty(cap), np.empty(cap)
         self.flags = np.zeros(cap, dtype=np.uint8)
         self.keep2 = np.zeros(cap, dtype=np.uint8)
@@ -74,40 +78,46 @@ class FrontierWorkspace:
         """Room for ``n`` vertices (capacity doubles), keeping the state of the first ``self.n``."""
         if n <= self.cap:
             return
-        kept = (self.x, self.c, self.inv, self.last_spread)
+        names = ("x", "c", "cprev", "inv", "last_spread", "owner", "loops")
+        kept = [getattr(self, name) for name in names]
         self._allocate(max(n, 2 * self.cap, 1024))
         m = self.n
-        for new, old in zip((self.x, self.c, self.inv, self.last_spread), kept):
+        for new, old in zip((getattr(self, name) for name in names), kept):
             new[:m] = old[:m]
 
     # ------------------------------------------------------------------ one batch
-    def begin(self, graph, changes: AppliedChanges, x_prev, selfloop: bool):
-        """Make ``x``, ``c``, ``inv`` current for ``graph`` (after ``changes``) from ``x_prev``,
-        the iterate before the batch (not modified unless it is this workspace's own)."""
+    def begin(self, graph, changes: AppliedChanges, x_prev, selfloop: bool, gauss_seidel: bool):
+        """Make ``x``, ``c``, ``cprev``, ``inv`` current for ``graph`` (after ``changes``) from
+        ``x_prev``, the iterate before the batch (not modified unless it is this workspace's own).
+        ``gauss_seidel``: the update order of the batch (the Jacobi loop does not keep ``cprev``,
+        so a change of order reloads)."""
         n = graph.num_vertices
         n_before = changes.num_vertices_before
         continues = (x_prev is self._x_view and graph is self._graph and selfloop == self._selfloop
-                     and self.n == n_before and changes.num_vertices_after == n
+                     and gauss_seidel == self._gs and self.n == n_before and changes.num_vertices_after == n
                      and graph.version == self._version + (not changes.empty))
         if not continues:
             self.n = 0
             self._grow(n)
             self.flags[:n] = 0
             self.total = upkeep.load(np.ascontiguousarray(x_prev, dtype=np.float64), n, graph.out_degree,
-                                     selfloop, self.x, self.c, self.inv)
-            self._graph, self._selfloop, self._batches = graph, selfloop, 0
+                                     selfloop, self.x, self.c, self.cprev, self.inv)
+            find_loops(graph.in_offset, graph.in_degree, graph.kernel_arrays()[2], n, self.loops)
+            self._graph, self._selfloop, self._gs, self._batches = graph, selfloop, gauss_seidel, 0
         else:
             self._grow(n)
-            self.total += upkeep.admit(n_before, n, graph.out_degree, selfloop,
-                                       np.ascontiguousarray(changes.ins_src, dtype=np.int64),
-                                       np.ascontiguousarray(changes.del_src, dtype=np.int64),
-                                       self.x, self.c, self.inv)
+            ins_src, ins_dst, del_src, del_dst = (np.ascontiguousarray(a, dtype=np.int64) for a in (
+                changes.ins_src, changes.ins_dst, changes.del_src, changes.del_dst))
+            self.total += upkeep.admit(n_before, n, graph.out_degree, selfloop, ins_src, del_src,
+                                       self.x, self.c, self.cprev, self.inv)
+            upkeep.admit_loops(n_before, n, ins_src, ins_dst, del_src, del_dst, self.loops)
         self.n = n
 
     def arrays(self) -> tuple:
         """The tuple the frontier loop takes (:func:`.cpu_kernels.frontier.frontier_iterate`)."""
         return (self.x, self.c, self.inv, self.flags, self.F, self.Fnext, self.xnew, self.status, self.last_spread,
-                self.pulled, self.cnew, self.keep2, self.cand, self.parts_f, self.parts_i)
+                self.pulled, self.cnew, self.keep2, self.cand, self.parts_f, self.parts_i, self.cprev, self.owner,
+                self.loops)
 
     def finish(self, graph, iterations: int, total: float, cand):
         """Record the loop's outcome; returns the iterate (a view of the workspace's ``x``)."""
@@ -119,6 +129,7 @@ class FrontierWorkspace:
         self.clock += int(iterations) + 2
         if self.clock > CLOCK_LIMIT:
             self.last_spread.fill(-2)
+            self.owner.fill(-1)  # Gauss-Seidel block codes are built from the stamps
             self.clock = 0
         self._version = graph.version
         self._x_view = self.x[: self.n]

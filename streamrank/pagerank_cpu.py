@@ -1,9 +1,10 @@
 """Static and dynamic PageRank on the CPU: argument checks and dispatch to compiled kernels.
 
 Every algorithm runs its whole iteration loop in one compiled call (:mod:`.cpu_kernels`,
-Numba, multi-core over fixed chunks: results are the same for any thread count). All but
-``warm`` iterate the local form of docs/ARCHITECTURE.md synchronously (Jacobi) and stop when
-``max_v |dx[v]| / sum(x) < tol``:
+Numba, multi-core over fixed chunks and blocks: results are the same for any thread count).
+All but ``warm`` iterate the local form of docs/ARCHITECTURE.md, in the order
+``config.update_order`` names (Gauss-Seidel in fixed blocks by default, or Jacobi, which reads
+the previous iterate only), and stop when ``max_v |dx[v]| / sum(x) < tol``:
 
 * ``static``: from ``x = 1`` over all vertices;
 * ``nd`` (naive-dynamic): over all vertices, warm-started from the previous ``x``;
@@ -26,7 +27,7 @@ import numpy as np
 
 from .changes import AppliedChanges
 from .config import ALGORITHMS, RankConfig, check_algorithm
-from .cpu_kernels.common import PARALLEL_EDGES
+from .cpu_kernels.common import GS_BLOCK, PARALLEL_EDGES
 from .cpu_kernels.marking import initial_frontier, reachable_frontier
 from .cpu_kernels.frontier import FRONTIER
 from .cpu_kernels.sweeps import SWEEPS
@@ -66,8 +67,10 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
     if n == 0:
         return RankResult(x, 0.0, 0, True, [], algorithm, "cpu")
     affected = np.zeros(config.max_iter, dtype=np.int64)
-    kernel = SWEEPS[(standard, config.dangling == "self-loop")]
-    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol,
+    gs = config.update_order == "gauss-seidel" and not standard
+    kernel = SWEEPS[(standard, config.dangling == "self-loop", gs)]
+    order_args = (GS_BLOCK,) if gs else ()
+    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, *order_args,
                                       config.max_iter, affected)
     if standard:
         x /= base
@@ -99,7 +102,8 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     """DT / DF / DF-P on ``workspace`` (a throwaway one when ``None``)."""
     ws = FrontierWorkspace() if workspace is None else workspace
     selfloop = config.dangling == "self-loop"
-    ws.begin(graph, changes, np.zeros(0) if x_prev is None else x_prev, selfloop)
+    gs = config.update_order == "gauss-seidel"
+    ws.begin(graph, changes, np.zeros(0) if x_prev is None else x_prev, selfloop, gs)
     g = graph.kernel_arrays()
     ins_src, del_src, del_dst = _ids(changes.ins_src), _ids(changes.del_src), _ids(changes.del_dst)
     if algorithm == "dt":
@@ -107,9 +111,9 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     else:
         nf = initial_frontier(g, ins_src, del_src, del_dst, selfloop, ws.flags, ws.F)
     affected = np.zeros(config.max_iter, dtype=np.int64)
-    kernel = FRONTIER[(algorithm, selfloop)]
+    kernel = FRONTIER[(algorithm, selfloop, gs)]
     args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
-            config.frontier_tol, config.prune_tol, config.max_iter, affected)
+            config.frontier_tol, config.prune_tol, GS_BLOCK, config.max_iter, affected)
     if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
         it, conv, total, cand = kernel(*args)
     else:

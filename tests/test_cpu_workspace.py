@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streamrank.batch import EdgeBatch
-from streamrank.config import RankConfig
+from streamrank.config import UPDATE_ORDERS, RankConfig
 from streamrank.cpu_workspace import FrontierWorkspace
 from streamrank.graph import CpuGraph
 from streamrank.metrics import l1_error
@@ -20,6 +20,7 @@ def _batches(seed, count, *, n_ids, size, deletions_from=None):
     out = []
     for _ in range(count):
         s, d = rng.integers(0, n_ids, size), rng.integers(0, n_ids, size)
+        d[:3] = s[:3]  # explicit self-loops, which Gauss-Seidel divides out
         ins = np.ones(size, bool)
         if deletions_from is not None:
             ds, dd = deletions_from
@@ -30,7 +31,7 @@ def _batches(seed, count, *, n_ids, size, deletions_from=None):
     return out
 
 
-def _check_invariants(ws, graph, selfloop):
+def _check_invariants(ws, graph, selfloop, gauss_seidel=True):
     n = graph.num_vertices
     assert not ws.flags[:n].any()
     d = graph.out_degree + (1 if selfloop else 0)
@@ -38,14 +39,21 @@ def _check_invariants(ws, graph, selfloop):
     np.testing.assert_array_equal(ws.inv[:n], inv)
     np.testing.assert_allclose(ws.c[:n], ws.x[:n] * inv, rtol=1e-15, atol=0)
     assert ws.total == pytest.approx(float(ws.x[:n].sum()), rel=1e-12)
+    s, t = graph.edges()
+    loops = np.zeros(n, dtype=np.uint8)
+    loops[s[s == t]] = 1
+    np.testing.assert_array_equal(ws.loops[:n], loops)  # explicit self-loops, kept per batch
+    if gauss_seidel:
+        np.testing.assert_array_equal(ws.cprev[:n], ws.c[:n])  # the copy read across blocks
 
 
+@pytest.mark.parametrize("order", UPDATE_ORDERS)
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("algorithm", ["dt", "df", "dfp"])
-def test_kept_workspace_gives_the_ranks_of_a_fresh_one(algorithm, dangling):
+def test_kept_workspace_gives_the_ranks_of_a_fresh_one(algorithm, dangling, order):
     s, d = rmat_edges(10, 8, seed=5)
-    s, d = np.asarray(s), np.asarray(d)
-    cfg = RankConfig(dangling=dangling)
+    s, d = np.concatenate([s, np.arange(0, 1024, 7)]), np.concatenate([d, np.arange(0, 1024, 7)])  # self-loops
+    cfg = RankConfig(dangling=dangling, update_order=order)
     selfloop = dangling == "self-loop"
     g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
     x_kept = x_fresh = static_pagerank(g_kept, config=cfg).x
@@ -61,7 +69,7 @@ def test_kept_workspace_gives_the_ranks_of_a_fresh_one(algorithm, dangling):
         assert r_kept.iterations == r_fresh.iterations and r_kept.affected == r_fresh.affected
         np.testing.assert_allclose(r_kept.x, r_fresh.x, rtol=1e-13)
         assert r_kept.x is not r_fresh.x
-        _check_invariants(ws, g_kept, selfloop)
+        _check_invariants(ws, g_kept, selfloop, order == "gauss-seidel")
         x_kept, x_fresh = r_kept.x, r_fresh.x
     ref = oracle_pagerank(g_kept, dangling=dangling)
     assert l1_error(r_kept.ranks, ref) < 1e-5
@@ -91,6 +99,24 @@ def test_foreign_vector_reloads_and_is_not_modified():
     np.testing.assert_allclose(with_ws.x, fresh.x, rtol=1e-13)
     _check_invariants(ws, g, False)
     assert r1.converged and with_ws.converged
+
+
+def test_switching_the_update_order_reloads_the_workspace():
+    """The Jacobi loop does not keep the copy ``cprev`` that Gauss-Seidel reads across blocks:
+    a workspace handed the other order reloads, and every batch gives a fresh workspace's ranks."""
+    s, d = rmat_edges(10, 8, seed=4)
+    s, d = np.asarray(s), np.asarray(d)
+    g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
+    x_kept = x_fresh = static_pagerank(g_kept).x
+    ws = FrontierWorkspace()
+    for i, batch in enumerate(_batches(5, 6, n_ids=1100, size=25, deletions_from=(s, d))):
+        cfg = RankConfig(update_order=UPDATE_ORDERS[(i // 2) % 2])
+        r_kept = update_pagerank("dfp", g_kept, g_kept.apply(batch), x_kept, config=cfg, workspace=ws)
+        r_fresh = update_pagerank("dfp", g_fresh, g_fresh.apply(batch), x_fresh, config=cfg)
+        assert r_kept.iterations == r_fresh.iterations and r_kept.affected == r_fresh.affected
+        np.testing.assert_allclose(r_kept.x, r_fresh.x, rtol=1e-13)
+        _check_invariants(ws, g_kept, False, cfg.update_order == "gauss-seidel")
+        x_kept, x_fresh = r_kept.x, r_fresh.x
 
 
 def test_engine_switching_algorithms_keeps_ranks_right():

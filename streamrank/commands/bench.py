@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..backend import DEVICES
-from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, RankConfig
+from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, UPDATE_ORDERS, RankConfig
 from ..errors import InvalidArgumentError
 
 HELP = ("benchmark Static/ND/DT/DF/DF-P per batch (graph + rank update) on an R-MAT graph or a file; "
@@ -71,6 +71,9 @@ def add_arguments(p):
     p.add_argument("--switch-degree", type=int, default=64)
     p.add_argument("--frontier-tol", type=float, default=1e-6, help="DF/DF-P frontier tolerance (default 1e-6)")
     p.add_argument("--prune-tol", type=float, default=1e-6, help="DF-P prune tolerance (default 1e-6)")
+    p.add_argument("--update-order", default="gauss-seidel", choices=UPDATE_ORDERS,
+                   help="CPU local-form iterations: Gauss-Seidel in fixed blocks (default) or Jacobi "
+                        "(the GPU always iterates Jacobi)")
     p.add_argument("--no-baselines", action="store_true", help="skip the cuSPARSE/cuGraph baselines")
 
 
@@ -79,7 +82,7 @@ def run(args) -> int:
     dangling = args.dangling or ("self-loop" if temporal else "uniform")
     cfg = RankConfig(dtype=args.dtype, sweep_contributions=args.contributions, dangling=dangling, tol=args.tol,
                      switch_degree=args.switch_degree,
-                     frontier_tol=args.frontier_tol, prune_tol=args.prune_tol)
+                     frontier_tol=args.frontier_tol, prune_tol=args.prune_tol, update_order=args.update_order)
     fractions = _floats(args.batch_fractions or ("1e-5,1e-4,1e-3" if temporal else "1e-7,1e-5,1e-3"))
     # random: speedups are against Static, always run; temporal: against the reference DF-P
     # (temporal: the engine's default and the algorithm the reference implements)

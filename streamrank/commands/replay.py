@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..backend import DEVICES
-from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, RankConfig
+from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, UPDATE_ORDERS, RankConfig
 from ..errors import InvalidArgumentError
 from ..table import format_table
 from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
@@ -54,6 +54,9 @@ def add_arguments(p):
     p.add_argument("--frontier-tol", type=float, default=1e-6)
     p.add_argument("--prune-tol", type=float, default=1e-6)
     p.add_argument("--dtype", default="float64", choices=DTYPES)
+    p.add_argument("--update-order", default="gauss-seidel", choices=UPDATE_ORDERS,
+                   help="CPU local-form iterations: Gauss-Seidel in fixed blocks (default) or Jacobi "
+                        "(the GPU always iterates Jacobi)")
     p.add_argument("--contributions", default="float64", choices=CONTRIBUTION_DTYPES,
                    help="GPU standard-form sweeps (static, warm, auto's warm part): type of the gathered "
                         "contributions; float32 halves their bytes, the last sweeps stay in --dtype")
@@ -72,7 +75,7 @@ def run(args) -> int:
     algorithms = list(ALGORITHMS) if args.algorithm == "all" else [args.algorithm]
     config = RankConfig(alpha=args.alpha, tol=args.tol, frontier_tol=args.frontier_tol,
                         prune_tol=args.prune_tol, dangling=args.dangling, dtype=args.dtype,
-                        sweep_contributions=args.contributions)
+                        sweep_contributions=args.contributions, update_order=args.update_order)
     if args.check_every is not None and args.check_every < 1:
         raise InvalidArgumentError("--check-every must be >= 1")
     stream = read_stream(path, keep_order=args.keep_order, strict=args.strict, fmt=args.format,

@@ -20,6 +20,10 @@ from numba import njit, prange
 CHUNK = 512
 #: Steps reading fewer (estimated) edges than this run on the calling thread.
 PARALLEL_EDGES = 1 << 15
+#: Gauss-Seidel block: frontier entries (or vertex ids) updated in order by one thread, a
+#: multiple of ``CHUNK`` (:mod:`.frontier_gs`). Fixed, so results do not depend on the thread
+#: count; passed to the kernels as an argument.
+GS_BLOCK = 1 << 15
 
 
 @njit(cache=True, inline="always")
@@ -55,3 +59,40 @@ def closed_form(acc, base, alpha, selfloop, out_deg, v):
     if selfloop:
         val /= 1.0 - alpha / (out_deg[v] + 1.0)
     return val
+
+
+@njit(cache=True, inline="always")
+def block_size(count, block):
+    """The size of the Gauss-Seidel blocks that cut ``count`` entries: as few blocks as blocks of
+    at most ``block`` entries need, of equal sizes (rounded up to whole chunks), so that the
+    blocks balance over the threads. Depends on ``count`` and ``block`` only."""
+    nb = max((count + block - 1) // block, 1)
+    per = (count + nb - 1) // nb
+    return max((per + CHUNK - 1) // CHUNK * CHUNK, CHUNK)
+
+
+@njit(cache=True, inline="always")
+def gs_value(acc, own, alpha, selfloop, inv, out_deg, v):
+    """The Gauss-Seidel value of ``v`` from ``acc``, its in-sum without its own explicit
+    self-loop (``own``: it has one; the steps sum every in-edge and subtract their own term,
+    which is cheaper than testing each in-neighbour): the equation of ``v`` solved for ``x[v]``, that is divided
+    by its diagonal ``1 - alpha * loops / d(v)`` (``loops``: the explicit self-loop, and the
+    implicit one in self-loop mode). A vertex whose only out-edge is its own loop thus gets its
+    value in one update, where Jacobi shrinks its error by ``alpha`` per iteration."""
+    if own:
+        diagonal_loops = 2.0 if selfloop else 1.0
+        return (1.0 + alpha * acc) / (1.0 - diagonal_loops * alpha * inv[v])
+    return closed_form(acc, 1.0, alpha, selfloop, out_deg, v)
+
+
+@njit(cache=True)
+def find_loops(in_off, in_deg, in_idx, n, loops):
+    """``loops[v] = 1`` where ``v`` is among its own in-neighbours (an explicit self-loop), else 0:
+    one pass over the in-edges."""
+    for v in range(n):
+        own = 0
+        for j in range(in_off[v], in_off[v] + in_deg[v]):
+            if in_idx[j] == v:
+                own = 1
+                break
+        loops[v] = own

@@ -25,38 +25,52 @@ from numba import njit
 
 from .common import CHUNK, PARALLEL_EDGES, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
+from .frontier_gs import dense_gs, marked_first, sparse_gs
 from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, sparse_par
 
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
 #: out-edges exceed ``DENSE_WEIGHT`` times all edges: a dense pass reads every edge once, a
 #: sparse one the frontier's in-edges and the edges its marking needs.
 DENSE_WEIGHT = 0.5
+#: The same for Gauss-Seidel, whose sparse step is dearer per vertex (in-place writes, a list
+#: order that must put the newly marked first) and whose dense pass needs no second buffers.
+DENSE_WEIGHT_GS = 0.5
 #: Rows of the workspace's per-chunk arrays: float partials (max, sum) and integer ones.
 PARTS_F, PARTS_I = 2, 9
 
 
 @njit(cache=True)
-def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol, ftol, ptol, grow, prune,
-                     max_iter, affected):
+def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol, ftol, ptol, grow, prune, block,
+                     jacobi, max_iter, affected):
     """Iterate from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
 
     ``ws`` is the workspace tuple ``(x, c, inv, flags, F, Fnext, xnew, status, last_spread,
-    pulled, cnew, keep2, cand, parts_f, parts_i)``; the per-vertex arrays have room for at least
-    ``n`` vertices, ``parts_*`` for ``nchunks(n)`` chunks. On entry ``x`` is the previous
-    iterate, ``c = x * inv`` (``inv``: inverse out-degrees of the mode), ``total = sum(x)``;
-    stamps in ``last_spread`` are below ``clock``. On return ``x`` and ``c`` (the same arrays)
-    hold the new iterate, every flag is 0 again; the other arrays are scratch.
+    pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner, loops)``; the per-vertex arrays have room
+    for at least ``n`` vertices, ``parts_*`` for ``nchunks(n)`` chunks. On entry ``x`` is the
+    previous iterate, ``c = x * inv`` (``inv``: inverse out-degrees of the mode), ``total =
+    sum(x)``; stamps in ``last_spread`` are below ``clock``; with ``gs``, ``cprev == c``,
+    ``owner`` holds no code of a stamp from ``clock`` on and ``loops`` flags the vertices with an
+    explicit self-loop. On return ``x`` and ``c`` (the same
+    arrays) hold the new iterate (and ``cprev`` with ``gs``), every flag is 0 again; the other
+    arrays are scratch.
+
+    The update order: ``block`` an int and ``jacobi`` ``None``: Gauss-Seidel in blocks of at most
+    ``block`` entries (:mod:`.frontier_gs`); ``block`` ``None`` and ``jacobi`` ``True``: Jacobi.
+    Numba removes a branch on ``arg is not None`` for an argument typed ``None`` before it types
+    the function, so each order compiles only its own steps (half the compile time).
 
     The loop ends when ``max|dx| / sum(x) < tol`` over the processed vertices, when the
     frontier is empty (both: converged), or after ``max_iter`` iterations. Returns
     ``(iterations, converged, total, cand)``: ``total`` the running ``sum(x)``, ``cand`` the
     candidate buffer (grown when needed). ``affected[i]`` is the frontier size of iteration i.
 
-    Call it through :data:`FRONTIER`, whose entries pass ``selfloop``, ``grow`` and ``prune``
-    as constants: each combination then gets its own machine code with the other branches
-    removed, which makes an iteration about 1.6 times faster.
+    Call it through :data:`FRONTIER`, whose entries pass ``selfloop``, ``grow``, ``prune`` and the
+    order (``block``, ``jacobi``) as constants: each combination then gets its own machine code
+    with the other branches removed, which makes an iteration about 1.6 times faster.
     """
-    x, c, inv, flags, F, Fnext, xnew, status, last_spread, pulled, cnew, keep2, cand, parts_f, parts_i = ws
+    gs = block is not None
+    (x, c, inv, flags, F, Fnext, xnew, status, last_spread, pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner,
+     loops) = ws
     x0, c0, flags0 = x, c, flags
     parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[2], parts_i[3])
     pulled_count, part_count, cand_start, cand_count = parts_i[4], parts_i[5], parts_i[6], parts_i[7]
@@ -65,6 +79,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     mean_degree = num_edges / max(n, 1)
     dense = False
     dense_ran = False
+    sticky = False
     swapped = False  # x, c, flags are the spare buffers (an odd number of dense iterations)
     iterations = 0
     converged = False
@@ -75,16 +90,21 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             break
         if dense:
             nch = nch_max
-            if big:
-                dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
-                          parts, part_count)
-            else:
-                dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
-                             prune, parts, part_count)
-            x, xnew = xnew, x
-            c, cnew = cnew, c
-            flags, keep2 = keep2, flags
-            swapped = not swapped
+            if block is not None:  # removed before typing in the Jacobi entries (block None)
+                dense_gs(n, block, big, g, inv, c, cprev, loops, x, flags, sticky, alpha, selfloop, ftol, ptol, grow,
+                         prune, parts, part_count)
+                sticky = False
+            if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
+                if big:
+                    dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
+                              parts, part_count)
+                else:
+                    dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
+                                 prune, parts, part_count)
+                x, xnew = xnew, x
+                c, cnew = cnew, c
+                flags, keep2 = keep2, flags
+                swapped = not swapped
             dense_ran = True
             count = 0
             for k in range(nch):
@@ -95,14 +115,18 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         else:
             count = nf
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
-            nch = nchunks(nf) if par else 1
-            if par:
-                sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha,
-                           selfloop, ftol, ptol, grow, prune, parts)
-            else:
-                rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow,
-                           prune, parts)
-                commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
+            nch = nchunks(nf) if par or gs else 1
+            if block is not None:
+                sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
+                          alpha, selfloop, ftol, ptol, grow, prune, parts)
+            if jacobi is not None:
+                if par:
+                    sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha,
+                               selfloop, ftol, ptol, grow, prune, parts)
+                else:
+                    rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
+                               grow, prune, parts)
+                    commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
         err = 0.0
         dsum = 0.0
         keep_in = 0
@@ -125,24 +149,32 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                     if status[i] & SPREAD:
                         v = F[i]
                         c[v] = -c[v]
+                        if gs:
+                            cprev[v] = c[v]
+                sticky = True  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
             dense = True
         elif dense:
-            nf = to_sparse(n, g, flags, c, last_spread, stamp, F)
+            nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)
+            if gs:
+                marked_first(F, Fnext, kept, nf)
             dense = False
         else:
-            m, cand = mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, parts, cand,
-                                  cand_start, cand_count, pulled, pulled_count)
+            m, kept, cand = mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, parts, cand,
+                                        cand_start, cand_count, pulled, pulled_count)
             F, Fnext = Fnext, F
             nf = m
-    _settle(n, x, c, flags, F, nf, x0, c0, flags0, dense or dense_ran)
+            if gs:
+                marked_first(F, Fnext, kept, nf)
+    _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense or dense_ran)
     return iterations, converged, total, cand
 
 
 @njit(cache=True)
-def _settle(n, x, c, flags, F, nf, x0, c0, flags0, dense):
+def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
     """Leave the workspace as the next batch expects it: the iterate in ``x0`` and ``c0``
-    (without sign bits), every flag in ``flags0`` 0. A batch that never went dense clears only
-    its last frontier's flags; one that did has read every edge, and pays O(n) here."""
+    (without sign bits; with ``gs`` also in ``cprev``), every flag in ``flags0`` 0. A batch that
+    never went dense clears only its last frontier's flags; one that did has read every edge,
+    and pays O(n) here."""
     if not dense:
         for i in range(nf):
             flags[F[i]] = 0
@@ -151,48 +183,97 @@ def _settle(n, x, c, flags, F, nf, x0, c0, flags0, dense):
         x0[v] = x[v]
         c0[v] = abs(c[v])
         flags0[v] = 0
+        if gs:
+            cprev[v] = c0[v]
 
 
-# One entry point per (self-loop mode, algorithm): the constants reach every kernel below as
-# compile-time literals (Numba specializes a call on literal arguments).
+# One entry point per (algorithm, self-loop mode, update order): the constants reach every
+# kernel below as compile-time literals (Numba specializes a call on literal arguments). Only
+# the entries used are compiled.
+
 @njit(cache=True)
-def _dt_uniform(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, max_iter, affected):
+def _dt_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
-                            max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
-def _dt_selfloop(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, max_iter, affected):
+def _dt_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+    return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
+                            block, None, max_iter, affected)
+
+
+@njit(cache=True)
+def _dt_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
-                            max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
-def _df_uniform(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, max_iter, affected):
+def _dt_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+    return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
+                            block, None, max_iter, affected)
+
+
+@njit(cache=True)
+def _df_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
-                            max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
-def _df_selfloop(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, max_iter, affected):
+def _df_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+    return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
+                            block, None, max_iter, affected)
+
+
+@njit(cache=True)
+def _df_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
-                            max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
-def _dfp_uniform(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, max_iter, affected):
+def _df_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+    return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
+                            block, None, max_iter, affected)
+
+
+@njit(cache=True)
+def _dfp_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
-                            max_iter, affected)
+                            None, True, max_iter, affected)
 
 
 @njit(cache=True)
-def _dfp_selfloop(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, max_iter, affected):
+def _dfp_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+    return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
+                            block, None, max_iter, affected)
+
+
+@njit(cache=True)
+def _dfp_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
-                            max_iter, affected)
+                            None, True, max_iter, affected)
 
 
-#: ``(algorithm, selfloop) -> kernel(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol,
-#: max_iter, affected) -> (iterations, converged, total, cand)``
-FRONTIER = {("dt", False): _dt_uniform, ("dt", True): _dt_selfloop,
-            ("df", False): _df_uniform, ("df", True): _df_selfloop,
-            ("dfp", False): _dfp_uniform, ("dfp", True): _dfp_selfloop}
+@njit(cache=True)
+def _dfp_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+    return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
+                            block, None, max_iter, affected)
+
+
+#: ``(algorithm, selfloop, gauss_seidel) -> kernel(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol,
+#: ptol, block, max_iter, affected) -> (iterations, converged, total, cand)``
+FRONTIER = {("dt", False, False): _dt_uniform_jacobi,
+            ("dt", False, True): _dt_uniform_gs,
+            ("dt", True, False): _dt_selfloop_jacobi,
+            ("dt", True, True): _dt_selfloop_gs,
+            ("df", False, False): _df_uniform_jacobi,
+            ("df", False, True): _df_uniform_gs,
+            ("df", True, False): _df_selfloop_jacobi,
+            ("df", True, True): _df_selfloop_gs,
+            ("dfp", False, False): _dfp_uniform_jacobi,
+            ("dfp", False, True): _dfp_uniform_gs,
+            ("dfp", True, False): _dfp_selfloop_jacobi,
+            ("dfp", True, True): _dfp_selfloop_gs}

@@ -89,19 +89,23 @@ def dense_serial(nch, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop,
 
 
 @njit(cache=True)
-def to_sparse(n, g, flags, c, last_spread, stamp, F):
+def to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F):
     """After the dense iteration stamped ``stamp``: the frontier list (kept vertices in id order, then the
     unmarked out-neighbours of the spreaders), ``last_spread`` of the spreaders, and ``c``
-    without the spreaders' sign bits. Returns its size."""
+    (with ``gs`` also its copy ``cprev``) without the spreaders' sign bits. Returns its size and
+    the number of kept vertices at its head."""
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     m = 0
     for v in range(n):
         if flags[v]:
             F[m] = v
             m += 1
+    kept = m
     for v in range(n):
         if math.copysign(1.0, c[v]) < 0.0:
             c[v] = -c[v]
+            if gs:
+                cprev[v] = c[v]
             last_spread[v] = stamp
             for j in range(out_off[v], out_off[v] + out_deg[v]):
                 w = out_idx[j]
@@ -109,4 +113,4 @@ def to_sparse(n, g, flags, c, last_spread, stamp, F):
                     flags[w] = 1
                     F[m] = w
                     m += 1
-    return m
+    return m, kept

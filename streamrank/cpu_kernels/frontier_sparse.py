@@ -167,12 +167,14 @@ def mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, pa
     pushing from every spreader, or (incremental, when it reads fewer edges) by pushing only
     from the spreaders that did not spread in the previous iteration (the others' out-neighbours
     are all marked already, except those pruned just now) and pulling for the pruned: a
-    pruned vertex is marked again when an in-neighbour spread. Returns ``(size, cand)``."""
+    pruned vertex is marked again when an in-neighbour spread. Returns ``(size, kept, cand)``:
+    the first ``kept`` entries are the processed vertices still marked."""
     m = 0
     for i in range(nf):
         if status[i] & PRUNE == 0:
             Fnext[m] = F[i]
             m += 1
+    kept = m
     push = 0
     new_push = 0
     pruned_in = 0
@@ -181,14 +183,14 @@ def mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, pa
         new_push += parts[4][k]
         pruned_in += parts[5][k]
     if push == 0:
-        return m, cand
+        return m, kept, cand
     incremental = new_push + pruned_in < push
     sel = NEW if incremental else SPREAD
     if not par:
         m = _push_marks(0, nf, F, g, status, sel, flags, Fnext, m, True)
         if incremental:
             m = _repull_pruned(0, nf, F, g, status, flags, last_spread, stamp, Fnext, m, True)
-        return m, cand
+        return m, kept, cand
     start = 0
     for k in range(nch):
         cand_start[k] = start
@@ -210,4 +212,4 @@ def mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, pa
                 flags[w] = 1
                 Fnext[m] = w
                 m += 1
-    return m, cand
+    return m, kept, cand
