@@ -48,6 +48,15 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
             return load(filename, *a, **kw)
 
         monkeypatch.setattr(loader, "load_module", recording_load)
+        from streamrank.rank_gpu import frontier_loop
+
+        loop_kernel = frontier_loop._loop_kernel  # cached per process: a test before may have built it
+
+        def recording_loop_kernel(*a):
+            modules.add("frontier_loop.cu")
+            return loop_kernel(*a)
+
+        monkeypatch.setattr(frontier_loop, "_loop_kernel", recording_loop_kernel)
     secs = warmup.warm_up(device, config=RankConfig(dangling=dangling))
     assert secs > 0
     assert {"dfp", "warm", "static"} <= set(ran), ran  # auto ran DF-P and, after the flood, warm sweeps
