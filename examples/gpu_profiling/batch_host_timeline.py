@@ -1,0 +1,80 @@
+"""Where a small DF-P batch's time goes on the host: wall time per function of the graph update
+and the rank update (clock wrappers), the kernels' device time (events) and the loop's
+per-iteration device clock (docs/GPU.md, "Where a batch's time goes"). GPU only; the padded
+sx-mathoverflow protocol (self-loop) or uniform dangling.
+
+    SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
+        python3 examples/gpu_profiling/batch_host_timeline.py
+"""
+import os, sys, time, functools, collections
+import numpy as np
+sys.path.insert(0, ".")
+from streamrank.bench.temporal import _read_lines
+from streamrank.engine import Engine
+from streamrank.config import RankConfig
+from streamrank.batch import EdgeBatch
+from streamrank import pagerank_gpu, graph_gpu, graph_gpu_fast, engine as engm
+from streamrank.rank_gpu import frontier_loop as fl
+import cupy as cp
+
+src, dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
+lines = src.shape[0]; base = int(0.9 * lines)
+dang = os.environ.get("DANGLING", "self-loop")
+cfg = RankConfig(dangling=dang)
+eng = Engine("gpu", "dfp", config=cfg)
+bs, bd = src[:base], dst[:base]; k = bs != bd
+eng.load_edges(bs[k], bd[k], vertices=np.arange(248180) if dang == "self-loop" else None)
+size = int(os.environ.get("SIZE", "5")); pos = base
+def nxt():
+    global pos
+    s, d = src[pos:pos+size], dst[pos:pos+size]; pos += size
+    k = s != d
+    return EdgeBatch.from_arrays(s[k], d[k])
+for _ in range(5): eng.apply(nxt())
+T = collections.defaultdict(list)
+def wrap(obj, name, label):
+    f = getattr(obj, name)
+    @functools.wraps(f)
+    def w(*a, **kw):
+        t = time.perf_counter_ns(); r = f(*a, **kw); T[label].append((time.perf_counter_ns() - t) / 1e3); return r
+    setattr(obj, name, w)
+wrap(engm.Engine, "apply", "Engine.apply")
+wrap(graph_gpu.GpuGraph, "apply", " GpuGraph.apply")
+wrap(graph_gpu.GpuGraph, "_apply_fast", "  _apply_fast")
+wrap(graph_gpu_fast.FastUpdater, "upload", "  FastUpdater.upload")
+wrap(graph_gpu_fast.FastUpdater, "run", "   FastUpdater.run (launch+sync)")
+wrap(graph_gpu.GpuGraph, "_ensure_room", "   _ensure_room")
+wrap(graph_gpu.GpuGraph, "_maybe_compact", "   _maybe_compact")
+wrap(EdgeBatch, "from_arrays", " EdgeBatch.from_arrays")
+wrap(pagerank_gpu, "update_pagerank", " update_pagerank")
+wrap(pagerank_gpu, "_dynamic", "  _dynamic")
+wrap(pagerank_gpu, "_result", "   _result")
+wrap(pagerank_gpu, "_as_prev", "   _as_prev")
+wrap(pagerank_gpu, "_workspace", "   _workspace")
+wrap(pagerank_gpu, "_frontier_loop", "   _frontier_loop")
+wrap(fl, "_lists_bytes", "    _lists_bytes")
+wrap(fl, "_args_bytes", "    _args_bytes")
+wrap(fl, "_upload", "    _upload")
+wrap(fl, "_read_status", "    _read_status (sync)")
+orig_lk = fl._loop_kernel
+class KW:
+    def __init__(s, k): s.k = k
+    def __call__(s, *a, **kw):
+        t = time.perf_counter_ns(); s.k(*a, **kw); T["    kernel launch call"].append((time.perf_counter_ns() - t) / 1e3)
+def lk(*a):
+    k, g = orig_lk(*a); return KW(k), g
+fl._loop_kernel = lk
+ticks = cp.zeros(600, dtype=cp.uint64); fl.LOOP_TICKS = ticks
+per_it, head = [], []
+for i in range(60):
+    b = nxt()
+    s = eng.apply(b)
+    it = s.rank.iterations
+    tk = ticks[: it + 1].get().astype(np.int64)
+    per_it.append(np.diff(tk) / 1e3)
+print(f"== {dang} SIZE={size}: median us per call over 60 batches (calls per batch)")
+for k, v in T.items():
+    print(f"  {k:40s} {np.median(v):8.1f} us  x{len(v) / 60:.2f}")
+pi = np.concatenate(per_it)
+print(f"  device per iteration (ticks): median {np.median(pi):.1f} us, p10 {np.percentile(pi,10):.1f}, p90 {np.percentile(pi,90):.1f}; iterations median {np.median([len(p) for p in per_it])}")
+print("  first batch per-iteration us:", np.round(per_it[-1], 1).tolist())

@@ -1,0 +1,50 @@
+"""The frontier loop's device time per phase (phase I, M, then R, P and the decision of each
+iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's size (docs/GPU.md, "Where a
+batch's time goes"). GPU only.
+
+    SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
+        python3 examples/gpu_profiling/loop_phases.py
+"""
+import os, sys
+import numpy as np
+sys.path.insert(0, ".")
+from streamrank.bench.temporal import _read_lines
+from streamrank.engine import Engine
+from streamrank.config import RankConfig
+from streamrank.batch import EdgeBatch
+from streamrank.rank_gpu import frontier_loop as fl
+import cupy as cp
+
+src, dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
+lines = src.shape[0]; base = int(0.9 * lines)
+dang = os.environ.get("DANGLING", "self-loop")
+cfg = RankConfig(dangling=dang)
+eng = Engine("gpu", "dfp", config=cfg)
+bs, bd = src[:base], dst[:base]; k = bs != bd
+eng.load_edges(bs[k], bd[k], vertices=np.arange(248180) if dang == "self-loop" else None)
+size = int(os.environ.get("SIZE", "5")); pos = base
+def nxt():
+    global pos
+    s, d = src[pos:pos+size], dst[pos:pos+size]; pos += size
+    k = s != d
+    return EdgeBatch.from_arrays(s[k], d[k])
+for _ in range(5): eng.apply(nxt())
+ticks = cp.zeros(3 * 600 + 4, dtype=cp.uint64); fl.LOOP_TICKS = ticks
+R, P, D, I, M, F = [], [], [], [], [], []
+for b in range(40):
+    st = eng.apply(nxt())
+    it = st.rank.iterations
+    t = ticks[: 3 * it + 4].get().astype(np.int64) / 1e3
+    I.append(t[1] - t[0]); M.append(t[2] - t[1])
+    for i in range(it):
+        s0, r1, p1, nx = t[3 + 3 * i], t[4 + 3 * i], t[5 + 3 * i], t[6 + 3 * i]
+        R.append(r1 - s0); P.append(p1 - r1); D.append(nx - p1); F.append(st.rank.affected[i])
+    if b < 2:
+        print(f"batch {b}: I {I[-1]:.1f} us, M {M[-1]:.1f} us; per iteration (frontier: R/P/decide us):")
+        print("   ", [(int(st.rank.affected[i]), round(t[4+3*i]-t[3+3*i],1), round(t[5+3*i]-t[4+3*i],1), round(t[6+3*i]-t[5+3*i],1)) for i in range(it)])
+F = np.array(F); R, P, D = map(np.array, (R, P, D))
+print(f"== {dang} SIZE={size}: phase I {np.median(I):.1f} us, phase M {np.median(M):.1f} us")
+for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
+    m = (F >= lo) & (F < hi)
+    if m.any():
+        print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / P {np.median(P[m]):.1f} / decide {np.median(D[m]):.1f} us")
