@@ -138,6 +138,10 @@ class _ConfluentSender:
     def close(self):
         self._p.flush(60)
 
+    def in_flight(self) -> int:
+        """Messages handed to the client that the broker has not acknowledged yet."""
+        return len(self._p)
+
 
 def make_producer(client: str, bootstrap_servers: str):
     """A producer for this script: confluent-kafka or kafka-python (acks from the leader)."""
@@ -172,10 +176,17 @@ def main(argv=None) -> int:
         order = np.argsort(partition_key(src) % 64, kind="stable")
         src, dst, ins = src[order], dst[order], ins[order]
     producer = make_producer(resolve_client(args.client), args.bootstrap_servers)
+    in_flight = getattr(producer, "in_flight", None)  # confluent-kafka only
+
+    def progress(sent, t):
+        # "sent" counts messages handed to the client; those the broker has not acknowledged yet
+        # are the client's backlog (a broker that cannot keep up shows here, not in the rate)
+        waiting = f", {in_flight():,} messages not yet acknowledged" if in_flight else ""
+        print(f"{sent} edges in {t:.1f}s ({sent / t:,.0f}/s{waiting})", file=sys.stderr)
+
     t0 = time.monotonic()
     n = produce(producer, args.topic, src, dst, ins, fmt=args.format, per_message=args.edges_per_message,
-                rate=args.rate, loop=args.loop, duration=args.duration, limit=args.limit,
-                on_progress=lambda s, t: print(f"{s} edges in {t:.1f}s ({s / t:,.0f}/s)", file=sys.stderr))
+                rate=args.rate, loop=args.loop, duration=args.duration, limit=args.limit, on_progress=progress)
     producer.close()
     dt = time.monotonic() - t0
     print(f"sent {n} edges to {args.topic} in {dt:.1f}s ({n / max(dt, 1e-9):,.0f} edges/s)")
