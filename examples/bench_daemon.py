@@ -122,18 +122,16 @@ class RssSampler(threading.Thread):
 
 
 def prime_kernels(device: str) -> str:
-    """Compile the engine's kernels once (Numba's disk cache, CuPy's kernel cache), so that the first
-    measured run does not pay for it; returns the processor's name."""
-    from streamrank.backend import device_name
-    from streamrank.batch import EdgeBatch
-    from streamrank.engine import Engine
+    """Compile the engine's kernels once (Numba's disk cache, CuPy's kernel cache) through every
+    batch path, the daemon's own warm-up (:func:`streamrank.daemon.warmup.warm_up`), so that no
+    measured run pays for it; returns the processor's name."""
+    from streamrank.backend import device_name, resolve_backend
+    from streamrank.config import RankConfig
+    from streamrank.daemon.warmup import warm_up
 
-    rng = np.random.default_rng(0)
-    eng = Engine(device, "dfp")
-    for _ in range(3):
-        n = 20000
-        eng.apply(EdgeBatch.from_arrays(rng.integers(0, 5000, n), rng.integers(0, 5000, n), rng.random(n) < 0.8))
-    return device_name(eng.backend)
+    backend = resolve_backend(device)
+    warm_up(backend.name, config=RankConfig())
+    return device_name(backend)
 
 
 def parse_run(spec: str) -> dict:

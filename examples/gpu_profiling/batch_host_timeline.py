@@ -9,27 +9,19 @@ sx-mathoverflow protocol (self-loop) or uniform dangling.
 import os, sys, time, functools, collections
 import numpy as np
 sys.path.insert(0, ".")
-from streamrank.bench.temporal import _read_lines
-from streamrank.engine import Engine
-from streamrank.config import RankConfig
+sys.path.insert(0, os.path.dirname(__file__))
+from _sxmo import SxmoReplay  # noqa: E402
 from streamrank.batch import EdgeBatch
 from streamrank import pagerank_gpu, graph_gpu, graph_gpu_fast, engine as engm
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
 
-src, dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
-lines = src.shape[0]; base = int(0.9 * lines)
 dang = os.environ.get("DANGLING", "self-loop")
-cfg = RankConfig(dangling=dang)
-eng = Engine("gpu", "dfp", config=cfg)
-bs, bd = src[:base], dst[:base]; k = bs != bd
-eng.load_edges(bs[k], bd[k], vertices=np.arange(248180) if dang == "self-loop" else None)
-size = int(os.environ.get("SIZE", "5")); pos = base
+replay = SxmoReplay(dang)
+eng = replay.engine
+size = int(os.environ.get("SIZE", "5"))
 def nxt():
-    global pos
-    s, d = src[pos:pos+size], dst[pos:pos+size]; pos += size
-    k = s != d
-    return EdgeBatch.from_arrays(s[k], d[k])
+    return replay.next_batch(size)
 for _ in range(5): eng.apply(nxt())
 T = collections.defaultdict(list)
 def wrap(obj, name, label):
@@ -64,13 +56,13 @@ class KW:
 def lk(*a):
     k, g = orig_lk(*a); return KW(k), g
 fl._loop_kernel = lk
-ticks = cp.zeros(600, dtype=cp.uint64); fl.LOOP_TICKS = ticks
+ticks = cp.zeros(3 * 600 + 4, dtype=cp.uint64); fl.LOOP_TICKS = ticks  # layout: LoopLists::ticks
 per_it, head = [], []
 for i in range(60):
     b = nxt()
     s = eng.apply(b)
     it = s.rank.iterations
-    tk = ticks[: it + 1].get().astype(np.int64)
+    tk = ticks[3: 3 * it + 4: 3].get().astype(np.int64)  # each iteration's start, then the end
     per_it.append(np.diff(tk) / 1e3)
 print(f"== {dang} SIZE={size}: median us per call over 60 batches (calls per batch)")
 for k, v in T.items():

@@ -8,26 +8,17 @@ batch's time goes"). GPU only.
 import os, sys
 import numpy as np
 sys.path.insert(0, ".")
-from streamrank.bench.temporal import _read_lines
-from streamrank.engine import Engine
-from streamrank.config import RankConfig
-from streamrank.batch import EdgeBatch
+sys.path.insert(0, os.path.dirname(__file__))
+from _sxmo import SxmoReplay  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
 
-src, dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
-lines = src.shape[0]; base = int(0.9 * lines)
 dang = os.environ.get("DANGLING", "self-loop")
-cfg = RankConfig(dangling=dang)
-eng = Engine("gpu", "dfp", config=cfg)
-bs, bd = src[:base], dst[:base]; k = bs != bd
-eng.load_edges(bs[k], bd[k], vertices=np.arange(248180) if dang == "self-loop" else None)
-size = int(os.environ.get("SIZE", "5")); pos = base
+replay = SxmoReplay(dang)
+eng = replay.engine
+size = int(os.environ.get("SIZE", "5"))
 def nxt():
-    global pos
-    s, d = src[pos:pos+size], dst[pos:pos+size]; pos += size
-    k = s != d
-    return EdgeBatch.from_arrays(s[k], d[k])
+    return replay.next_batch(size)
 for _ in range(5): eng.apply(nxt())
 ticks = cp.zeros(3 * 600 + 4, dtype=cp.uint64); fl.LOOP_TICKS = ticks
 R, P, D, I, M, F = [], [], [], [], [], []

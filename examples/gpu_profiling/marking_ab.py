@@ -8,17 +8,14 @@ out-edges (``mark_out_packed``), on the same batches from the same state: device
 import os, sys, collections
 import numpy as np
 sys.path.insert(0, ".")
-from streamrank.bench.temporal import _read_lines
-from streamrank.engine import Engine
+sys.path.insert(0, os.path.dirname(__file__))
+from _sxmo import SxmoReplay  # noqa: E402
 from streamrank.config import RankConfig
-from streamrank.batch import EdgeBatch
 from streamrank import pagerank_gpu
 from streamrank.rank_gpu import frontier_loop as fl
 from streamrank.kernels.loader import get_kernel, resident_blocks
 from streamrank.gpu_launch import sm_count
 import cupy as cp
-src, dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
-lines = src.shape[0]; base = int(0.9 * lines)
 VARIANTS = [(64, 0), (64, 1)]  # (block source, packed marking)
 for dang, sizes in (("self-loop", (5, 50, 500)), ("uniform", (5, 50, 500))):
     cfg = RankConfig(dangling=dang)
@@ -28,16 +25,12 @@ for dang, sizes in (("self-loop", (5, 50, 500)), ("uniform", (5, 50, 500))):
         k = get_kernel(fl._LOOP_CU, f"frontier_loop<int, double, {sl}, 2>", fl._loop_names("double"),
                        ("-DSR_GROUP=8", f"-DSR_BLOCK_SOURCE={bs}", f"-DSR_MARK_PACKED={un}"), cooperative=True)
         kern[(bs, un)] = (k, min(resident_blocks(k, 256), 2 * sm_count()))
-    eng = Engine("gpu", "dfp", config=cfg)
-    bs_, bd_ = src[:base], dst[:base]; kk = bs_ != bd_
-    eng.load_edges(bs_[kk], bd_[kk], vertices=np.arange(248180) if sl else None)
-    pos = base
+    replay = SxmoReplay(dang)
+    eng = replay.engine
     for size in sizes:
         dev = collections.defaultdict(list); its = []
         for b in range(35):
-            s, d = src[pos:pos+size], dst[pos:pos+size]; pos += size
-            kk = s != d
-            ch = eng.graph.apply(EdgeBatch.from_arrays(s[kk], d[kk]))
+            ch = eng.graph.apply(replay.next_batch(size))
             order = VARIANTS if b % 2 == 0 else VARIANTS[::-1]
             res_by = {}
             for v in order:

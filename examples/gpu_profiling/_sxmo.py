@@ -1,0 +1,42 @@
+"""The sx-mathoverflow replay the profiling scripts share.
+
+The published temporal protocol's base graph (the first 90% of the file's lines; in self-loop
+mode the ids 0..248,179 created up front, as ``streamrank bench --protocol temporal --vertices
+248180`` does) and the following lines in batches. Unlike the bench, lines ``u u`` are skipped
+in uniform mode too (the figures in docs/GPU.md measured with these scripts were taken so).
+``SXMO`` names the file (default ``.device-data/sx-mathoverflow.txt.gz``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from streamrank.batch import EdgeBatch
+from streamrank.bench.temporal import _read_lines
+from streamrank.config import RankConfig
+from streamrank.engine import Engine
+
+#: Ids the published protocol creates up front for sx-mathoverflow (10x its vertices).
+PADDED_VERTICES = 248180
+
+
+class SxmoReplay:
+    """An engine on the base graph and the batches of lines after it."""
+
+    def __init__(self, dangling: str, *, device: str = "gpu", algorithm: str = "dfp"):
+        self.src, self.dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
+        self.pos = int(0.9 * self.src.shape[0])
+        self.engine = Engine(device, algorithm, config=RankConfig(dangling=dangling))
+        s, d = self.src[: self.pos], self.dst[: self.pos]
+        keep = s != d
+        padded = np.arange(PADDED_VERTICES) if dangling == "self-loop" else None
+        self.engine.load_edges(s[keep], d[keep], vertices=padded)
+
+    def next_batch(self, size: int) -> EdgeBatch:
+        """The next ``size`` lines as a batch (self-loop lines left out)."""
+        s, d = self.src[self.pos: self.pos + size], self.dst[self.pos: self.pos + size]
+        self.pos += size
+        keep = s != d
+        return EdgeBatch.from_arrays(s[keep], d[keep])
