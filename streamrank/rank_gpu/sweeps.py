@@ -37,6 +37,15 @@ _BIG = int(os.environ.get("STREAMRANK_SWEEP_BIG", "1024"))
 _MIN_BLOCKS = int(os.environ.get("STREAMRANK_SWEEP_MIN_BLOCKS", "3"))
 _F32_TOL = float(os.environ.get("STREAMRANK_F32_TOL", "1e-9"))
 _F32_MAX_ITER = int(os.environ.get("STREAMRANK_F32_MAX_ITER", "100"))
+#: The sweeps read and write one contribution buffer (1, the default): a vertex gathers whatever
+#: value each in-neighbour holds when it reads it, this sweep's where that one was updated
+#: already (asynchronous relaxation: the same fixed point and the same test on each sweep's
+#: changes), instead of the previous sweep's only (0, Jacobi, two buffers). It takes fewer
+#: sweeps (R-MAT 24, warm: 4 / 5 / 8 against 5 / 6 / 11 at 1e-6 / 1e-4 / 1e-2 batches,
+#: docs/GPU.md); the last bits of the result then depend on the order in which the device ran
+#: the blocks, so two runs agree to the tolerance, not bit for bit. Float32 contributions keep
+#: two buffers. Knob STREAMRANK_SWEEP_IN_PLACE.
+_IN_PLACE = os.environ.get("STREAMRANK_SWEEP_IN_PLACE", "1") != "0"
 
 
 def _sweep_names(vt: str) -> tuple:
@@ -79,10 +88,16 @@ def _sequence(graph, ws, config, ct: str, kernel: str):
     return [(_sweep_kernel(config.dtype, f"sweep<int, {vt}, {ct}, {self_loop}>"), ws.gt + ws.gb, _THREADS)]
 
 
+def _in_place(config) -> bool:
+    """Whether the sweeps of ``config`` run in place (float64 contributions only)."""
+    return _IN_PLACE and config.sweep_contributions != "float32"
+
+
 def _split(graph, ws, x, config, kernel: str):
     """Split the vertices for the sweep kernels of ``kernel`` (list rows as listed in sweep.cu,
     or pair A by the switch degree for ``rank``); returns the config and argument struct those
-    kernels read (for ``buckets`` their switch degree is the big degree). Device work only."""
+    kernels read (for ``buckets`` their switch degree is the big degree; both contribution
+    buffers the same one when the sweeps run in place). Device work only."""
     if _check_kernel(kernel) == "rank":
         ws.cnt[0:2] = 0
         _partition(graph, ws, None, graph.num_vertices, graph._in.deg, 0, config)
@@ -90,7 +105,7 @@ def _split(graph, ws, x, config, kernel: str):
     if _BIG < 1:
         raise InvalidArgumentError(f"STREAMRANK_SWEEP_BIG must be >= 1, got {_BIG}")
     sc = dataclasses.replace(config, switch_degree=_BIG)
-    args = _pack_args(graph, ws, x, sc)
+    args = _pack_args(graph, ws, x, sc, in_place=_in_place(config))
     ws.cnt[0:6] = 0
     blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
     launch(_sweep_kernel(config.dtype, f"partition_buckets<int, {_CTYPE[config.dtype]}>"), blocks, _THREADS, (args,))
