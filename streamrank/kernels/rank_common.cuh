@@ -216,15 +216,16 @@ __device__ __forceinline__ View<I, V> view_of(const RankArgs<I, V>& a, int parit
   return w;
 }
 
-// New value of v from its in-sum, bookkeeping of the change; returns the decision (DF/DF-P).
 // Whether a mode's rank update solves an explicit self-loop for its own vertex: the local-form
-// modes (DT, DF, DF-P), as the CPU backend's frontier steps do; MODE 3 (the standard form of
-// Static/ND, like the sweeps of sweep.cu) sums it as any in-edge.
+// modes (0: DT, and ND's sweeps over every vertex; 1: DF; 2: DF-P), as the CPU backend's
+// frontier steps do; MODE 3 (the standard form, like the sweeps of sweep.cu) sums it as any
+// in-edge.
 template <int MODE>
 struct SolvesOwnLoop {
   static constexpr bool value = MODE != 3;
 };
 
+// New value of v from its in-sum, bookkeeping of the change; returns the decision (DF/DF-P).
 // `own`: v has an explicit self-loop, left out of `s` (the local-form modes; always false in MODE 3).
 template <typename I, typename V, int SELF, int MODE>
 __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const View<I, V>& w, I v, V s,

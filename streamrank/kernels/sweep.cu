@@ -12,10 +12,11 @@
 // - sweep (one launch per sweep): some blocks walk the four buckets, the others take the big
 //   list, a block per vertex with 8 independent gathers in flight per thread, so that a hub of
 //   100 k in-edges is not one block's long tail and the two parts overlap;
-// - in place (the default, rank_gpu/sweeps.py): cbuf[0] and cbuf[1] are one buffer, so a vertex
-//   reads this sweep's value of an in-neighbour updated before it (asynchronous relaxation;
-//   fewer sweeps, the same fixed point and test); an 8-byte aligned load or store is single-copy
-//   atomic, so a reader sees either value, never a torn one;
+// - warm sweeps run in place (the default, rank_gpu/sweeps.py; Static from scratch does not):
+//   cbuf[0] and cbuf[1] are one buffer, so a vertex reads this sweep's value of an in-neighbour
+//   updated before it (asynchronous relaxation; fewer sweeps, the same fixed point and test); an
+//   8-byte aligned load or store is single-copy atomic, so a reader sees either value, never a
+//   torn one;
 // - the contributions may be stored as C = float while the iterate, its sums and the test stay
 //   in V = double: the gathered vector is then half the bytes, at a cost in accuracy that
 //   docs/GPU.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
