@@ -63,3 +63,14 @@ def test_stats_config_off_invalid_and_callback_errors_logged(caplog):
     with caplog.at_level(logging.WARNING):
         conf["stats_cb"]('{"type": "producer"}')  # must not raise into the client's poll
     assert "ZeroDivisionError" in caplog.text
+
+
+def test_daemon_setting_validated():
+    from streamrank.daemon.config import DaemonConfig
+    from streamrank.errors import InvalidArgumentError
+
+    base = dict(checkpoint_dir="/tmp/x", bootstrap_servers="h:1", topic=["t"])
+    assert DaemonConfig(**base, kafka_stats_interval=0.5).validate().kafka_stats_interval == 0.5
+    for bad in (-1.0, 1e-4):
+        with pytest.raises(InvalidArgumentError):
+            DaemonConfig(**base, kafka_stats_interval=bad).validate()

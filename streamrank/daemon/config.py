@@ -109,6 +109,8 @@ class DaemonConfig:
                      "decode_threads", "kafka_stats_interval"):
             if float(getattr(self, name)) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
+        if 0 < float(self.kafka_stats_interval) < 0.001:
+            raise InvalidArgumentError("kafka_stats_interval must be 0 (off) or at least 0.001 s")
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
             raise InvalidArgumentError("max_graph_bytes must be >= 1 (or unset: no limit)")
         if self.publish_topic and not self.bootstrap_servers:
