@@ -28,7 +28,7 @@ def test_wants_warm_up_refuses_an_unknown_mode():
 def test_warm_up_takes_every_path(device, dangling, monkeypatch):
     """DF-P (the fused small-batch update and the frontier loop on the GPU), warm sweeps after a
     flood, Static, deletions, growth and a state round trip; on the GPU every kernel module of the
-    rank and graph code is loaded."""
+    rank and graph code is loaded and the store is compacted once."""
     ran, modules = [], set()
     apply = Engine.apply
 
@@ -57,8 +57,18 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
             return loop_kernel(*a)
 
         monkeypatch.setattr(frontier_loop, "_loop_kernel", recording_loop_kernel)
+        from streamrank.graph_gpu import GpuGraph
+
+        compact = GpuGraph.compact
+
+        def recording_compact(self):
+            ran.append("compact")
+            return compact(self)
+
+        monkeypatch.setattr(GpuGraph, "compact", recording_compact)
     secs = warmup.warm_up(device, config=RankConfig(dangling=dangling))
     assert secs > 0
     assert {"dfp", "warm", "static"} <= set(ran), ran  # auto ran DF-P and, after the flood, warm sweeps
     if device == "gpu":
         assert {"pagerank.cu", "frontier_loop.cu", "sweep.cu", "graph_update.cu", "graph_fast_update.cu"} <= modules
+        assert "compact" in ran  # the store's compaction (its CuPy kernels compile at first use)

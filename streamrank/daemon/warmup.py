@@ -37,8 +37,10 @@ def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
     The paths: a bulk load (the slow graph update and Static's sweeps), small batches with
     deletions (the fused graph update and the DF-P loop), a large batch that floods the frontier
     (the slow path with deletions, ``auto``'s hand-over to warm sweeps), growth past the reserved
-    room, ``warm`` and ``static`` directly, and a checkpoint's state and restore. The daemon's
-    own engine is not touched.
+    room, the GPU store's compaction (which a stream meets once the garbage of relocated lists
+    passes the live edges: on a fresh 16-core H100 host its first use stalled a daemon batch
+    for 4 s, docs/DAEMON.md), ``warm`` and ``static`` directly, and a checkpoint's state and
+    restore. The daemon's own engine is not touched.
 
     Parameters
     ----------
@@ -70,6 +72,8 @@ def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
             np.concatenate([dst[pick], rng.integers(0, hi, size - k)]),
             np.concatenate([np.zeros(k, dtype=bool), np.ones(size - k, dtype=bool)]))
         eng.apply(batch)
+    if device == "gpu":
+        eng.graph.compact()  # GpuGraph: what _maybe_compact runs mid-stream
     for algorithm in ("warm", "static", "dfp"):
         other = Engine.from_state(eng.state(), device=device, algorithm=algorithm, config=config)
         other.apply(EdgeBatch.from_arrays(rng.integers(0, n, 500), rng.integers(0, n, 500)))
