@@ -141,7 +141,7 @@ def _warm_sweeps(graph, ws, x, config, args, iterations: int, affected: list, al
     """Standard-form sweeps over every vertex (the arguments initialized for the standard form)
     from the current ``x`` until the criterion holds on p;
     then ``x = y / base`` in place (no local-form finishing sweep: the criterion is the same)."""
-    its, converged, aff, total, base = standard_sweeps(graph, ws, x, config, args)
+    its, converged, aff, total, base = standard_sweeps(graph, ws, x, config, args, warm=algorithm != "static")
     x /= x.dtype.type(base)
     return _result(x, iterations + its, converged, affected + aff, total / base, algorithm, graph.num_vertices)
 

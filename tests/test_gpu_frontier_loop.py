@@ -93,6 +93,41 @@ def test_loop_stops_at_max_iter(cp, monkeypatch):
 
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+@pytest.mark.parametrize("handover", [None, 1e-9])
+def test_in_place_loop_meets_the_oracle(cp, monkeypatch, dangling, handover):
+    """STREAMRANK_LOOP_IN_PLACE: one contribution buffer (asynchronous relaxation), also after a
+    hand-over to the launch sequence: the same fixed point as the Jacobi loop."""
+    from streamrank import pagerank_gpu
+    from streamrank.rank_gpu import frontier_loop
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(zlib.crc32(f"in-place/{dangling}/{handover}".encode()))
+    s, d = _edges(rng)
+    gg = GpuGraph.from_edges(s, d)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    x = pagerank_gpu.static_pagerank(gg, config=cfg).x
+    for k in (3, 40, 500):
+        es, ed = (_host(a) for a in gg.edges_external())
+        ins = rng.random(k) < 0.75
+        pick = rng.integers(0, len(es), k)
+        bs = np.where(ins, rng.integers(0, 3100, k), es[pick])
+        bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
+        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        jacobi = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True, handover=handover)
+        monkeypatch.setattr(frontier_loop, "_LOOP_IN_PLACE", True)
+        res = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True, handover=handover)
+        monkeypatch.setattr(frontier_loop, "_LOOP_IN_PLACE", False)
+        assert res.converged and jacobi.converged
+        ref = oracle_pagerank(gg, dangling=dangling)
+        assert l1_error(_host(res.ranks), ref) < 1e-5
+        assert l1_error(_host(res.ranks), _host(jacobi.ranks)) < 1e-6
+        assert abs(float(res.x.sum()) - res.total) < 1e-9 * res.total
+        x = res.x
+    for ws in gg.__dict__.get("_rank_workspaces", {}).values():
+        assert int(ws.aff.sum()) == 0
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_auto_switches_to_warm_sweeps_when_the_frontier_floods(cp, monkeypatch, dangling):
     from streamrank import pagerank_gpu
     from streamrank.rank_gpu import frontier_loop

@@ -51,14 +51,17 @@ def _fresh(cp, graph_and_batch):
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("kernel,big", [("buckets", 1024), ("buckets", 40), ("buckets", 1), ("rank", 1024)])
-def test_sweep_variants_meet_the_oracle(cp, monkeypatch, graph_and_batch, dangling, kernel, big):
+@pytest.mark.parametrize("in_place", [True, False])
+def test_sweep_variants_meet_the_oracle(cp, monkeypatch, graph_and_batch, dangling, kernel, big, in_place):
     """big 40: the warp bucket empty and mid-degree vertices on the block path; 1: every vertex
-    with an in-edge there."""
+    with an in-edge there. in_place: the warm sweeps in one contribution buffer (the default)
+    or two (STREAMRANK_SWEEP_IN_PLACE=0)."""
     from streamrank import pagerank_gpu
     from streamrank.rank_gpu import sweeps
 
     monkeypatch.setattr(sweeps, "_KERNEL", kernel)
     monkeypatch.setattr(sweeps, "_BIG", big)
+    monkeypatch.setattr(sweeps, "_IN_PLACE", in_place)
     gg, batch = _fresh(cp, graph_and_batch)
     in_deg = _host(gg.in_degree)
     cfg = RankConfig(dangling=dangling, switch_degree=64, tol=1e-12)

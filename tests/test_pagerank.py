@@ -63,6 +63,30 @@ def test_self_loop_mode_by_hand(device):
     assert [r[0], r[1]] == pytest.approx([x0 / (x0 + x1), x1 / (x0 + x1)], abs=1e-11)
 
 
+@pytest.mark.parametrize("algorithm", ["dt", "df", "dfp"])
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_explicit_self_loop_is_solved_in_its_own_update(device, dangling, algorithm):
+    # 0->1, 1->1: vertex 1's only out-edge is its own loop. A batch adds 2->1. Summing the loop
+    # like any in-edge, a Jacobi step would shrink vertex 1's error by alpha per iteration (about
+    # 140 iterations to 1e-10); divided out of its own equation, its value is exact after one
+    # update. By hand (local form, loops = the explicit one + the implicit one in self-loop mode):
+    #   uniform:   x0 = x2 = 1,               x1 = (1 + a (x0 + x2)) / (1 - a)
+    #   self-loop: x0 = x2 = 1 / (1 - a / 2), x1 = (1 + a (x0 + x2) / 2) / (1 - 2 a / 2)
+    eng = engine(device, algorithm, [0, 1], [1, 1], dangling=dangling, update_order="jacobi")
+    step = eng.apply(EdgeBatch.from_arrays([2], [1], [True]))
+    assert step.rank.converged
+    assert step.rank.iterations <= 4, step.rank.iterations
+    if dangling == "uniform":
+        x0 = 1.0
+        x1 = (1 + ALPHA * 2 * x0) / (1 - ALPHA)
+    else:
+        x0 = 1 / (1 - ALPHA / 2)
+        x1 = (1 + ALPHA * x0) / (1 - ALPHA)
+    x = np.array([x0, x1, x0])
+    r = ranks_by_external(eng)
+    assert [r[i] for i in range(3)] == pytest.approx(x / x.sum(), abs=1e-11)
+
+
 def test_matches_networkx_on_a_graph_with_dangling_vertices(device):
     rng = np.random.default_rng(11)
     src, dst = rng.integers(0, 300, 1200), rng.integers(0, 300, 1200)

@@ -124,7 +124,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                     sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha,
                                selfloop, ftol, ptol, grow, prune, parts)
                 else:
-                    rank_range(0, nf, 0, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
+                    rank_range(0, nf, 0, F, g, inv, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
                                grow, prune, parts)
                     commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
         err = 0.0

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, closed_form
+from .common import CHUNK, gs_value
 
 
 @njit(cache=True)
@@ -28,7 +28,8 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, f
     the sum (of ``|c|``) and whether a spreader points here. Branch-free per vertex: a vertex
     outside the frontier keeps its value (its change is exactly 0), so the partial sums and
     maxima are those of the frontier alone. (An early exit at the first spreader reads fewer
-    edges but mispredicts a branch per vertex: slower.)
+    edges but mispredicts a branch per vertex: slower.) An explicit self-loop is left out of
+    the sum and divided out of the vertex's own equation (:func:`.common.gs_value`).
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
@@ -43,13 +44,17 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, f
         o = in_off[v]
         acc = 0.0
         sp = np.int64(keep[v])
+        own = np.int64(0)
         for j in range(o, o + in_deg[v]):
-            cu = c[in_idx[j]]
-            acc += abs(cu)
+            u = in_idx[j]
+            cu = c[u]
+            mine = np.int64(u == v)
+            own |= mine
+            acc += abs(cu) * (1 - mine)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
         a = np.int64(sp != 0)
         old = x[v]
-        new = closed_form(acc, 1.0, alpha, selfloop, out_deg, v)
+        new = gs_value(acc, own != 0, alpha, selfloop, inv, out_deg, v)
         val = new if a != 0 else old
         xnew[v] = val
         d = val - old

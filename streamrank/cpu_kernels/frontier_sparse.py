@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, closed_form
+from .common import CHUNK, gs_value
 
 #: Frontier status bits written by the sparse rank step: pruned, spreads, spreads but did
 #: not in the previous iteration.
@@ -25,9 +25,12 @@ NEW = 4
 
 
 @njit(cache=True)
-def rank_range(lo, hi, k, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune,
+def rank_range(lo, hi, k, F, g, inv, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune,
                 parts):
     """New values of ``F[lo:hi]`` into ``xnew``, their status bits, partials into slot ``k``.
+
+    An explicit self-loop of ``v`` is divided out of its own equation (:func:`.common.gs_value`):
+    a Jacobi step with the diagonal solved, as the GPU's rank kernels do.
 
     The relative change ``|new - old| / max(new, old)`` is compared by multiplying the
     tolerances instead (ranks are positive): no division per vertex.
@@ -43,10 +46,15 @@ def rank_range(lo, hi, k, F, g, c, x, xnew, status, last_spread, stamp, alpha, s
     for i in range(lo, hi):
         v = F[i]
         acc = 0.0
+        own = False
         o = in_off[v]
         for j in range(o, o + in_deg[v]):
-            acc += c[in_idx[j]]
-        new = closed_form(acc, 1.0, alpha, selfloop, out_deg, v)
+            u = in_idx[j]
+            if u == v:
+                own = True  # an explicit self-loop: solved for below, not summed
+            else:
+                acc += c[u]
+        new = gs_value(acc, own, alpha, selfloop, inv, out_deg, v)
         old = x[v]
         xnew[i] = new
         d = new - old
@@ -97,7 +105,7 @@ def sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp
                 ptol, grow, prune, parts):
     for k in prange(nch):
         lo = k * CHUNK
-        rank_range(lo, min(lo + CHUNK, nf), k, F, g, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol,
+        rank_range(lo, min(lo + CHUNK, nf), k, F, g, inv, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol,
                     ptol, grow, prune, parts)
     for k in prange(nch):
         lo = k * CHUNK

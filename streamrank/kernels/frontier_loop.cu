@@ -211,9 +211,11 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       const I v = cur_large[i];
       const long long o = a.in_off[v];
       const I dg = a.in_deg[v];
-      const V s = sr::block_gather(w.c, a.in_idx, o, dg, vscratch);
+      bool own = false;
+      const V s = sr::block_gather<V, true>(w.c, a.in_idx, o, dg, vscratch, v, &own);
       if (threadIdx.x == 0) {
-        const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, a.out_deg[v], a.x[v], lmax, lsum, ldang);
+        const Decision dec =
+            update_vertex<I, V, SELF, MODE>(a, w, v, s, a.out_deg[v], a.x[v], lmax, lsum, ldang, own);
         if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
         if (dec.flag) append_split_one<I>(v, a.out_deg[v], sw, flag_small, flag_large, flag_cnt);
       }
@@ -231,9 +233,10 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
           od = a.out_deg[v];
           xo = a.x[v];
         }
-        const V s = sr::group_gather<SR_GROUP, V>(w.c, a.in_idx, o, dg, sub);
+        bool own = false;
+        const V s = sr::group_gather<SR_GROUP, V, true>(w.c, a.in_idx, o, dg, sub, v, &own);
         Decision dec{false, false};
-        if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+        if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
         sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);
       }
@@ -248,10 +251,9 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
           dg = a.in_deg[v];
           od = a.out_deg[v];
           const V xo = a.x[v];
-          V s = V(0);
-#pragma unroll 4
-          for (I k = 0; k < dg; ++k) s += w.c[a.in_idx[o + k]];
-          dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+          bool own = false;
+          const V s = sr::thread_gather<V, true>(w.c, a.in_idx, o, dg, v, &own);
+          dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         }
         sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
         sr::warp_append_split<I>(dec.flag, v, od, sw, flag_small, flag_large, flag_cnt);

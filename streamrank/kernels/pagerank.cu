@@ -104,10 +104,9 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, 4) rank_small(const RankArgs
       dg = a.in_deg[v];
       od = a.out_deg[v];  // issued before the gather so its latency overlaps it
       const V xo = a.x[v];
-      V s = V(0);
-#pragma unroll 4
-      for (I k = 0; k < dg; ++k) s += w.c[a.in_idx[o + k]];
-      dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+      bool own = false;
+      const V s = sr::thread_gather<V, SolvesOwnLoop<MODE>::value>(w.c, a.in_idx, o, dg, v, &own);
+      dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
     }
     if (MODE == 1 || MODE == 2) {
       sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
@@ -154,13 +153,14 @@ __global__ void __launch_bounds__(256) rank_large(const RankArgs<I, V>* __restri
       od = a.out_deg[v];
       xo = a.x[v];
     }
-    const V s = sr::block_gather(w.c, a.in_idx, o, dg, vscratch);  // SR_GATHER_UNROLL in flight
+    bool own = false;
+    const V s = sr::block_gather<V, SolvesOwnLoop<MODE>::value>(w.c, a.in_idx, o, dg, vscratch, v, &own);  // SR_GATHER_UNROLL in flight
     if (more) {
       o_next = a.in_off[v_next];
       dg_next = a.in_deg[v_next];
     }
     if (threadIdx.x == 0) {
-      const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang);
+      const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
       if (MODE == 1 || MODE == 2) {
         if (dec.keep) append_split_one<I>(v, dg, sw, w.next_small, w.next_large, w.next_count);
         if (dec.flag) append_split_one<I>(v, od, sw, a.lists[4], a.lists[5], a.cnt + 4);

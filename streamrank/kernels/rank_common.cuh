@@ -13,6 +13,17 @@ __device__ __forceinline__ V closed_form(V s, V alpha, int od, V base) {
   return base + alpha * s;
 }
 
+// The local-form value with the vertex's own explicit self-loop solved for (`own`): its term
+// alpha * x / d(v) is left out of the in-sum `s` and divided out, x = (base + alpha * s) /
+// (1 - alpha * loops / d(v)), loops = own + SELF. A vertex whose only out-edge is its own loop
+// then gets its value in one update, where summing the loop shrinks its error by alpha per
+// iteration. Without a loop this is closed_form, bit for bit.
+template <typename V, int SELF>
+__device__ __forceinline__ V solved_form(V s, V alpha, int od, V base, bool own) {
+  if (!own) return closed_form<V, SELF>(s, alpha, od, base);
+  return (base + alpha * s) / (V(1) - alpha * V(1 + SELF) / V(od + SELF));
+}
+
 template <typename V, int SELF>
 __device__ __forceinline__ V contribution(V x, int od) {
   const int d = od + SELF;
@@ -91,30 +102,50 @@ struct RankArgs {
 
 // In-edge gathers shared by the rank kernels (pagerank.cu, frontier_loop.cu, sweep.cu): the sum
 // of c[idx[o + k]] over k in [0, dg). Each lane adds its k = first, first + step, ... in that
-// order, so every kernel that uses the same helper gets the same bits.
+// order, so every kernel that uses the same helper gets the same bits. With SKIP (the local-form
+// modes DT/DF/DF-P), an in-neighbour equal to `self` (an explicit self-loop) is left out of the
+// sum and reported in `own` instead (solved_form divides it out).
 namespace sr {
 
 // By the G lanes of a group, `sub` being this lane's place in it; the sum lands in lane 0 of
-// the group. Every lane of the warp must call it (full-mask shuffles).
-template <int G, typename V, typename C, typename I>
+// the group, `own` in every lane of it. Every lane of the warp must call it (full-mask shuffles
+// and ballot).
+template <int G, typename V, bool SKIP = false, typename C, typename I>
 __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                          int sub) {
+                                          int sub, I self = I(-1), bool* own = nullptr) {
   V s = V(0);
+  bool mine = false;
 #pragma unroll 4
-  for (I k = sub; k < dg; k += G) s += static_cast<V>(c[idx[o + k]]);
+  for (I k = sub; k < dg; k += G) {
+    const I u = idx[o + k];
+    const V cu = static_cast<V>(c[u]);
+    if (SKIP) {
+      mine |= u == self;
+      s += u == self ? V(0) : cu;
+    } else {
+      s += cu;
+    }
+  }
 #pragma unroll
   for (int off = G / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, G);
+  if (SKIP) {
+    const unsigned bits = __ballot_sync(SR_FULL_MASK, mine);
+    const unsigned group_mask = G == 32 ? 0xffffffffu : ((1u << (G & 31)) - 1u);
+    *own = ((bits >> ((threadIdx.x & 31) & ~(G - 1))) & group_mask) != 0u;
+  }
   return s;
 }
 
 // By the whole block: each thread loads SR_GATHER_UNROLL indices, then issues as many gathers
 // before it adds them, so that a hub of 100 k in-edges is not a long tail of dependent loads.
-// The sum lands in thread 0 (block_sum); `scratch` holds blockDim.x / 32 values.
+// The sum lands in thread 0 (block_sum), `own` in every thread; `scratch` holds blockDim.x / 32
+// values. Every thread of the block must call it.
 #define SR_GATHER_UNROLL 8
-template <typename V, typename C, typename I>
+template <typename V, bool SKIP = false, typename C, typename I>
 __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                          V* scratch) {
+                                          V* scratch, I self = I(-1), bool* own = nullptr) {
   V s = V(0);
+  int mine = 0;
   const I step = static_cast<I>(blockDim.x);
   for (I k0 = threadIdx.x; k0 < dg; k0 += SR_GATHER_UNROLL * step) {
     I e[SR_GATHER_UNROLL];
@@ -124,9 +155,34 @@ __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __re
       e[t] = k < dg ? idx[o + k] : I(-1);
     }
 #pragma unroll
-    for (int t = 0; t < SR_GATHER_UNROLL; ++t) s += e[t] >= 0 ? static_cast<V>(c[e[t]]) : V(0);
+    for (int t = 0; t < SR_GATHER_UNROLL; ++t) {
+      if (SKIP) mine |= e[t] == self;
+      s += (e[t] >= 0 && (!SKIP || e[t] != self)) ? static_cast<V>(c[e[t]]) : V(0);
+    }
   }
+  if (SKIP) *own = __syncthreads_or(mine) != 0;
   return block_sum(s, scratch);
+}
+
+// The same by one thread (thread-per-vertex paths).
+template <typename V, bool SKIP = false, typename C, typename I>
+__device__ __forceinline__ V thread_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
+                                           I self = I(-1), bool* own = nullptr) {
+  V s = V(0);
+  bool mine = false;
+#pragma unroll 4
+  for (I k = 0; k < dg; ++k) {
+    const I u = idx[o + k];
+    const V cu = static_cast<V>(c[u]);
+    if (SKIP) {
+      mine |= u == self;
+      s += u == self ? V(0) : cu;
+    } else {
+      s += cu;
+    }
+  }
+  if (SKIP) *own = mine;
+  return s;
 }
 
 }  // namespace sr
@@ -160,11 +216,22 @@ __device__ __forceinline__ View<I, V> view_of(const RankArgs<I, V>& a, int parit
   return w;
 }
 
+// Whether a mode's rank update solves an explicit self-loop for its own vertex: the local-form
+// modes (0: DT, and ND's sweeps over every vertex; 1: DF; 2: DF-P), as the CPU backend's
+// frontier steps do; MODE 3 (the standard form, like the sweeps of sweep.cu) sums it as any
+// in-edge.
+template <int MODE>
+struct SolvesOwnLoop {
+  static constexpr bool value = MODE != 3;
+};
+
 // New value of v from its in-sum, bookkeeping of the change; returns the decision (DF/DF-P).
+// `own`: v has an explicit self-loop, left out of `s` (the local-form modes; always false in MODE 3).
 template <typename I, typename V, int SELF, int MODE>
 __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const View<I, V>& w, I v, V s,
-                                                  I od, V xo, double& lmax, double& lsum, double& ldang) {
-  const V xn = closed_form<V, SELF>(s, w.alpha, od, w.base);
+                                                  I od, V xo, double& lmax, double& lsum, double& ldang,
+                                                  bool own = false) {
+  const V xn = solved_form<V, SELF>(s, w.alpha, od, w.base, own);
   a.x[v] = xn;  // only this vertex's thread reads x[v]; others read contributions
   w.cn[v] = contribution<V, SELF>(xn, od);
   const double diff = static_cast<double>(xn) - static_cast<double>(xo);

@@ -12,6 +12,11 @@
 // - sweep (one launch per sweep): some blocks walk the four buckets, the others take the big
 //   list, a block per vertex with 8 independent gathers in flight per thread, so that a hub of
 //   100 k in-edges is not one block's long tail and the two parts overlap;
+// - warm sweeps run in place (the default, rank_gpu/sweeps.py; Static from scratch does not):
+//   cbuf[0] and cbuf[1] are one buffer, so a vertex reads this sweep's value of an in-neighbour
+//   updated before it (asynchronous relaxation; fewer sweeps, the same fixed point and test); an
+//   8-byte aligned load or store is single-copy atomic, so a reader sees either value, never a
+//   torn one;
 // - the contributions may be stored as C = float while the iterate, its sums and the test stay
 //   in V = double: the gathered vector is then half the bytes, at a cost in accuracy that
 //   docs/GPU.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
@@ -42,8 +47,8 @@ __device__ __forceinline__ void sweep_commit(const RankArgs<I, V>& a, C* __restr
 // `nblocks` blocks of the grid. Every lane of the warp calls it (the loop over the bucket is
 // uniform over the warp; the shuffles are full-mask).
 template <int G, typename I, typename V, typename C, int SELF>
-__device__ __forceinline__ void bucket_pass(const RankArgs<I, V>& a, const View<I, V>& w, const C* __restrict__ c,
-                                            C* __restrict__ cn, const I* __restrict__ list, long long count,
+__device__ __forceinline__ void bucket_pass(const RankArgs<I, V>& a, const View<I, V>& w, const C* c, C* cn,
+                                            const I* __restrict__ list, long long count,
                                             int nblocks, double& lmax, double& lsum, double& ldang) {
   constexpr int kGroups = 32 / G;  // vertices a warp takes at once
   const int lane = threadIdx.x & 31;
@@ -107,8 +112,9 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(c
   const RankArgs<I, V>& a = *args;
   if (a.status[0]) return;  // uniform over the block: safe before the barriers below
   const View<I, V> w = view_of<I, V, 3>(a, parity);
-  const C* __restrict__ c = reinterpret_cast<const C*>(w.c);
-  C* __restrict__ cn = reinterpret_cast<C*>(w.cn);
+  // c and cn are one buffer when the sweeps run in place (rank_gpu/sweeps.py): not restrict.
+  const C* c = reinterpret_cast<const C*>(w.c);
+  C* cn = reinterpret_cast<C*>(w.cn);
   double lmax = 0.0, lsum = 0.0, ldang = 0.0;
   if (static_cast<int>(blockIdx.x) < a.gt) {
     bucket_pass<32, I, V, C, SELF>(a, w, c, cn, a.lists[4], a.cnt[4], a.gt, lmax, lsum, ldang);

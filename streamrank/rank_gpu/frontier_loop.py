@@ -40,6 +40,10 @@ _LOOP_BLOCK_SOURCE = int(os.environ.get("STREAMRANK_LOOP_BLOCK_SOURCE", "64"))
 #: Phase P marks the small flag list balanced over out-edges (1) or a group of lanes / a thread
 #: per flagged vertex (0). Knob STREAMRANK_LOOP_MARK_PACKED.
 _LOOP_MARK_PACKED = 0 if os.environ.get("STREAMRANK_LOOP_MARK_PACKED", "1") == "0" else 1
+#: The loop's rank updates write the new contributions in place (1): a vertex may read this
+#: iteration's value of an in-neighbour updated before it (asynchronous relaxation), instead of
+#: the previous iteration's only (0, Jacobi). Knob STREAMRANK_LOOP_IN_PLACE.
+_LOOP_IN_PLACE = os.environ.get("STREAMRANK_LOOP_IN_PLACE", "0") != "0"
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
 #: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
 #: Why the cooperative loop is not used in this process (set at its first failure).
@@ -100,7 +104,7 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
             handover = max(handover, int(flood))
         groups = grid * _THREADS // _LOOP_GROUP
         lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, changes)
-        buf = _upload(cp, ws, [(0, _args_bytes(graph, ws, x, config)), (_LISTS_OFFSET, lists)])
+        buf = _upload(cp, ws, [(0, _args_bytes(graph, ws, x, config, in_place=_LOOP_IN_PLACE)), (_LISTS_OFFSET, lists)])
         args = buf[:_LISTS_OFFSET]
         k((grid,), (_THREADS,), (args, buf[_LISTS_OFFSET:]))
     except Exception as exc:  # compilation, or no cooperative launch on this device

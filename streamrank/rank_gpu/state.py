@@ -149,13 +149,15 @@ def _upload(cp, ws, parts) -> object:
     return dev
 
 
-def _args_bytes(graph, ws, x, config) -> bytes:
-    """The RankArgs struct of pagerank.cu."""
+def _args_bytes(graph, ws, x, config, *, in_place: bool = False) -> bytes:
+    """The RankArgs struct of pagerank.cu; ``in_place``: both contribution buffers are ``ws.c``
+    (the in-place sweeps of ``rank_gpu/sweeps.py``)."""
     cp = graph.xp
     if ws.hist.shape[0] < config.max_iter + 1:
         ws.hist = cp.zeros(config.max_iter + 1, dtype=cp.int32)
     g = graph
-    arrays = [g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x, ws.c, ws.cn, ws.aff]
+    arrays = [g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x, ws.c, ws.c if in_place else ws.cn,
+              ws.aff]
     scal = int(ws.scalars.data.ptr)
     ptrs = ([int(a.data.ptr) for a in arrays] + [ws.row_ptr(r) for r in range(6)]
             + [int(ws.cnt.data.ptr), int(ws.status.data.ptr), scal, scal + 8, int(ws.part.data.ptr),
@@ -166,9 +168,9 @@ def _args_bytes(graph, ws, x, config) -> bytes:
                        int(config.switch_degree), int(ws.gt), int(ws.gb))
 
 
-def _pack_args(graph, ws, x, config):
+def _pack_args(graph, ws, x, config, *, in_place: bool = False):
     """The RankArgs struct of pagerank.cu as a device buffer (one asynchronous upload)."""
-    return _upload(graph.xp, ws, [(0, _args_bytes(graph, ws, x, config))])
+    return _upload(graph.xp, ws, [(0, _args_bytes(graph, ws, x, config, in_place=in_place))])
 
 
 def _as_prev(graph, x_prev, dtype: str):

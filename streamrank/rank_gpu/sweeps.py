@@ -37,6 +37,16 @@ _BIG = int(os.environ.get("STREAMRANK_SWEEP_BIG", "1024"))
 _MIN_BLOCKS = int(os.environ.get("STREAMRANK_SWEEP_MIN_BLOCKS", "3"))
 _F32_TOL = float(os.environ.get("STREAMRANK_F32_TOL", "1e-9"))
 _F32_MAX_ITER = int(os.environ.get("STREAMRANK_F32_MAX_ITER", "100"))
+#: The warm sweeps (``warm``, ``auto``'s warm part) read and write one contribution buffer (1,
+#: the default): a vertex gathers whatever value each in-neighbour holds when it reads it, this
+#: sweep's where that one was updated already (asynchronous relaxation: the same fixed point and
+#: the same test on each sweep's changes), instead of the previous sweep's only (0, Jacobi, two
+#: buffers). It takes fewer sweeps (R-MAT 24: 4 / 5 / 8 against 5 / 6 / 11 at 1e-6 / 1e-4 /
+#: 1e-2 batches, docs/GPU.md); the last bits of the result then depend on the order in which the
+#: device ran the blocks, so two runs agree to the tolerance, not bit for bit. Static from
+#: scratch stays Jacobi (deterministic, and exact on small graphs that Jacobi solves exactly);
+#: float32 contributions keep two buffers. Knob STREAMRANK_SWEEP_IN_PLACE.
+_IN_PLACE = os.environ.get("STREAMRANK_SWEEP_IN_PLACE", "1") != "0"
 
 
 def _sweep_names(vt: str) -> tuple:
@@ -79,10 +89,16 @@ def _sequence(graph, ws, config, ct: str, kernel: str):
     return [(_sweep_kernel(config.dtype, f"sweep<int, {vt}, {ct}, {self_loop}>"), ws.gt + ws.gb, _THREADS)]
 
 
-def _split(graph, ws, x, config, kernel: str):
+def _in_place(config, warm: bool) -> bool:
+    """Whether sweeps run in place: warm sweeps with float64 contributions, unless the knob is 0."""
+    return _IN_PLACE and warm and config.sweep_contributions != "float32"
+
+
+def _split(graph, ws, x, config, kernel: str, *, warm: bool = False):
     """Split the vertices for the sweep kernels of ``kernel`` (list rows as listed in sweep.cu,
     or pair A by the switch degree for ``rank``); returns the config and argument struct those
-    kernels read (for ``buckets`` their switch degree is the big degree). Device work only."""
+    kernels read (for ``buckets`` their switch degree is the big degree; both contribution
+    buffers the same one when the sweeps run in place). Device work only."""
     if _check_kernel(kernel) == "rank":
         ws.cnt[0:2] = 0
         _partition(graph, ws, None, graph.num_vertices, graph._in.deg, 0, config)
@@ -90,18 +106,19 @@ def _split(graph, ws, x, config, kernel: str):
     if _BIG < 1:
         raise InvalidArgumentError(f"STREAMRANK_SWEEP_BIG must be >= 1, got {_BIG}")
     sc = dataclasses.replace(config, switch_degree=_BIG)
-    args = _pack_args(graph, ws, x, sc)
+    args = _pack_args(graph, ws, x, sc, in_place=_in_place(config, warm))
     ws.cnt[0:6] = 0
     blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
     launch(_sweep_kernel(config.dtype, f"partition_buckets<int, {_CTYPE[config.dtype]}>"), blocks, _THREADS, (args,))
     return sc, args
 
 
-def standard_sweeps(graph, ws, x, config, args):
+def standard_sweeps(graph, ws, x, config, args, *, warm: bool = False):
     """Standard-form sweeps from the state ``args`` was initialized to (``_init`` or ``_restart``
     with ``standard=True``) until ``config``'s criterion holds. List pair A is rewritten to hold
     every vertex split for the sweep kernels (a caller that goes on with other kernels
-    re-partitions it).
+    re-partitions it). ``warm``: sweeps from previous ranks (``warm``, ``auto``), which run in
+    place (:data:`_IN_PLACE`); Static from scratch passes False.
 
     Returns ``(iterations, converged, affected_per_iteration, total, base)`` like
     ``_Iterations.run``; ``x`` holds the standard-form iterate y (``x = y / base`` is the
@@ -109,7 +126,7 @@ def standard_sweeps(graph, ws, x, config, args):
     """
     vt = _CTYPE[config.dtype]
     kernel = _KERNEL
-    config, own = _split(graph, ws, x, config, kernel)
+    config, own = _split(graph, ws, x, config, kernel, warm=warm)
     args = own if own is not None else args
     if config.sweep_contributions == "float32" and vt == "double":
         # Phase 1: float contributions to a tolerance float can reach (own argument struct).
