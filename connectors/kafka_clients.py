@@ -26,6 +26,8 @@ import time
 
 from streamrank.errors import InvalidArgumentError, StreamrankError
 
+from .kafka_stats import stats_config
+
 log = logging.getLogger(__name__)
 
 CLIENTS = ("auto", "confluent", "kafka-python")
@@ -77,12 +79,15 @@ def make_source(client: str, **kw):
     return KafkaEdgeSource(**kw)
 
 
-def make_producer(client: str, bootstrap_servers: str, *, client_id: str = "streamrank-serve", linger_ms: int = 5):
+def make_producer(client: str, bootstrap_servers: str, *, client_id: str = "streamrank-serve", linger_ms: int = 5,
+                  stats_interval_s: float = 0.0, on_stats=None):
     """A producer configured for at-least-once delivery (acks from all replicas).
 
     ``linger_ms`` (5): how long the client gathers messages before a request; the rank updates of
     a batch are handed over within a few milliseconds, and every millisecond of linger adds to
     the time until a consumer sees them (a checkpoint's wait for acknowledgements too).
+    ``stats_interval_s`` / ``on_stats``: confluent-kafka only, as for the sources
+    (:class:`~connectors.kafka_source.KafkaSourceBase`); called from the thread that polls.
 
     Raises
     ------
@@ -90,7 +95,8 @@ def make_producer(client: str, bootstrap_servers: str, *, client_id: str = "stre
         When the client cannot be created (kafka-python: no broker reachable).
     """
     if resolve_client(client) == "confluent":
-        return ConfluentProducer(bootstrap_servers, client_id=client_id, linger_ms=linger_ms)
+        return ConfluentProducer(bootstrap_servers, client_id=client_id, linger_ms=linger_ms,
+                                 stats=stats_config(stats_interval_s, on_stats) if on_stats else {})
     return KafkaPythonProducer(bootstrap_servers, client_id=client_id, linger_ms=linger_ms)
 
 
@@ -164,7 +170,7 @@ class KafkaPythonProducer:
 class ConfluentProducer:
     """confluent-kafka's ``Producer`` behind ``send``/``flush``/``close``."""
 
-    def __init__(self, bootstrap_servers: str, *, client_id: str, linger_ms: int):
+    def __init__(self, bootstrap_servers: str, *, client_id: str, linger_ms: int, stats: dict | None = None):
         from confluent_kafka import KafkaException, Producer
 
         try:
@@ -172,7 +178,7 @@ class ConfluentProducer:
                                 "linger.ms": linger_ms, "message.max.bytes": 16 * 1024 * 1024,
                                 "queue.buffering.max.messages": 2_000_000,
                                 "queue.buffering.max.kbytes": 1024 * 1024, "enable.idempotence": False,
-                                "logger": logging.getLogger("confluent_kafka.producer")})
+                                "logger": logging.getLogger("confluent_kafka.producer"), **(stats or {})})
         except (KafkaException, ValueError, TypeError) as exc:
             raise SinkError(f"cannot create a Kafka producer for {bootstrap_servers}: {exc}") from exc
         self.failed = 0

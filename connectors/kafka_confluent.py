@@ -18,6 +18,7 @@ from streamrank.errors import SourceError
 
 from .fetch import FetchedRecords, Segment
 from .kafka_source import FETCH_WAIT_MS, KafkaSourceBase, parse_position_key, position_key
+from .kafka_stats import stats_config
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ class ConfluentEdgeSource(KafkaSourceBase):
                 "reconnect.backoff.max.ms": 5000,
                 "fetch.wait.max.ms": FETCH_WAIT_MS,
                 "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
-                "logger": logging.getLogger("confluent_kafka.consumer")}
+                "logger": logging.getLogger("confluent_kafka.consumer"),
+                **(stats_config(self.stats_interval_s, self.on_stats) if self.on_stats else {})}
         try:
             self._consumer = Consumer(conf)
         except (KafkaException, ValueError, TypeError) as exc:

@@ -90,12 +90,19 @@ class KafkaSourceBase:
         reason ``mixed_id_types``. Default: a lock of ``id_type``.
     max_id_bytes : int
         Longest string id (UTF-8 bytes).
+    stats_interval_s : float
+        confluent-kafka only: every this many seconds the client's statistics, condensed
+        (:func:`connectors.kafka_stats.condense`), go to ``on_stats`` from the fetching thread
+        (0: off; kafka-python has no such statistics and ignores it).
+    on_stats : callable, optional
+        Receives the condensed statistics.
     """
 
     def __init__(self, *, bootstrap_servers: str, topics, group_id: str | None = None,
                  start_from: str = "earliest", max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve",
-                 id_type: str = "int", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
+                 id_type: str = "int", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+                 stats_interval_s: float = 0.0, on_stats=None):
         self.bootstrap_servers = bootstrap_servers
         self.topics = list(topics)
         self.group_id = group_id
@@ -106,6 +113,8 @@ class KafkaSourceBase:
         self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
         self.max_id_bytes = int(max_id_bytes)
         self.client_id = client_id
+        self.stats_interval_s = float(stats_interval_s)
+        self.on_stats = on_stats
         self._stop = stop or (lambda: False)
         self._consumer = None
         self._assigned: list = []

@@ -20,7 +20,11 @@ Per run it reports:
 - staleness: time from a record's produce timestamp (Kafka CreateTime) to the hand-over of the
   rank updates of its batch to the Kafka client, p50/p99 over edges;
 - checkpoint time and bytes, full and incremental;
-- the daemon's RSS over time; its time per applied edge in each stage (Prometheus metrics).
+- the daemon's RSS over time; its time per applied edge in each stage (Prometheus metrics);
+- the Kafka clients' statistics over the window (``--client-stats``, on by default with
+  confluent-kafka; :mod:`_client_stats`): the daemon consumer's fetch requests, records per fetch,
+  fetch round trip and local fetch queue, the producers' messages per record batch, queue
+  latency (linger included) and produce round trip, so a starved consumer or a slow broker shows.
 
 A run is ``FORMAT:EDGES_PER_MESSAGE:CLIENT:PUBLISH_FORMAT[:RATE]`` (drain mode: ``[:EDGES]``)::
 
@@ -53,6 +57,8 @@ from pathlib import Path
 
 import numpy as np
 from _broker import ROOT, child_env, start_broker, start_daemon
+from _client_stats import print_table as print_client_stats
+from _client_stats import summarize as summarize_client_stats
 
 sys.path.insert(0, str(ROOT))
 from streamrank.daemon.staleness import STALENESS_EDGES_MS  # noqa: E402
@@ -152,6 +158,10 @@ def start_producers(run: dict, args, bootstrap: str, topic: str, rdir: Path, *, 
                "--topic", topic, "--file", args.file, "--format", run["format"], "--edges-per-message",
                str(run["edges_per_message"]), "--loop", "--rate", str(rate / args.producers),
                "--client", args.producer_client]
+        if args.producer_linger_ms is not None:
+            cmd += ["--linger-ms", str(args.producer_linger_ms)]
+        if args.client_stats:
+            cmd += ["--stats", str(rdir / f"producer{k}.stats.jsonl")]
         if duration:
             cmd += ["--duration", str(duration)]
         if limit:
@@ -226,6 +236,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
                            "--checkpoint-every", "1000000", "--full-checkpoint-every", str(args.full_every),
                            "--kafka-client", run["client"], "--publish-format", run["publish_format"],
                            "--id-type", "string" if args.string_ids else "int",
+                           *(["--kafka-stats-interval", str(args.client_stats)] if args.client_stats else []),
                            *(["--decode-threads", str(args.decode_threads)] if args.decode_threads else [])],
                           rdir / "daemon.log", root=root)
     rss = RssSampler(daemon.pid)
@@ -299,6 +310,8 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
         "kept_up": (rate is not None and rate >= 0.95 * run["rate"]) if mode == "sustained" and run["rate"] else None,
         "prefill": filled, "drained": (applied_total >= filled["edges"]) if filled else None,
         "producer_edges_per_s_reported": produced,
+        "client_stats": summarize_client_stats(events, [rdir / f"producer{k}.stats.jsonl" for k in range(len(prods))],
+                                               topic, t_start, t_end),
         "median_batch_edges": int(np.median([e["edges"] for e in win])) if win else 0,
         "staleness_ms_p50": p50, "staleness_ms_p99": p99, "latency_split_ms": split,
         "checkpoint_full": ck_summary("full"), "checkpoint_incremental": ck_summary("incremental"),
@@ -398,6 +411,7 @@ def print_tables(results: list) -> None:
     print("(poll: the client's fetch, waits included, on the ingest thread; decode: on the ingest or decode "
           "threads; both overlap the loop's graph, rank and publish; checkpoint: on its worker. A daemon from "
           "before the decode stage counts decode in poll)")
+    print_client_stats(results)
 
 
 def main(argv=None) -> int:
@@ -425,6 +439,12 @@ def main(argv=None) -> int:
     ap.add_argument("--producers", type=int, default=1,
                     help="producer processes (each sends RATE / N edges/s; one Python producer caps the rate)")
     ap.add_argument("--producer-client", default="auto", choices=("auto", "confluent", "kafka-python"))
+    ap.add_argument("--producer-linger-ms", type=float, default=None,
+                    help="the producers' --linger-ms (default theirs: 5 with confluent-kafka)")
+    ap.add_argument("--client-stats", type=float, default=1.0, metavar="SECONDS",
+                    help="the Kafka clients' statistics every SECONDS (the daemon's --kafka-stats-interval, the "
+                         "producers' --stats), summed up per run (confluent-kafka; 0: off, needed for a daemon "
+                         "root from before the flag)")
     ap.add_argument("--string-ids", action="store_true",
                     help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
     ap.add_argument("--daemon-root", action="append", default=[], metavar="LABEL=PATH",

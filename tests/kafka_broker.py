@@ -173,9 +173,11 @@ class DaemonProcess:
             cwd=str(REPO), env=full_env, stdout=self._out, stderr=subprocess.STDOUT)
 
     def events(self) -> list:
+        """The applied log's events so far; a last line the daemon is still writing is left out."""
         if not self.applied_log.exists():
             return []
-        lines = self.applied_log.read_text().splitlines()
+        text = self.applied_log.read_text()
+        lines = text.split("\n")[:-1]  # the part after the last newline is incomplete (or empty)
         return [json.loads(line) for line in lines if line.strip()]
 
     def wait_for(self, predicate, *, timeout: float = 60.0, poll: float = 0.02) -> list:

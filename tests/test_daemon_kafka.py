@@ -106,7 +106,8 @@ def uninterrupted(kafka_broker, stream, client, tmp_path_factory):
                        "--publish-topic", publish, "--checkpoint-dir", work / "ckpt", "--batch-size", 200,
                        "--batch-wait-ms", 50, "--checkpoint-every", 5, "--top-k", 5, "--top-k-every", 3,
                        "--group-id", f"g-{client}-{stream['topic']}", "--snapshot-every", 4,
-                       "--kafka-client", client, "--full-checkpoint-every", 3, "--publish-format", "both"], work)
+                       "--kafka-client", client, "--full-checkpoint-every", 3, "--publish-format", "both",
+                       "--kafka-stats-interval", 0.1], work)
     events = d.wait_edges(len(EVENTS))
     rc = d.terminate()
     ck = load_latest(work / "ckpt")
@@ -169,6 +170,26 @@ def test_published_ranks_and_query(kafka_broker, stream, uninterrupted, capsys):
     # Parquet snapshots every 4 batches
     snaps = sorted((u["work"] / "ckpt" / "snapshots").glob("ranks-*.parquet"))
     assert snaps and all(int(s.stem.split("-")[1]) % 4 == 0 for s in snaps)
+
+
+def test_client_statistics_in_the_applied_log(stream, uninterrupted, client):
+    """--kafka-stats-interval: confluent-kafka's statistics of the consumer (its partitions, fetch
+    requests, records received) and of the rank producer land in the applied log; kafka-python has
+    none."""
+    stats = [e for e in uninterrupted["events"] if e["event"] == "kafka_stats"]
+    if client == "kafka-python":
+        assert stats == []
+        return
+    consumer = [e for e in stats if e["client"] == "consumer"]
+    assert consumer, "no consumer statistics"
+    last = consumer[-1]
+    parts = last["topics"][stream["topic"]]["partitions"]
+    assert sorted(parts, key=int) == [str(p) for p in range(PARTITIONS)]
+    assert all(set(v) >= {"fetchq_cnt", "next_offset", "app_offset", "rxmsgs"} for v in parts.values())
+    assert sum(b["req"].get("Fetch", 0) for b in last["brokers"].values()) > 0
+    assert max(e["rxmsgs"] for e in consumer) >= 1
+    producer = [e for e in stats if e["client"] == "producer"]
+    assert producer and any(uninterrupted["publish"] in e["topics"] for e in producer)
 
 
 @pytest.mark.parametrize("decode_threads", [0, 2])

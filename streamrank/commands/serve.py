@@ -71,6 +71,10 @@ _FLAGS = {
                                    help="vertex ids: int, string, or auto (fixed by the first record; default)")),
     "--max-id-bytes": ("max_id_bytes", dict(type=int, metavar="BYTES",
                                             help="longer string ids are dead-lettered as id_too_long (default 1024)")),
+    "--kafka-stats-interval": ("kafka_stats_interval", dict(
+        type=float, metavar="SECONDS",
+        help="confluent-kafka: every SECONDS write the consumer's and producer's librdkafka statistics, condensed, "
+             "to the applied log as kafka_stats events and to the DEBUG log (default 0: off)")),
     "--applied-log": ("applied_log", dict(metavar="PATH", help="append a JSON line per restore/batch/checkpoint (audit, tests)")),
 }
 

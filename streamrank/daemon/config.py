@@ -65,6 +65,7 @@ class DaemonConfig:
     decode_threads: int = 0
     warm_up: str = "auto"
     lag_interval: float = 5.0
+    kafka_stats_interval: float = 0.0
     applied_log: str | None = None
     id_type: str = "auto"
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
@@ -105,9 +106,11 @@ class DaemonConfig:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",
                      "snapshot_every", "drift_every", "drift_bound", "lag_interval",
-                     "decode_threads"):
+                     "decode_threads", "kafka_stats_interval"):
             if float(getattr(self, name)) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
+        if 0 < float(self.kafka_stats_interval) < 0.001:
+            raise InvalidArgumentError("kafka_stats_interval must be 0 (off) or at least 0.001 s")
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
             raise InvalidArgumentError("max_graph_bytes must be >= 1 (or unset: no limit)")
         if self.publish_topic and not self.bootstrap_servers:

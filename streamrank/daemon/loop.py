@@ -159,11 +159,14 @@ class Daemon:
                                       group_id=cfg.group_id, start_from=cfg.start_from,
                                       max_message_bytes=cfg.max_message_bytes, max_poll_records=cfg.poll_max_records,
                                       stop=lambda: self.shutdown.requested, id_type=cfg.id_type,
-                                      id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
+                                      id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes,
+                                      stats_interval_s=cfg.kafka_stats_interval, on_stats=self._client_stats)
         if cfg.publish_topic or cfg.dead_letter_topic:
             from connectors.kafka_clients import make_producer
 
-            self.producer = self._retry(lambda: make_producer(cfg.kafka_client, cfg.bootstrap_servers),
+            self.producer = self._retry(lambda: make_producer(cfg.kafka_client, cfg.bootstrap_servers,
+                                                              stats_interval_s=cfg.kafka_stats_interval,
+                                                              on_stats=self._client_stats),
                                         "creating the producer")
         if cfg.publish_topic:
             from connectors.kafka_sink import RankPublisher
@@ -203,6 +206,12 @@ class Daemon:
         with self._log_lock:
             self._applied_log.write(line)
             self._applied_log.flush()
+
+    def _client_stats(self, stats: dict) -> None:
+        """The Kafka client's condensed statistics (``--kafka-stats-interval``), from the thread that
+        polled the client: a ``kafka_stats`` event in the applied log and a DEBUG line."""
+        log.debug("kafka client statistics: %s", stats)
+        self._log_event("kafka_stats", **stats)
 
     def _retry(self, fn, what: str, *, deadline: float | None = None):
         """Call ``fn`` until it succeeds, backing off and logging on StreamrankError.
