@@ -13,13 +13,9 @@ from numba import njit
 _SCANNED = 2  # flags bit: this source's out-neighbours were marked already
 
 
-@njit(cache=True, inline="always")
-def _mark(flags, F, nf, v):
-    if flags[v] & 1 == 0:
-        flags[v] |= 1
-        F[nf] = v
-        nf += 1
-    return nf
+# The marking is written out in every loop below: a helper ``nf = mark(flags, F, nf, v)`` (even
+# with ``inline="always"``) made a 51-edge batch's initial frontier on sx-mathoverflow take 0.11 ms
+# instead of 0.005 ms (about 20 times slower per edge).
 
 
 @njit(cache=True)
@@ -31,7 +27,11 @@ def _mark_out_neighbours_of(g, flags, F, nf, sources):
         flags[s] |= _SCANNED
         o = out_off[s]
         for j in range(o, o + out_deg[s]):
-            nf = _mark(flags, F, nf, out_idx[j])
+            v = out_idx[j]
+            if flags[v] & 1 == 0:
+                flags[v] |= 1
+                F[nf] = v
+                nf += 1
     return nf
 
 
@@ -42,12 +42,17 @@ def initial_frontier(g, ins_src, del_src, del_dst, selfloop, flags, F):
     nf = _mark_out_neighbours_of(g, flags, F, 0, ins_src)
     nf = _mark_out_neighbours_of(g, flags, F, nf, del_src)
     for t in del_dst:
-        nf = _mark(flags, F, nf, t)
+        if flags[t] & 1 == 0:
+            flags[t] |= 1
+            F[nf] = t
+            nf += 1
     for sources in (ins_src, del_src):
         for s in sources:
             flags[s] &= 1
-            if selfloop:
-                nf = _mark(flags, F, nf, s)
+            if selfloop and flags[s] == 0:
+                flags[s] = 1
+                F[nf] = s
+                nf += 1
     return nf
 
 
@@ -59,12 +64,19 @@ def reachable_frontier(g, ins_src, ins_dst, del_src, del_dst, flags, F):
     nf = 0
     for ends in (ins_src, ins_dst, del_src, del_dst):
         for v in ends:
-            nf = _mark(flags, F, nf, v)
+            if flags[v] == 0:
+                flags[v] = 1
+                F[nf] = v
+                nf += 1
     head = 0
     while head < nf:
         v = F[head]
         head += 1
         o = out_off[v]
         for j in range(o, o + out_deg[v]):
-            nf = _mark(flags, F, nf, out_idx[j])
+            w = out_idx[j]
+            if flags[w] == 0:
+                flags[w] = 1
+                F[nf] = w
+                nf += 1
     return nf
