@@ -43,7 +43,10 @@ def test_dangling_vertex_by_hand_and_after_deletion(device):
     # 0->1, 0->2, 1->2; vertex 2 dangles. Local form: x0 = 1, x1 = 1 + a/2, x2 = 1 + a(1/2 + x1)
     x = np.array([1.0, 1 + ALPHA / 2, 1 + ALPHA * (0.5 + 1 + ALPHA / 2)])
     for algorithm in ALGORITHMS:
-        eng = engine(device, algorithm, [0, 0, 1], [1, 2, 2])
+        # tol 1e-13: the GPU's Static and warm iterate the standard form, whose base term moves
+        # every sweep, so they meet the default tol (1e-10 on the L-inf change) about 1e-10
+        # from the exact ranks; the local-form sweeps reach this DAG's exact values in 3 steps
+        eng = engine(device, algorithm, [0, 0, 1], [1, 2, 2], tol=1e-13)
         r = ranks_by_external(eng)
         assert [r[i] for i in range(3)] == pytest.approx(x / x.sum(), abs=1e-11)
         # delete 1->2: vertex 1 becomes dangling; x2 = 1 + a/2
