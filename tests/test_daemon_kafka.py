@@ -194,16 +194,25 @@ def test_client_statistics_in_the_applied_log(stream, uninterrupted, client):
 
 @pytest.mark.parametrize("decode_threads", [0, 2])
 def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterrupted, client, decode_threads, tmp_path):
-    args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--checkpoint-dir",
+    # The stream goes to its own topic in parts, so that the kill lands mid-stream whatever the
+    # daemon's speed: the first 60% before the first daemon starts, the rest after it is killed.
+    topic = kafka_broker.create_topic(partitions=PARTITIONS)
+    args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", topic, "--checkpoint-dir",
             tmp_path / "ckpt", "--batch-size", 10, "--batch-wait-ms", 20, "--checkpoint-every", 4,
+            "--checkpoint-interval", 3600,  # checkpoints on batch counts only: none while d1 idles
             "--kafka-client", client, "--full-checkpoint-every", 3, "--decode-threads", decode_threads]
-    # batches of 10 (200 of them): with checkpoints off the loop's thread the daemon can otherwise
-    # apply the whole stream between two looks at its log, and the kill would land after the end
-    env = {"STREAMRANK_POLL_MAX_RECORDS": "10"}  # many small polls: the kill lands mid-stream
+    env = {"STREAMRANK_POLL_MAX_RECORDS": "10"}  # batches of 10 edges: many of them, checkpoints among them
+    produced = len(EVENTS) * 3 // 5
+    sent = produce_events(kafka_broker, topic, EVENTS[:produced], seed=1)
     d1 = DaemonProcess(args, tmp_path, env=env)
-    d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2
-                and lineage(ev)[0][-1]["seq"] % 4 != 0)  # past a checkpoint, not on one
+    ev = d1.wait_edges(produced)
+    while lineage(ev)[0][-1]["seq"] % 4 == 0:  # idle on a checkpoint's batch: one more small part
+        sent.update(produce_events(kafka_broker, topic, EVENTS[produced:produced + 10], seed=2))
+        produced += 10
+        ev = d1.wait_edges(produced)
+    d1.wait_for(lambda ev: sum(e["event"] == "checkpoint" for e in ev) >= 2)  # past a checkpoint, not on one
     d1.kill()
+    sent.update(produce_events(kafka_broker, topic, EVENTS[produced:], seed=3))
     ev1 = d1.events()
     applied1 = lineage(ev1)[1]
     assert 0 < applied1 < len(EVENTS), "the kill did not land mid-stream"
@@ -221,7 +230,7 @@ def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterru
     assert ck.seq == chain[-1]["seq"]
     got = ranks_by_id(*ck.ranks)
     eng = Engine("cpu")  # the daemon's default algorithm (auto)
-    for b in batches_from_lineage(chain, stream["sent"], PARTITIONS):
+    for b in batches_from_lineage(chain, sent, PARTITIONS):
         eng.apply(b)
     assert l1(got, ranks_by_id(*eng.ranks())) < 1e-12
     assert l1(got, ranks_by_id(*uninterrupted["ckpt"].ranks)) < 1e-5  # batch boundaries differ
