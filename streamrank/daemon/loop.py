@@ -38,6 +38,7 @@ from ..vertex_ids import IdTypeLock, concat_ids, id_kind, to_string_array
 from .batching import BatchWindow
 from .checkpoint_worker import CheckpointWorker
 from .checkpoints import CheckpointStage
+from . import endpoints
 from .config import DaemonConfig
 from .drift import DriftGuard
 from .ingest import Ingest
@@ -145,51 +146,16 @@ class Daemon:
 
     def _open_io(self) -> None:
         cfg = self.cfg
-        if cfg.input_dir is not None:
-            from connectors.dir_source import DirectorySource
-
-            self.source = DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size, id_type=cfg.id_type,
-                                          id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes)
-        else:
-            from connectors.kafka_clients import make_source, resolve_client
-
-            client = resolve_client(cfg.kafka_client)
-            log.info("Kafka client: %s", client)
-            self.source = make_source(client, bootstrap_servers=cfg.bootstrap_servers, topics=cfg.topic,
-                                      group_id=cfg.group_id, start_from=cfg.start_from,
-                                      max_message_bytes=cfg.max_message_bytes, max_poll_records=cfg.poll_max_records,
-                                      stop=lambda: self.shutdown.requested, id_type=cfg.id_type,
-                                      id_lock=self.id_lock, max_id_bytes=cfg.max_id_bytes,
-                                      stats_interval_s=cfg.kafka_stats_interval, on_stats=self._client_stats)
+        self.source = endpoints.make_source(cfg, stop=lambda: self.shutdown.requested, id_lock=self.id_lock,
+                                            on_stats=self._client_stats)
         if cfg.publish_topic or cfg.dead_letter_topic:
-            from connectors.kafka_clients import make_producer
-
-            self.producer = self._retry(lambda: make_producer(cfg.kafka_client, cfg.bootstrap_servers,
-                                                              stats_interval_s=cfg.kafka_stats_interval,
-                                                              on_stats=self._client_stats),
+            self.producer = self._retry(lambda: endpoints.make_producer(cfg, on_stats=self._client_stats),
                                         "creating the producer")
         if cfg.publish_topic:
-            from connectors.kafka_sink import RankPublisher
-
-            self.publisher = RankPublisher(self.producer, cfg.publish_topic, threshold=cfg.publish_threshold,
-                                           top_k=cfg.top_k, top_k_every=cfg.top_k_every,
-                                           publish_format=cfg.publish_format)
-            if self.engine.graph.num_vertices:
-                self.publisher.prime(self.engine.ranks()[1])
-        if cfg.dead_letter_topic:
-            from connectors.kafka_sink import KafkaDeadLetters
-
-            self.dead_letters = KafkaDeadLetters(self.producer, cfg.dead_letter_topic)
-        else:
-            from connectors.dir_source import FileDeadLetters
-
-            path = cfg.dead_letter_file or os.path.join(cfg.checkpoint_dir, "dead-letters.jsonl")
-            self.dead_letters = FileDeadLetters(path)
-        if cfg.snapshot_every:
-            from connectors.parquet_sink import ParquetSnapshots
-
-            self.snapshots = ParquetSnapshots(cfg.snapshot_dir or os.path.join(cfg.checkpoint_dir, "snapshots"),
-                                              every=cfg.snapshot_every)
+            restored = self.engine.ranks()[1] if self.engine.graph.num_vertices else None
+            self.publisher = endpoints.make_publisher(cfg, self.producer, restored)
+        self.dead_letters = endpoints.make_dead_letters(cfg, self.producer)
+        self.snapshots = endpoints.make_snapshots(cfg)
         self.source.open(self.positions)
         self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
                              threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size,
