@@ -44,8 +44,8 @@ _F32_MAX_ITER = int(os.environ.get("STREAMRANK_F32_MAX_ITER", "100"))
 #: buffers). It takes fewer sweeps (R-MAT 24: 4 / 5 / 8 against 5 / 6 / 11 at 1e-6 / 1e-4 /
 #: 1e-2 batches, docs/GPU.md); the last bits of the result then depend on the order in which the
 #: device ran the blocks, so two runs agree to the tolerance, not bit for bit. Static from
-#: scratch stays Jacobi (deterministic, and exact on small graphs that Jacobi solves exactly);
-#: float32 contributions keep two buffers. Knob STREAMRANK_SWEEP_IN_PLACE.
+#: scratch stays Jacobi (two runs of it give the same bits); float32 contributions keep two
+#: buffers. Knob STREAMRANK_SWEEP_IN_PLACE.
 _IN_PLACE = os.environ.get("STREAMRANK_SWEEP_IN_PLACE", "1") != "0"
 
 
