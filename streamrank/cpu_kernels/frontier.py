@@ -32,9 +32,6 @@ from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, spar
 #: out-edges exceed ``DENSE_WEIGHT`` times all edges: a dense pass reads every edge once, a
 #: sparse one the frontier's in-edges and the edges its marking needs.
 DENSE_WEIGHT = 0.5
-#: The same for Gauss-Seidel, whose sparse step is dearer per vertex (in-place writes, a list
-#: order that must put the newly marked first) and whose dense pass needs no second buffers.
-DENSE_WEIGHT_GS = 0.5
 #: Rows of the workspace's per-chunk arrays: float partials (max, sum) and integer ones.
 PARTS_F, PARTS_I = 2, 9
 
