@@ -144,3 +144,28 @@ def test_staleness_fields_weighted_by_edges():
     assert STALENESS_EDGES_MS[first] <= 10 < STALENESS_EDGES_MS[first + 1]
     assert staleness_fields([EdgeRun(z, z, z > 0, "k", 1, ends=np.array([101]), positions=np.array([1]),
                                      timestamps_ms=np.array([-1]))]) == {}
+
+
+@pytest.mark.parametrize("dump_s, dumped", [(0.05, True), (0.0, False)])
+def test_stall_dump_writes_every_threads_stack(tmp_path, monkeypatch, capfd, dump_s, dumped):
+    """--stall-dump-s: a batch slower than the setting dumps the stacks (the slow frame among
+    them); a fast one, or the setting at 0, dumps nothing."""
+    from streamrank.engine import Engine
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("src,dst\n" + "".join(f"{i},{(i * 7) % 50}\n" for i in range(100)))
+    apply = Engine.apply
+
+    def slow_apply(self, batch):
+        time.sleep(0.3)
+        return apply(self, batch)
+
+    monkeypatch.setattr(Engine, "apply", slow_apply)
+    cfg = load_config(env={"STREAMRANK_STALL_DUMP_S": str(dump_s)},
+                      overrides={"input_dir": str(tmp_path / "in"), "checkpoint_dir": str(tmp_path / "c"),
+                                 "batch_size": 50, "batch_wait_ms": 5, "exit_when_done": True})
+    assert cfg.stall_dump_s == dump_s
+    capfd.readouterr()
+    assert Daemon(cfg, shutdown=ShutdownFlag()).run() == 0
+    err = capfd.readouterr().err
+    assert ("slow_apply" in err) is dumped, err[-2000:]

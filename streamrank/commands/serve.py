@@ -75,6 +75,10 @@ _FLAGS = {
         type=float, metavar="SECONDS",
         help="confluent-kafka: every SECONDS write the consumer's and producer's librdkafka statistics, condensed, "
              "to the applied log as kafka_stats events and to the DEBUG log (default 0: off)")),
+    "--stall-dump-s": ("stall_dump_s", dict(
+        type=float, metavar="SECONDS",
+        help="when one batch (apply, publish, bookkeeping) takes longer than SECONDS, write every thread's "
+             "Python stack to stderr, once per such batch: finds what holds the loop (default 0: off)")),
     "--applied-log": ("applied_log", dict(metavar="PATH", help="append a JSON line per restore/batch/checkpoint (audit, tests)")),
 }
 

@@ -66,6 +66,7 @@ class DaemonConfig:
     warm_up: str = "auto"
     lag_interval: float = 5.0
     kafka_stats_interval: float = 0.0
+    stall_dump_s: float = 0.0
     applied_log: str | None = None
     id_type: str = "auto"
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
@@ -106,7 +107,7 @@ class DaemonConfig:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         for name in ("batch_wait_ms", "checkpoint_interval", "publish_threshold", "top_k", "top_k_every",
                      "snapshot_every", "drift_every", "drift_bound", "lag_interval",
-                     "decode_threads", "kafka_stats_interval"):
+                     "decode_threads", "kafka_stats_interval", "stall_dump_s"):
             if float(getattr(self, name)) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
         if 0 < float(self.kafka_stats_interval) < 0.001:

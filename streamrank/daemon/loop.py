@@ -22,6 +22,7 @@ decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand ov
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import os
@@ -209,6 +210,18 @@ class Daemon:
             log.warning("dead letter: %s at %s[%s]@%s: %s", b.reason, b.topic, b.partition, b.offset, b.detail)
 
     def _step(self, w) -> None:
+        """Apply one closed batch, publish, record; under ``--stall-dump-s`` a batch that takes
+        longer dumps every thread's stack to stderr (faulthandler's watchdog thread, which needs
+        no GIL: it also shows a thread that holds the GIL)."""
+        if self.cfg.stall_dump_s > 0:
+            faulthandler.dump_traceback_later(float(self.cfg.stall_dump_s), repeat=False)
+        try:
+            self._apply_step(w)
+        finally:
+            if self.cfg.stall_dump_s > 0:
+                faulthandler.cancel_dump_traceback_later()
+
+    def _apply_step(self, w) -> None:
         eng = self.engine
         chunks, pos = w.chunks, w.positions
         if len(chunks) == 1:
