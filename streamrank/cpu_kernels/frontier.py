@@ -93,10 +93,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 sticky = False
             if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
                 if big:
-                    dense_par(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
+                    dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
                               parts, part_count)
                 else:
-                    dense_serial(nch, n, g, inv, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
+                    dense_serial(nch, n, g, inv, loops, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
                                  prune, parts, part_count)
                 x, xnew = xnew, x
                 c, cnew = cnew, c
@@ -118,10 +118,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                           alpha, selfloop, ftol, ptol, grow, prune, parts)
             if jacobi is not None:
                 if par:
-                    sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha,
+                    sparse_par(nch, nf, F, g, inv, loops, c, x, xnew, status, flags, last_spread, stamp, alpha,
                                selfloop, ftol, ptol, grow, prune, parts)
                 else:
-                    rank_range(0, nf, 0, F, g, inv, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
+                    rank_range(0, nf, 0, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
                                grow, prune, parts)
                     commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
         err = 0.0

@@ -15,11 +15,11 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, gs_value
+from .common import CHUNK, solved_value
 
 
 @njit(cache=True)
-def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                  part_count):
     """One dense iteration over the vertices of chunk ``k`` (see the module docstring).
 
@@ -28,8 +28,9 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, f
     the sum (of ``|c|``) and whether a spreader points here. Branch-free per vertex: a vertex
     outside the frontier keeps its value (its change is exactly 0), so the partial sums and
     maxima are those of the frontier alone. (An early exit at the first spreader reads fewer
-    edges but mispredicts a branch per vertex: slower.) An explicit self-loop is left out of
-    the sum and divided out of the vertex's own equation (:func:`.common.gs_value`).
+    edges but mispredicts a branch per vertex: slower.) An explicit self-loop (``loops[v]``) is
+    taken off the sum again and divided out of the vertex's own equation
+    (:func:`.common.solved_value`).
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
@@ -44,17 +45,14 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, f
         o = in_off[v]
         acc = 0.0
         sp = np.int64(keep[v])
-        own = np.int64(0)
         for j in range(o, o + in_deg[v]):
-            u = in_idx[j]
-            cu = c[u]
-            mine = np.int64(u == v)
-            own |= mine
-            acc += abs(cu) * (1 - mine)
+            cu = c[in_idx[j]]
+            acc += abs(cu)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
         a = np.int64(sp != 0)
         old = x[v]
-        new = gs_value(acc, own != 0, alpha, selfloop, inv, out_deg, v)
+        loop = np.float64(loops[v])
+        new = solved_value(acc - loop * abs(c[v]), loop, alpha, selfloop, inv[v])
         val = new if a != 0 else old
         xnew[v] = val
         d = val - old
@@ -78,18 +76,18 @@ def _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, f
 
 
 @njit(cache=True, parallel=True)
-def dense_par(nch, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+def dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                part_count):
     for k in prange(nch):
-        _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+        _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                      part_count)
 
 
 @njit(cache=True)
-def dense_serial(nch, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+def dense_serial(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                   part_count):
     for k in range(nch):
-        _dense_range(k, n, g, inv, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
+        _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                      part_count)
 
 

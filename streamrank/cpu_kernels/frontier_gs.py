@@ -38,7 +38,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, block_size, gs_value, nchunks
+from .common import CHUNK, block_size, nchunks, solved_value
 from .frontier_sparse import NEW, PRUNE, SPREAD
 
 #: Blocks per iteration that codes in ``owner`` can tell apart (``code = stamp * MAX_BLOCKS + b``).
@@ -70,10 +70,8 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
         else:
             for j in range(o, o + in_deg[v]):
                 acc += c[in_idx[j]]
-        own = loops[v] != 0
-        if own:
-            acc -= c[v]  # the sum read v's own value (not updated yet)
-        new = gs_value(acc, own, alpha, selfloop, inv, out_deg, v)
+        loop = np.float64(loops[v])
+        new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
         x[v] = new
         c[v] = new * inv[v]
@@ -208,15 +206,10 @@ def _dense_range(k, blo, bhi, multi, n, g, inv, c, cprev, loops, x, keep, sticky
                 acc += abs(cu)
                 low = min(low, cu)
         sp |= np.int64(low < 0.0)
-        # v's equation solved for x[v] as gs_value does it, without a branch on the loop (about half
-        # the vertices of sx-mathoverflow have one, so a branch mispredicted: 3-8 % of a pass). The
-        # sum read v's own value where v has a loop (its sign bit, if it spread, activates v: one
-        # update); loop * |c[v]| takes it off again (acc - 0.0 is acc without a loop). The diagonal
-        # counts the explicit loop and, in self-loop mode, the implicit one (inv = 1 / d(v) there).
-        # Uniform mode: bitwise gs_value's value (a division by exactly 1.0 without a loop).
+        # The sum read v's own value where v has a loop (its sign bit, if it spread, activates v:
+        # one update); loop * |c[v]| takes it off again before the loop is solved for.
         loop = np.float64(loops[v])
-        diagonal = loop + 1.0 if selfloop else loop
-        new = (1.0 + alpha * (acc - loop * abs(c[v]))) / (1.0 - diagonal * alpha * inv[v])
+        new = solved_value(acc - loop * abs(c[v]), loop, alpha, selfloop, inv[v])
         a = np.int64(sp != 0)
         old = x[v]
         val = new if a != 0 else old

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, gs_value
+from .common import CHUNK, solved_value
 
 #: Frontier status bits written by the sparse rank step: pruned, spreads, spreads but did
 #: not in the previous iteration.
@@ -25,12 +25,13 @@ NEW = 4
 
 
 @njit(cache=True)
-def rank_range(lo, hi, k, F, g, inv, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune,
+def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune,
                 parts):
     """New values of ``F[lo:hi]`` into ``xnew``, their status bits, partials into slot ``k``.
 
-    An explicit self-loop of ``v`` is divided out of its own equation (:func:`.common.gs_value`):
-    a Jacobi step with the diagonal solved, as the GPU's rank kernels do.
+    An explicit self-loop of ``v`` (``loops[v]``) is divided out of its own equation
+    (:func:`.common.solved_value`): a Jacobi step with the diagonal solved, as the GPU's rank
+    kernels do.
 
     The relative change ``|new - old| / max(new, old)`` is compared by multiplying the
     tolerances instead (ranks are positive): no division per vertex.
@@ -46,15 +47,11 @@ def rank_range(lo, hi, k, F, g, inv, c, x, xnew, status, last_spread, stamp, alp
     for i in range(lo, hi):
         v = F[i]
         acc = 0.0
-        own = False
         o = in_off[v]
         for j in range(o, o + in_deg[v]):
-            u = in_idx[j]
-            if u == v:
-                own = True  # an explicit self-loop: solved for below, not summed
-            else:
-                acc += c[u]
-        new = gs_value(acc, own, alpha, selfloop, inv, out_deg, v)
+            acc += c[in_idx[j]]
+        loop = np.float64(loops[v])
+        new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
         xnew[i] = new
         d = new - old
@@ -101,11 +98,11 @@ def commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, stamp):
 
 
 @njit(cache=True, parallel=True)
-def sparse_par(nch, nf, F, g, inv, c, x, xnew, status, flags, last_spread, stamp, alpha, selfloop, ftol,
+def sparse_par(nch, nf, F, g, inv, loops, c, x, xnew, status, flags, last_spread, stamp, alpha, selfloop, ftol,
                 ptol, grow, prune, parts):
     for k in prange(nch):
         lo = k * CHUNK
-        rank_range(lo, min(lo + CHUNK, nf), k, F, g, inv, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol,
+        rank_range(lo, min(lo + CHUNK, nf), k, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol,
                     ptol, grow, prune, parts)
     for k in prange(nch):
         lo = k * CHUNK
