@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 
-def read_stats_file(path: Path) -> list:
-    """The condensed statistics in a producer's ``--stats`` file (a torn last line left out)."""
+def read_json_lines(path: Path) -> list:
+    """The JSON lines of ``path`` (a producer's ``--stats`` file, a daemon's applied log), a torn
+    last line left out; empty when the file does not exist."""
     out = []
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
@@ -104,7 +105,7 @@ def summarize(events: list, producer_files: list, topic: str, t0: float, t1: flo
     ranks = _in_window([e for e in mine if e.get("client") == "producer"], t0, t1)
     rank_rtt = _windows(ranks, "rtt_ms")
     return {"consumer": summarize_consumer(consumer, topic),
-            "producers": summarize_producers([_in_window(read_stats_file(Path(f)), t0, t1)
+            "producers": summarize_producers([_in_window(read_json_lines(Path(f)), t0, t1)
                                               for f in producer_files], topic),
             "rank_producer_rtt_ms": list(rank_rtt) if rank_rtt[0] is not None else None}
 

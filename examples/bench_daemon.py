@@ -58,6 +58,7 @@ from pathlib import Path
 import numpy as np
 from _broker import ROOT, child_env, start_broker, start_daemon
 from _client_stats import print_table as print_client_stats
+from _client_stats import read_json_lines as read_applied
 from _client_stats import summarize as summarize_client_stats
 
 sys.path.insert(0, str(ROOT))
@@ -169,17 +170,6 @@ def start_producers(run: dict, args, bootstrap: str, topic: str, rdir: Path, *, 
         prods.append(subprocess.Popen(cmd, env=child_env(), stdout=open(rdir / f"producer{k}.log", "w"),
                                       stderr=subprocess.STDOUT))
     return prods
-
-
-def read_applied(path: Path) -> list:
-    """The events of a daemon's applied log (a torn last line is left out)."""
-    out = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return out
 
 
 def prefill(run: dict, args, bootstrap: str, topic: str, rdir: Path, edges: int) -> dict:

@@ -26,6 +26,7 @@ class SxmoReplay:
     """An engine on the base graph and the batches of lines after it."""
 
     def __init__(self, dangling: str, *, device: str = "gpu", algorithm: str = "dfp"):
+        self.dangling = dangling
         self.src, self.dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
         self.pos = int(0.9 * self.src.shape[0])
         self.engine = Engine(device, algorithm, config=RankConfig(dangling=dangling))
@@ -40,3 +41,14 @@ class SxmoReplay:
         self.pos += size
         keep = s != d
         return EdgeBatch.from_arrays(s[keep], d[keep])
+
+
+def replay_from_env(*, device: str = "gpu", warmup: int = 5) -> SxmoReplay:
+    """The replay of the scripts set by the environment: ``DANGLING`` (default self-loop) and
+    ``SIZE`` lines per batch (default 5, kept as ``.size``), after ``warmup`` batches (kernels
+    compiled, pools filled)."""
+    replay = SxmoReplay(os.environ.get("DANGLING", "self-loop"), device=device)
+    replay.size = int(os.environ.get("SIZE", "5"))
+    for _ in range(warmup):
+        replay.engine.apply(replay.next_batch(replay.size))
+    return replay

@@ -10,19 +10,16 @@ import os, sys, time, functools, collections
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _sxmo import SxmoReplay  # noqa: E402
+from _sxmo import replay_from_env  # noqa: E402
 from streamrank.batch import EdgeBatch
 from streamrank import pagerank_gpu, graph_gpu, graph_gpu_fast, engine as engm
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
 
-dang = os.environ.get("DANGLING", "self-loop")
-replay = SxmoReplay(dang)
-eng = replay.engine
-size = int(os.environ.get("SIZE", "5"))
+replay = replay_from_env()
+eng, dang, size = replay.engine, replay.dangling, replay.size
 def nxt():
     return replay.next_batch(size)
-for _ in range(5): eng.apply(nxt())
 T = collections.defaultdict(list)
 def wrap(obj, name, label):
     f = getattr(obj, name)

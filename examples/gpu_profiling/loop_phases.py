@@ -9,17 +9,14 @@ import os, sys
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _sxmo import SxmoReplay  # noqa: E402
+from _sxmo import replay_from_env  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
 
-dang = os.environ.get("DANGLING", "self-loop")
-replay = SxmoReplay(dang)
-eng = replay.engine
-size = int(os.environ.get("SIZE", "5"))
+replay = replay_from_env()
+eng, dang, size = replay.engine, replay.dangling, replay.size
 def nxt():
     return replay.next_batch(size)
-for _ in range(5): eng.apply(nxt())
 ticks = cp.zeros(3 * 600 + 4, dtype=cp.uint64); fl.LOOP_TICKS = ticks
 R, P, D, I, M, F = [], [], [], [], [], []
 for b in range(40):
