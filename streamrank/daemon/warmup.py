@@ -38,9 +38,9 @@ def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
     deletions (the fused graph update and the DF-P loop), a large batch that floods the frontier
     (the slow path with deletions, ``auto``'s hand-over to warm sweeps), growth past the reserved
     room, the GPU store's compaction (which a stream meets once the garbage of relocated lists
-    passes the live edges: on a fresh 16-core H100 host its first use stalled a daemon batch
-    for 4 s, docs/DAEMON.md), ``warm`` and ``static`` directly, and a checkpoint's state and
-    restore. The daemon's own engine is not touched.
+    passes the live edges; its first use compiles CuPy kernels, seconds on a fresh machine),
+    ``warm`` and ``static`` directly, and a checkpoint's state and restore. The daemon's own
+    engine is not touched.
 
     Parameters
     ----------
