@@ -24,6 +24,7 @@ _UPDATE_NAMES = (
     "gather_edges<int>",
     "plan_groups<int>",
     "delete_grouped_block<int>",
+    "count_flags2<bool>",
 )
 #: Lists at least this long are compacted by a whole block instead of a warp.
 BIG_LIST = 2048
@@ -36,6 +37,19 @@ MASK32 = np.int64(0xFFFFFFFF)
 
 def update_kernel(name: str):
     return get_kernel(_UPDATE_CU, name, _UPDATE_NAMES)
+
+
+def count_flags(cp, a, b, out) -> None:
+    """Add the numbers of true entries of the bool device arrays ``a`` and ``b`` to ``out[0]``
+    and ``out[1]`` (an int64 device array; asynchronous, no sync).
+
+    One kernel for every size (``count_flags2`` in graph_update.cu), where ``a.sum()`` would
+    compile a CuPy reduction per size class on first use, for seconds, mid-stream.
+    """
+    na, nb = int(a.shape[0]), int(b.shape[0])
+    if na or nb:
+        launch(update_kernel("count_flags2<bool>"), grid_for_threads(max(na, nb)), BLOCK,
+               (cp.ascontiguousarray(a), np.int64(na), cp.ascontiguousarray(b), np.int64(nb), out))
 
 
 def _slack(cp, deg):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .errors import InvalidArgumentError
-from .graph_gpu_lists import MASK32, MAX_VERTICES, NO_KEY
+from .graph_gpu_lists import MASK32, MAX_VERTICES, NO_KEY, count_flags
 from .normalize import collapse_last_op
 
 #: Device bytes of the slow path's per-edge temporaries (keys, sorts, plans), counted when a
@@ -77,10 +77,13 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     rikey = cp.sort(cp.where(new, (id_ << 32) | is_, NO_KEY))
     plan_out = g._out.plan_insertions(ikey)
     plan_in = g._in.plan_insertions(rikey)
-    # The one sync that sizes everything: applied counts and slots to reserve.
-    counts = cp.stack([
-        found.sum(dtype=cp.int64), new.sum(dtype=cp.int64), plan_out[3], plan_in[3],
-    ]).get()
+    # The one sync that sizes everything: applied counts and slots to reserve. The flags are
+    # counted by one kernel for every size (count_flags), not by CuPy's sum, whose reductions
+    # compile a specialization per size class mid-stream.
+    sizing = cp.zeros(4, dtype=cp.int64)
+    count_flags(cp, found, new, sizing)
+    sizing[2], sizing[3] = plan_out[3], plan_in[3]
+    counts = sizing.get()
     n_del, n_ins, extra_out, extra_in = (int(v) for v in counts)
     g._stage("sort + plan + count")
     dropped["absent_deletion"] = n_del_req - n_del

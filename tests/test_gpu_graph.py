@@ -368,3 +368,16 @@ def test_device_id_map_matches_host_map(cp):
     back = IdMap.from_external(gm.external, cp)
     assert isinstance(back, GpuIdMap) and np.array_equal(_host(back.lookup(cp.asarray(q))), hm.lookup(q))
     assert gm.room >= 0 and _host(gm.keys).shape[0] >= 2 * len(gm)
+
+
+@pytest.mark.parametrize("na,nb", [(0, 0), (1, 0), (0, 7), (31, 33), (4097, 100_000), (3_000_001, 5)])
+def test_count_flags_matches_numpy(cp, na, nb):
+    """The slow path's sizing count (one kernel for every size) against NumPy's."""
+    from streamrank.graph_gpu_lists import count_flags
+
+    rng = np.random.default_rng(na + nb)
+    a, b = rng.random(na) < 0.3, rng.random(nb) < 0.9
+    out = cp.zeros(4, dtype=cp.int64)
+    count_flags(cp, cp.asarray(a), cp.asarray(b), out)
+    count_flags(cp, cp.asarray(a), cp.asarray(b), out)  # adds
+    assert _host(out).tolist() == [2 * int(a.sum()), 2 * int(b.sum()), 0, 0]

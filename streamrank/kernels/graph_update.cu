@@ -235,3 +235,25 @@ __global__ void plan_groups(const long long* __restrict__ keys, long long m, con
     need[i] = want;
   }
 }
+
+// Counts of the true flags of a[0, na) and of b[0, nb), added to out[0] and out[1] (zeroed by
+// the caller). One compiled kernel for every size: CuPy's own reductions (bool.sum()) compile a
+// specialization per size class on first use, seconds of NVRTC that a daemon would otherwise pay
+// mid-stream when a batch falls in a new class (docs/DAEMON.md, "Stalls").
+template <typename F>
+__global__ void count_flags2(const F* __restrict__ a, long long na, const F* __restrict__ b,
+                             long long nb, unsigned long long* __restrict__ out) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long t0 = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned long long ca = 0, cb = 0;
+  for (long long i = t0; i < na; i += stride) ca += a[i] ? 1ull : 0ull;
+  for (long long i = t0; i < nb; i += stride) cb += b[i] ? 1ull : 0ull;
+  for (int o = 16; o > 0; o >>= 1) {
+    ca += __shfl_down_sync(0xffffffffu, ca, o);
+    cb += __shfl_down_sync(0xffffffffu, cb, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (ca) atomicAdd(out, ca);
+    if (cb) atomicAdd(out + 1, cb);
+  }
+}
