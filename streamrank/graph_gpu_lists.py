@@ -10,6 +10,8 @@ fast update relies on. Used by :class:`streamrank.graph_gpu.GpuGraph` (the slow 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .gpu_launch import BLOCK, grid_for_threads, grid_for_warps, launch
@@ -23,10 +25,12 @@ _UPDATE_NAMES = (
     "relocate_all<int>",
     "gather_edges<int>",
     "plan_groups<int>",
-    "delete_grouped_block<int>",
+    "plan_big_deletions<int>",
+    "big_delete_scan<int>",
+    "big_delete_move<int>",
     "count_flags2<bool>",
 )
-#: Lists at least this long are compacted by a whole block instead of a warp.
+#: Lists at least this long lose their deleted entries by the whole grid instead of a warp.
 BIG_LIST = 2048
 #: Most vertices of the device store (internal ids are int32; one id is kept for the kernels).
 MAX_VERTICES = 2**31 - 2
@@ -62,6 +66,17 @@ def _exclusive_cumsum(cp, a):
     out[0] = 0
     cp.cumsum(a, out=out[1:])
     return out
+
+
+class DeletionPlan(NamedTuple):
+    """What :meth:`Direction.delete` takes (from :meth:`Direction.plan_deletions`)."""
+
+    gend: object   # per key, the end of its group (int64)
+    csum: object   # inclusive prefix sum of the long lists' degrees by group leader (int64)
+    holes: object  # per key, scratch: positions of deleted entries to fill (int32)
+    surv: object   # per key, scratch: positions of kept entries to move (int32)
+    hcnt: object   # per key, holes found (int32, zeroed)
+    scnt: object   # per key, survivors found (int32, zeroed)
 
 
 # ---------------------------------------------------------------------- one direction
@@ -202,19 +217,40 @@ class Direction:
         new_off = cp.where(need > 0, self.end + csum - need, -1)
         return gend, new_off, need.astype(cp.int32), csum[-1]
 
-    def plan_deletions(self, keys):
-        """Group ends of sorted deletion keys (what :meth:`delete` takes; allocated before the
-        commit of a batch so that the commit allocates nothing)."""
-        return self._groups(keys)[0]
+    def plan_deletions(self, keys, m: int | None = None) -> DeletionPlan:
+        """What :meth:`delete` of the first ``m`` sorted keys takes (all of them when None),
+        allocated before the commit of a batch so that the commit allocates nothing: the group
+        ends, and for the long lists (degree >= BIG_LIST, deleted from by the whole grid) their
+        sizes' prefix sum and the scratch of the deletion. Asynchronous (no sync)."""
+        cp = self.cp
+        m = int(keys.shape[0]) if m is None else int(m)
+        gend = self._groups(keys)[0]
+        sizes = cp.empty(m, dtype=cp.int64)
+        if m:
+            launch(update_kernel("plan_big_deletions<int>"), grid_for_threads(m), BLOCK,
+                   (keys, np.int64(m), self.deg, np.int32(BIG_LIST), sizes))
+        counts = cp.zeros(2 * m, dtype=cp.int32)
+        return DeletionPlan(gend, cp.cumsum(sizes), cp.empty(m, dtype=cp.int32),
+                            cp.empty(m, dtype=cp.int32), counts[:m], counts[m:])
 
-    def delete(self, keys, m: int, gend=None) -> None:
+    def delete(self, keys, m: int, plan: DeletionPlan | None = None) -> None:
+        """Remove the edges of the first ``m`` sorted keys ``u << 32 | t`` (all present, distinct)
+        from their lists (three launches, no sync): a warp per short list, the long ones by the
+        whole grid (``big_delete_scan`` / ``big_delete_move`` in graph_update.cu; list order is
+        not kept)."""
         if m == 0:
             return
-        if gend is None:
-            gend = self.plan_deletions(keys)
-        args = (keys, gend, np.int64(m), self.off, self.deg, self.idx, np.int32(BIG_LIST))
-        launch(update_kernel("delete_grouped<int>"), grid_for_warps(m), BLOCK, args)
-        launch(update_kernel("delete_grouped_block<int>"), grid_for_threads(m * BLOCK), BLOCK, args)
+        if plan is None:
+            plan = self.plan_deletions(keys, m)
+        big, mm = np.int32(BIG_LIST), np.int64(m)
+        launch(update_kernel("delete_grouped<int>"), grid_for_warps(m), BLOCK,
+               (keys, plan.gend, mm, self.off, self.deg, self.idx, big))
+        # the long lists' total length is read on the device: the largest grid, every time
+        launch(update_kernel("big_delete_scan<int>"), grid_for_threads(1 << 40), BLOCK,
+               (keys, plan.gend, mm, plan.csum, self.off, self.deg, self.idx, plan.holes, plan.surv,
+                plan.hcnt, plan.scnt))
+        launch(update_kernel("big_delete_move<int>"), grid_for_warps(m), BLOCK,
+               (keys, plan.gend, mm, self.off, self.deg, self.idx, big, plan.holes, plan.surv, plan.hcnt))
 
     def insert(self, keys, m: int, plan) -> None:
         if m == 0:

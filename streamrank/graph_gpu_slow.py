@@ -19,7 +19,7 @@ from .normalize import collapse_last_op
 
 #: Device bytes of the slow path's per-edge temporaries (keys, sorts, plans), counted when a
 #: batch's growth is checked against the free memory.
-TEMP_BYTES_PER_EDGE = 256
+TEMP_BYTES_PER_EDGE = 320
 
 
 def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
@@ -95,7 +95,7 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     g.ids.reserve(plan.count)
     g._out.reserve(extra_out)
     g._in.reserve(extra_in)
-    gend_out, gend_in = g._out.plan_deletions(dkey), g._in.plan_deletions(rdkey)
+    del_out, del_in = g._out.plan_deletions(dkey, n_del), g._in.plan_deletions(rdkey, n_del)
     changes = AppliedChanges(
         ikey[:n_ins] >> 32, ikey[:n_ins] & MASK32, dkey[:n_del] >> 32, dkey[:n_del] & MASK32,
         n_before, n_after, received, dropped,
@@ -103,8 +103,8 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
 
     # Commit.
     g.ids.commit_add(plan)
-    g._out.delete(dkey, n_del, gend_out)
-    g._in.delete(rdkey, n_del, gend_in)
+    g._out.delete(dkey, n_del, del_out)
+    g._in.delete(rdkey, n_del, del_in)
     g._out.insert(ikey, n_ins, plan_out)
     g._in.insert(rikey, n_ins, plan_in)
     g._out.end += extra_out

@@ -124,8 +124,10 @@ def test_rmat_on_device(cp):
     assert deg.max() > 20 * deg.mean()  # skewed
 
 
-def test_hub_lists_above_the_block_threshold(cp):
-    """Deletions from lists longer than _BIG_LIST go through the block-wide compaction."""
+@pytest.mark.parametrize("fast", [True, False])
+def test_hub_lists_above_the_block_threshold(cp, fast):
+    """Deletions from lists longer than BIG_LIST: the fast kernel's block-wide compaction, and
+    the slow path's grid-wide deletion (fast path off), down to a hub list deleted whole."""
     from streamrank.graph_gpu import GpuGraph
     from streamrank.graph_gpu_lists import BIG_LIST as _BIG_LIST
 
@@ -133,7 +135,8 @@ def test_hub_lists_above_the_block_threshold(cp):
     k = _BIG_LIST + 1500
     s = np.concatenate([np.zeros(k, np.int64), rng.integers(2, 9000, k), rng.integers(0, 9000, 3000)])
     d = np.concatenate([rng.integers(2, 9000, k), np.ones(k, np.int64), rng.integers(0, 9000, 3000)])
-    gg, cg = GpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
+    gg = GpuGraph.from_edges(s, d, fast_update=_settings(fast))
+    cg = CpuGraph.from_edges(s, d)
     assert int(_host(gg.out_degree).max()) >= _BIG_LIST
     for _ in range(4):
         es, ed = cg.edges_external()
@@ -145,6 +148,15 @@ def test_hub_lists_above_the_block_threshold(cp):
         assert gg.apply(EdgeBatch.from_arrays(bs, bd, bi)).summary() == \
             cg.apply(EdgeBatch.from_arrays(bs, bd, bi)).summary()
         _assert_same(gg, cg)
+    # every out-edge of hub 0 at once (its list empties), beside deletions from hub 1's in-list
+    es, ed = cg.edges_external()
+    pick = np.concatenate([np.flatnonzero(es == 0), rng.choice(np.flatnonzero(ed == 1), 900, replace=False)])
+    bs, bd, bi = es[pick], ed[pick], np.zeros(len(pick), bool)
+    assert gg.apply(EdgeBatch.from_arrays(bs, bd, bi)).summary() == \
+        cg.apply(EdgeBatch.from_arrays(bs, bd, bi)).summary()
+    _assert_same(gg, cg)
+    hub0 = int(cg.ids.lookup(np.array([0]))[0])
+    assert int(_host(gg.out_degree)[hub0]) == 0 and int(cg.out_degree[hub0]) == 0
 
 
 # ---------------------------------------------------------------------- the fast path

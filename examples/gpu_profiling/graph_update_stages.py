@@ -1,11 +1,12 @@
 """Where the GPU graph update's time goes by batch size on R-MAT (docs/GPU.md, issue 11).
 
-Applies random batches (80% insertions with endpoints drawn below the vertex count, 20%
-deletions of present edges) of 2,000 / 26,000 / 100,000 edges to a GpuGraph, prints the median
-wall time per batch, then the same batches' stages with a device sync after each
-(``GpuGraph.stage_ms``), then the time of single CuPy operations at 26,000 elements. GPU only.
+Applies random batches (as ``streamrank bench`` makes them: 80% insertions between existing
+vertices, 20% deletions of present edges) of 2,000 / 26,000 / 100,000 edges (or SIZES) to a
+GpuGraph, prints the median wall time per batch, then the same batches' stages with a device
+sync after each (``GpuGraph.stage_ms``), then the time of single CuPy operations at 26,000
+elements. GPU only. For an A/B, run it alternately with PYTHONPATH at two checkouts.
 
-    PYTHONPATH=. python3 examples/gpu_profiling/graph_update_stages.py [SCALE]
+    PYTHONPATH=. python3 examples/gpu_profiling/graph_update_stages.py [SCALE [SIZES]]
 """
 import sys, time
 import numpy as np
@@ -21,14 +22,16 @@ g = GpuGraph.from_edges(s, d)
 E = g.num_edges
 print(f"rmat:{scale}: {g.num_vertices} vertices, {E} edges")
 es, ed = (to_host(a) for a in g.edges_external())
+ext = to_host(g.ids.external)
+sizes = [int(x) for x in sys.argv[2].split(",")] if len(sys.argv) > 2 else [2000, 26000, 100000]
 rng = np.random.default_rng(0)
 def batch(k):
     ins = rng.random(k) < 0.8
     pick = rng.integers(0, len(es), k)
-    n = g.num_vertices
-    bs = np.where(ins, rng.integers(0, n, k), es[pick]); bd = np.where(ins, rng.integers(0, n, k), ed[pick])
+    bs = np.where(ins, ext[rng.integers(0, len(ext), k)], es[pick])
+    bd = np.where(ins, ext[rng.integers(0, len(ext), k)], ed[pick])
     return EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp)
-for k in (2000, 26000, 100000):
+for k in sizes:
     bs = [batch(k) for _ in range(6)]
     g.apply(bs[0]); cp.cuda.Device().synchronize()
     t = []

@@ -71,7 +71,7 @@ __global__ void edge_find(const I* __restrict__ qs, const I* __restrict__ qd, lo
 
 // Remove, for every group (u, targets), the targets from u's list: one warp per group compacts
 // the list in place (order is not kept) and lowers deg[u].
-// Lists of degree >= big are left to delete_grouped_block.
+// Lists of degree >= big are left to big_delete_scan / big_delete_move.
 template <typename I>
 __global__ void delete_grouped(const long long* __restrict__ keys, const long long* __restrict__ gend,
                                long long m, const long long* __restrict__ off, I* __restrict__ deg,
@@ -100,44 +100,75 @@ __global__ void delete_grouped(const long long* __restrict__ keys, const long lo
   }
 }
 
-// The same for lists of degree >= big, one block per group (block-wide compaction in chunks of
-// blockDim: each thread reads its entry, then the block agrees on where the kept ones go), so a
-// hub's long list is scanned by a whole block rather than one warp.
+// Deletions from long lists (degree >= big) by the whole grid, in two launches after
+// plan_big_deletions: a hub's list is scanned by every block rather than one, so a batch that
+// deletes from a list of millions of entries costs that list's length over the grid.
+//
+// sizes[i] = deg[u] for the leader i of a group whose list u is long, else 0. The caller turns
+// sizes into its inclusive prefix sum `csum`: the long lists laid end to end, csum[m-1] entries.
 template <typename I>
-__global__ void delete_grouped_block(const long long* __restrict__ keys, const long long* __restrict__ gend,
-                                     long long m, const long long* __restrict__ off, I* __restrict__ deg,
-                                     I* __restrict__ idx, I big) {
-  __shared__ int warp_kept[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  for (long long i = blockIdx.x; i < m; i += gridDim.x) {
-    if (!is_group_leader(keys, i)) continue;  // uniform over the block
-    const I u = static_cast<I>(keys[i] >> 32);
+__global__ void plan_big_deletions(const long long* __restrict__ keys, long long m, const I* __restrict__ deg,
+                                   I big, long long* __restrict__ sizes) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < m; i += stride) {
+    long long s = 0;
+    if (is_group_leader(keys, i)) {
+      const I d = deg[keys[i] >> 32];
+      if (d >= big) s = static_cast<long long>(d);
+    }
+    sizes[i] = s;
+  }
+}
+
+// One thread per entry of the long lists (entry v of csum's layout). With k = the group's keys
+// (all present in the list, distinct) the list keeps d - k entries: a deleted entry below d - k
+// is a hole, a kept entry at or above d - k a survivor; both are collected (positions) in the
+// group's own range [i, i + k) of holes / surv, and there are as many of each.
+template <typename I>
+__global__ void big_delete_scan(const long long* __restrict__ keys, const long long* __restrict__ gend,
+                                long long m, const long long* __restrict__ csum,
+                                const long long* __restrict__ off, const I* __restrict__ deg,
+                                const I* __restrict__ idx, I* __restrict__ holes, I* __restrict__ surv,
+                                int* __restrict__ hcnt, int* __restrict__ scnt) {
+  if (m <= 0) return;
+  const long long total = csum[m - 1];  // read on the device: no host sync sizes this grid
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {
+    long long lo = 0, up = m;  // the group: first i with csum[i] > v
+    while (lo < up) {
+      const long long mid = (lo + up) >> 1;
+      if (csum[mid] <= v) lo = mid + 1; else up = mid;
+    }
+    const long long i = lo, hi = gend[i];
+    const long long u = keys[i] >> 32;
+    const I d = deg[u];
+    const long long p = v - (csum[i] - static_cast<long long>(d));
+    const I t = idx[off[u] + p];
+    const bool drop = sorted_contains(keys, i, hi, (u << 32) | static_cast<long long>(t));
+    if (p < static_cast<long long>(d) - (hi - i)) {
+      if (drop) holes[i + atomicAdd(hcnt + i, 1)] = static_cast<I>(p);
+    } else if (!drop) {
+      surv[i + atomicAdd(scnt + i, 1)] = static_cast<I>(p);
+    }
+  }
+}
+
+// One warp per long-list group: survivors move into the holes, deg[u] drops by k.
+template <typename I>
+__global__ void big_delete_move(const long long* __restrict__ keys, const long long* __restrict__ gend,
+                                long long m, const long long* __restrict__ off, I* __restrict__ deg,
+                                I* __restrict__ idx, I big, const I* __restrict__ holes,
+                                const I* __restrict__ surv, const int* __restrict__ hcnt) {
+  const int lane = threadIdx.x & 31;
+  for (long long i = warp_id_global(); i < m; i += warps_in_grid()) {
+    if (!is_group_leader(keys, i)) continue;
+    const long long u = keys[i] >> 32;
     const I d = deg[u];
     if (d < big) continue;
-    const long long hi = gend[i];
     const long long base = off[u];
-    const long long high = static_cast<long long>(u) << 32;
-    I w = 0;
-    for (I p0 = 0; p0 < d; p0 += blockDim.x) {
-      const I p = p0 + threadIdx.x;
-      const bool valid = p < d;
-      const I t = valid ? idx[base + p] : I(0);
-      const bool keep = valid && !sorted_contains(keys, i, hi, high | static_cast<long long>(t));
-      const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
-      __syncthreads();  // every entry of this chunk is read, and warp_kept is free again
-      if (lane == 0) warp_kept[warp] = __popc(b);
-      __syncthreads();
-      int before = 0, total = 0;
-      for (int j = 0; j < nwarps; ++j) {
-        const int c = warp_kept[j];
-        before += j < warp ? c : 0;
-        total += c;
-      }
-      if (keep) idx[base + w + before + __popc(b & ((1u << lane) - 1u))] = t;
-      w += total;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) deg[u] = w;
+    const int h = hcnt[i];
+    for (int j = lane; j < h; j += 32) idx[base + holes[i + j]] = idx[base + surv[i + j]];
+    if (lane == 0) deg[u] = d - static_cast<I>(gend[i] - i);
   }
 }
 
