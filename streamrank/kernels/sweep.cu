@@ -76,22 +76,70 @@ __device__ __forceinline__ void bucket_pass(const RankArgs<I, V>& a, const View<
 }  // namespace
 
 // The degree split of every vertex into the four buckets and the big list (rows and counters
-// as listed at the top; the counters must be zero). One pass over |V|, once per call.
+// as listed at the top; the counters must be zero). One pass over |V|, once per call. A block
+// takes tiles of SR_PARTITION_ROUNDS * blockDim consecutive vertices: it counts each row's
+// vertices of the tile (ballots, per warp), reserves each row's range with one global atomic per
+// tile, then writes them. (A warp-aggregated append per warp and row put 1.4 M atomics on five
+// counters at R-MAT 24, 0.38 ms of a 10 ms batch, H200.) The order within a row is by tile, then
+// warp, then round: the sweeps' results do not depend on it.
+#ifndef SR_PARTITION_ROUNDS
+#define SR_PARTITION_ROUNDS 8
+#endif
+template <typename I>
+__device__ __forceinline__ int bucket_row(I d, I big) {
+  return d >= big ? 1 : (d < 4 ? 0 : (d < 16 ? 2 : (d < 64 ? 3 : 4)));
+}
+
 template <typename I, typename V>
 __global__ void partition_buckets(const RankArgs<I, V>* __restrict__ args) {
+  __shared__ int wcount[5][32];  // per row, per warp of the block (blockDim <= 1024)
+  __shared__ int rbase[5];
   const RankArgs<I, V>& a = *args;
   const I big = static_cast<I>(a.switch_degree);
-  const int lane = threadIdx.x & 31;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long b0 = static_cast<long long>(blockIdx.x) * blockDim.x + (threadIdx.x - lane); b0 < a.n;
-       b0 += stride) {  // uniform over the warp
-    const long long i = b0 + lane;
-    const bool valid = i < a.n;
-    const I v = static_cast<I>(i);
-    const I d = valid ? a.in_deg[v] : I(0);
-    const int row = d >= big ? 1 : (d < 4 ? 0 : (d < 16 ? 2 : (d < 64 ? 3 : 4)));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const unsigned below = (1u << lane) - 1u;
+  const long long tile = static_cast<long long>(blockDim.x) * SR_PARTITION_ROUNDS;
+  for (long long t0 = static_cast<long long>(blockIdx.x) * tile; t0 < a.n;
+       t0 += static_cast<long long>(gridDim.x) * tile) {  // uniform over the block
+    int cnt[5] = {0, 0, 0, 0, 0};
 #pragma unroll
-    for (int r = 0; r < 5; ++r) sr::warp_append<I>(valid && row == r, v, a.lists[r], a.cnt + r);
+    for (int r = 0; r < SR_PARTITION_ROUNDS; ++r) {
+      const long long i = t0 + static_cast<long long>(r) * blockDim.x + threadIdx.x;
+      const int row = i < a.n ? bucket_row<I>(a.in_deg[i], big) : -1;
+#pragma unroll
+      for (int q = 0; q < 5; ++q) cnt[q] += __popc(__ballot_sync(SR_FULL_MASK, row == q));
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int q = 0; q < 5; ++q) wcount[q][warp] = cnt[q];
+    }
+    __syncthreads();
+    if (threadIdx.x < 5) {
+      const int q = threadIdx.x;
+      int tot = 0;
+      for (int w = 0; w < nwarps; ++w) tot += wcount[q][w];
+      rbase[q] = tot ? atomicAdd(a.cnt + q, tot) : 0;
+    }
+    __syncthreads();
+    int at[5];
+#pragma unroll
+    for (int q = 0; q < 5; ++q) {
+      int before = 0;
+      for (int w = 0; w < warp; ++w) before += wcount[q][w];
+      at[q] = rbase[q] + before;
+    }
+#pragma unroll
+    for (int r = 0; r < SR_PARTITION_ROUNDS; ++r) {
+      const long long i = t0 + static_cast<long long>(r) * blockDim.x + threadIdx.x;
+      const int row = i < a.n ? bucket_row<I>(a.in_deg[i], big) : -1;
+#pragma unroll
+      for (int q = 0; q < 5; ++q) {
+        const unsigned b = __ballot_sync(SR_FULL_MASK, row == q);
+        if (row == q) a.lists[q][at[q] + __popc(b & below)] = static_cast<I>(i);
+        at[q] += __popc(b);
+      }
+    }
+    __syncthreads();  // wcount and rbase are rewritten by the next tile
   }
 }
 
