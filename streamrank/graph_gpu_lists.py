@@ -26,9 +26,11 @@ _UPDATE_NAMES = (
     "gather_edges<int>",
     "plan_groups<int>",
     "plan_big_deletions<int>",
+    "mark_targets<long long>",
     "big_delete_scan<int>",
     "big_delete_move<int>",
     "count_flags2<bool>",
+    "ids_out_of_range<long long>",
 )
 #: Lists at least this long lose their deleted entries by the whole grid instead of a warp.
 BIG_LIST = 2048
@@ -56,6 +58,18 @@ def count_flags(cp, a, b, out) -> None:
                (cp.ascontiguousarray(a), np.int64(na), cp.ascontiguousarray(b), np.int64(nb), out))
 
 
+def ids_fit_31_bits(cp, a, b) -> bool:
+    """Whether every id of the int64 device arrays ``a`` and ``b`` (same length) lies in
+    ``[0, 2**31)``: one launch and one 4-byte read (a sync)."""
+    n = int(a.shape[0])
+    if n == 0:
+        return True
+    flag = cp.zeros(1, dtype=cp.int32)
+    launch(update_kernel("ids_out_of_range<long long>"), grid_for_threads(n), BLOCK,
+           (cp.ascontiguousarray(a), cp.ascontiguousarray(b), np.int64(n), flag))
+    return not int(flag.get()[0])  # sync: chooses the collapse's sort
+
+
 def _slack(cp, deg):
     """Spare slots given to a vertex of degree ``deg`` at (re)build time."""
     return 2 + (deg >> 3)
@@ -77,6 +91,7 @@ class DeletionPlan(NamedTuple):
     surv: object   # per key, scratch: positions of kept entries to move (int32)
     hcnt: object   # per key, holes found (int32, zeroed)
     scnt: object   # per key, survivors found (int32, zeroed)
+    tmask: object  # bit t set for every target t of the keys (uint32 words)
 
 
 # ---------------------------------------------------------------------- one direction
@@ -217,38 +232,44 @@ class Direction:
         new_off = cp.where(need > 0, self.end + csum - need, -1)
         return gend, new_off, need.astype(cp.int32), csum[-1]
 
-    def plan_deletions(self, keys, m: int | None = None) -> DeletionPlan:
+    def plan_deletions(self, keys, m: int | None = None, *, n: int | None = None) -> DeletionPlan:
         """What :meth:`delete` of the first ``m`` sorted keys takes (all of them when None),
         allocated before the commit of a batch so that the commit allocates nothing: the group
-        ends, and for the long lists (degree >= BIG_LIST, deleted from by the whole grid) their
-        sizes' prefix sum and the scratch of the deletion. Asynchronous (no sync)."""
+        ends, the mask of the keys' targets (``n``: a bound on them, the vertex count; the
+        direction's row count when None), and for the long lists (degree >= BIG_LIST, deleted
+        from by the whole grid) their sizes' prefix sum and the scratch of the deletion.
+        Asynchronous (no sync)."""
         cp = self.cp
         m = int(keys.shape[0]) if m is None else int(m)
+        n = int(self.deg.shape[0]) if n is None else int(n)
         gend = self._groups(keys)[0]
         sizes = cp.empty(m, dtype=cp.int64)
+        tmask = cp.zeros(max(1, (n + 31) // 32), dtype=cp.uint32)
         if m:
             launch(update_kernel("plan_big_deletions<int>"), grid_for_threads(m), BLOCK,
                    (keys, np.int64(m), self.deg, np.int32(BIG_LIST), sizes))
+            launch(update_kernel("mark_targets<long long>"), grid_for_threads(m), BLOCK,
+                   (keys, np.int64(m), tmask))
         counts = cp.zeros(2 * m, dtype=cp.int32)
         return DeletionPlan(gend, cp.cumsum(sizes), cp.empty(m, dtype=cp.int32),
-                            cp.empty(m, dtype=cp.int32), counts[:m], counts[m:])
+                            cp.empty(m, dtype=cp.int32), counts[:m], counts[m:], tmask)
 
     def delete(self, keys, m: int, plan: DeletionPlan | None = None) -> None:
         """Remove the edges of the first ``m`` sorted keys ``u << 32 | t`` (all present, distinct)
         from their lists (three launches, no sync): a warp per short list, the long ones by the
         whole grid (``big_delete_scan`` / ``big_delete_move`` in graph_update.cu; list order is
-        not kept)."""
+        not kept); an entry whose target is in no key is kept without a search."""
         if m == 0:
             return
         if plan is None:
             plan = self.plan_deletions(keys, m)
         big, mm = np.int32(BIG_LIST), np.int64(m)
         launch(update_kernel("delete_grouped<int>"), grid_for_warps(m), BLOCK,
-               (keys, plan.gend, mm, self.off, self.deg, self.idx, big))
+               (keys, plan.gend, mm, self.off, self.deg, self.idx, big, plan.tmask))
         # the long lists' total length is read on the device: the largest grid, every time
         launch(update_kernel("big_delete_scan<int>"), grid_for_threads(1 << 40), BLOCK,
-               (keys, plan.gend, mm, plan.csum, self.off, self.deg, self.idx, plan.holes, plan.surv,
-                plan.hcnt, plan.scnt))
+               (keys, plan.gend, mm, plan.csum, self.off, self.deg, self.idx, plan.tmask, plan.holes,
+                plan.surv, plan.hcnt, plan.scnt))
         launch(update_kernel("big_delete_move<int>"), grid_for_warps(m), BLOCK,
                (keys, plan.gend, mm, self.off, self.deg, self.idx, big, plan.holes, plan.surv, plan.hcnt))
 

@@ -9,7 +9,7 @@ store) then drops insertions of present edges and deletions of absent ones.
 from __future__ import annotations
 
 
-def collapse_last_op(xp, src, dst, insert):
+def collapse_last_op(xp, src, dst, insert, *, packed: bool = False):
     """Keep the last op of every (src, dst) pair.
 
     Parameters
@@ -19,6 +19,10 @@ def collapse_last_op(xp, src, dst, insert):
     src, dst : array of int64
         External ids in arrival order.
     insert : array of bool
+    packed : bool
+        The caller knows every id lies in ``[0, 2**31)``: one stable sort of the keys
+        ``src << 32 | dst`` (a radix sort on the GPU: 0.38 against 3.4 ms for the three-key
+        lexsort at 2.6 M edges, H200) instead of the lexsort; the same result.
 
     Returns
     -------
@@ -30,10 +34,18 @@ def collapse_last_op(xp, src, dst, insert):
     n = int(src.shape[0])
     if n == 0:
         return src, dst, insert, 0
-    arrival = xp.arange(n, dtype=xp.int64)
-    order = xp.lexsort(xp.stack([arrival, dst, src]))  # by src, then dst, then arrival
-    s, d, ins = src[order], dst[order], insert[order]
     last = xp.ones(n, dtype=bool)
-    last[:-1] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+    if packed:
+        key = (src << 32) | dst
+        # stable: equal keys keep arrival order (CuPy's sorts are stable, and take no `kind`)
+        order = xp.argsort(key, kind="stable") if xp.__name__ == "numpy" else xp.argsort(key)
+        ks = key[order]
+        last[:-1] = ks[1:] != ks[:-1]
+    else:
+        arrival = xp.arange(n, dtype=xp.int64)
+        order = xp.lexsort(xp.stack([arrival, dst, src]))  # by src, then dst, then arrival
+    s, d, ins = src[order], dst[order], insert[order]
+    if not packed:
+        last[:-1] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
     keep = xp.nonzero(last)[0]  # syncs on the GPU for the output size
     return s[keep], d[keep], ins[keep], n - int(keep.shape[0])

@@ -393,3 +393,20 @@ def test_count_flags_matches_numpy(cp, na, nb):
     count_flags(cp, cp.asarray(a), cp.asarray(b), out)
     count_flags(cp, cp.asarray(a), cp.asarray(b), out)  # adds
     assert _host(out).tolist() == [2 * int(a.sum()), 2 * int(b.sum()), 0, 0]
+
+
+@pytest.mark.parametrize("big_ids", [False, True])
+def test_large_batches_collapse_packed_or_by_lexsort(cp, big_ids):
+    """Batches above PACKED_COLLAPSE_MIN collapse by packed keys when the ids fit 31 bits, by the
+    lexsort otherwise (ids up to 2**40): both against the CPU store."""
+    from streamrank.graph_gpu import GpuGraph
+    from streamrank.graph_gpu_slow import PACKED_COLLAPSE_MIN
+
+    rng = np.random.default_rng(5)
+    scale = 2**40 if big_ids else 1
+    s, d = _random_graph(rng, 3000, 20000)
+    gg, cg = GpuGraph.from_edges(s * scale, d * scale), CpuGraph.from_edges(s * scale, d * scale)
+    for _ in range(3):
+        es, ed = cg.edges_external()
+        bs, bd, bi = _random_batch(rng, 3500, PACKED_COLLAPSE_MIN + 3000, edges=(es // scale, ed // scale))
+        _apply_both(cp, gg, cg, bs * scale, bd * scale, bi)

@@ -32,6 +32,12 @@ __device__ __forceinline__ bool sorted_contains(const long long* keys, long long
   return false;
 }
 
+// Whether bit t of the target mask is set (mark_targets): a target no deletion key of the batch
+// names is kept without a search of the group's keys.
+__device__ __forceinline__ bool maybe_target(const unsigned* __restrict__ tmask, long long t) {
+  return (tmask[t >> 5] >> (t & 31)) & 1u;
+}
+
 __device__ __forceinline__ bool is_group_leader(const long long* keys, long long i) {
   const long long k = keys[i];
   if (k == SR_NO_KEY) return false;
@@ -75,7 +81,7 @@ __global__ void edge_find(const I* __restrict__ qs, const I* __restrict__ qd, lo
 template <typename I>
 __global__ void delete_grouped(const long long* __restrict__ keys, const long long* __restrict__ gend,
                                long long m, const long long* __restrict__ off, I* __restrict__ deg,
-                               I* __restrict__ idx, I big) {
+                               I* __restrict__ idx, I big, const unsigned* __restrict__ tmask) {
   const int lane = threadIdx.x & 31;
   for (long long i = warp_id_global(); i < m; i += warps_in_grid()) {
     if (!is_group_leader(keys, i)) continue;
@@ -90,7 +96,8 @@ __global__ void delete_grouped(const long long* __restrict__ keys, const long lo
       const I p = p0 + lane;
       const bool valid = p < d;
       const I t = valid ? idx[base + p] : I(0);
-      const bool drop = valid && sorted_contains(keys, i, hi, high | static_cast<long long>(t));
+      const bool drop = valid && maybe_target(tmask, t) &&
+                        sorted_contains(keys, i, hi, high | static_cast<long long>(t));
       const bool keep = valid && !drop;
       const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
       if (keep) idx[base + w + __popc(b & ((1u << lane) - 1u))] = t;
@@ -123,33 +130,72 @@ __global__ void plan_big_deletions(const long long* __restrict__ keys, long long
 // One thread per entry of the long lists (entry v of csum's layout). With k = the group's keys
 // (all present in the list, distinct) the list keeps d - k entries: a deleted entry below d - k
 // is a hole, a kept entry at or above d - k a survivor; both are collected (positions) in the
-// group's own range [i, i + k) of holes / surv, and there are as many of each.
+// group's own range [i, i + k) of holes / surv, and there are as many of each. A warp takes
+// chunks of 32 * SR_SCAN_ROUNDS consecutive entries: lane 0 finds the chunk's group by a binary
+// search over csum, and a lane moves to the next group (a second search) at most once per chunk,
+// since a long list has at least 2,048 entries; targets outside the batch's target mask are kept
+// without searching the group's keys.
+#ifndef SR_SCAN_ROUNDS
+#define SR_SCAN_ROUNDS 8
+#endif
+__device__ __forceinline__ long long first_above(const long long* __restrict__ csum, long long lo,
+                                                 long long up, long long v) {
+  while (lo < up) {  // first i in [lo, up) with csum[i] > v
+    const long long mid = (lo + up) >> 1;
+    if (csum[mid] <= v) lo = mid + 1; else up = mid;
+  }
+  return lo;
+}
+
 template <typename I>
 __global__ void big_delete_scan(const long long* __restrict__ keys, const long long* __restrict__ gend,
                                 long long m, const long long* __restrict__ csum,
                                 const long long* __restrict__ off, const I* __restrict__ deg,
-                                const I* __restrict__ idx, I* __restrict__ holes, I* __restrict__ surv,
+                                const I* __restrict__ idx, const unsigned* __restrict__ tmask,
+                                I* __restrict__ holes, I* __restrict__ surv,
                                 int* __restrict__ hcnt, int* __restrict__ scnt) {
   if (m <= 0) return;
   const long long total = csum[m - 1];  // read on the device: no host sync sizes this grid
+  const int lane = threadIdx.x & 31;
+  const long long chunk = 32LL * SR_SCAN_ROUNDS;
+  for (long long c0 = warp_id_global() * chunk; c0 < total; c0 += warps_in_grid() * chunk) {
+    long long g = 0;
+    if (lane == 0) g = first_above(csum, 0, m, c0);
+    g = __shfl_sync(SR_FULL_MASK, g, 0);
+    long long end = -1, start = 0, base = 0, hi = 0, high = 0, keep = 0;
+    for (int r = 0; r < SR_SCAN_ROUNDS; ++r) {
+      const long long v = c0 + static_cast<long long>(r) * 32 + lane;
+      if (v >= total) break;
+      if (v >= end) {  // this lane's first entry, or it crossed into the next long list
+        if (end >= 0) g = first_above(csum, g + 1, m, v);
+        end = csum[g];
+        const long long u = keys[g] >> 32;
+        const long long d = static_cast<long long>(deg[u]);
+        start = end - d;
+        base = off[u];
+        hi = gend[g];
+        high = u << 32;
+        keep = d - (hi - g);
+      }
+      const long long p = v - start;
+      const I t = idx[base + p];
+      const bool drop = maybe_target(tmask, t) && sorted_contains(keys, g, hi, high | static_cast<long long>(t));
+      if (p < keep) {
+        if (drop) holes[g + atomicAdd(hcnt + g, 1)] = static_cast<I>(p);
+      } else if (!drop) {
+        surv[g + atomicAdd(scnt + g, 1)] = static_cast<I>(p);
+      }
+    }
+  }
+}
+
+// The target mask of sorted keys u << 32 | t (the first m): bit t set (tmask zeroed by the caller).
+template <typename K>
+__global__ void mark_targets(const K* __restrict__ keys, long long m, unsigned* __restrict__ tmask) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {
-    long long lo = 0, up = m;  // the group: first i with csum[i] > v
-    while (lo < up) {
-      const long long mid = (lo + up) >> 1;
-      if (csum[mid] <= v) lo = mid + 1; else up = mid;
-    }
-    const long long i = lo, hi = gend[i];
-    const long long u = keys[i] >> 32;
-    const I d = deg[u];
-    const long long p = v - (csum[i] - static_cast<long long>(d));
-    const I t = idx[off[u] + p];
-    const bool drop = sorted_contains(keys, i, hi, (u << 32) | static_cast<long long>(t));
-    if (p < static_cast<long long>(d) - (hi - i)) {
-      if (drop) holes[i + atomicAdd(hcnt + i, 1)] = static_cast<I>(p);
-    } else if (!drop) {
-      surv[i + atomicAdd(scnt + i, 1)] = static_cast<I>(p);
-    }
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < m; i += stride) {
+    const long long t = keys[i] & 0xffffffffLL;
+    atomicOr(tmask + (t >> 5), 1u << (t & 31));
   }
 }
 
@@ -287,4 +333,17 @@ __global__ void count_flags2(const F* __restrict__ a, long long na, const F* __r
     if (ca) atomicAdd(out, ca);
     if (cb) atomicAdd(out + 1, cb);
   }
+}
+
+// flag[0] = 1 when some id of a[0, n) or b[0, n) lies outside [0, 2^31) (flag zeroed by the
+// caller; a plain store: every writer writes 1). Whether the slow path may collapse a batch by
+// one sort of packed keys src << 32 | dst.
+template <typename T>
+__global__ void ids_out_of_range(const T* __restrict__ a, const T* __restrict__ b, long long n,
+                                 int* __restrict__ flag) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  bool bad = false;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    bad |= (static_cast<unsigned long long>(a[i]) | static_cast<unsigned long long>(b[i])) >> 31;
+  if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) *flag = 1;
 }
