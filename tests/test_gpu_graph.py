@@ -410,3 +410,28 @@ def test_large_batches_collapse_packed_or_by_lexsort(cp, big_ids):
         es, ed = cg.edges_external()
         bs, bd, bi = _random_batch(rng, 3500, PACKED_COLLAPSE_MIN + 3000, edges=(es // scale, ed // scale))
         _apply_both(cp, gg, cg, bs * scale, bd * scale, bi)
+
+
+def test_many_hub_lists_in_one_slow_batch(cp):
+    """Deletions from many long lists in one slow-path batch (the grid-wide scan's chunks then
+    cross from one list into the next), with insertions into the same lists."""
+    from streamrank.graph_gpu import GpuGraph
+    from streamrank.graph_gpu_lists import BIG_LIST
+
+    rng = np.random.default_rng(12)
+    hubs = np.arange(12, dtype=np.int64)
+    deg = rng.integers(BIG_LIST, BIG_LIST + 700, len(hubs))
+    s = np.concatenate([np.repeat(hubs, deg), rng.integers(100, 20000, 20000)] +
+                       [rng.integers(100, 20000, k) for k in deg])
+    d = np.concatenate([rng.integers(100, 20000, deg.sum()), rng.integers(100, 20000, 20000)] +
+                       [np.full(k, h) for h, k in zip(hubs, deg)])
+    gg, cg = GpuGraph.from_edges(s, d, fast_update=_settings(False)), CpuGraph.from_edges(s, d)
+    for _ in range(3):
+        es, ed = cg.edges_external()
+        hub = (es < 12) | (ed < 12)
+        pick = rng.choice(np.flatnonzero(hub), 3000, replace=False)
+        bs = np.concatenate([es[pick], rng.integers(0, 12, 1500), rng.integers(100, 20000, 1500)])
+        bd = np.concatenate([ed[pick], rng.integers(100, 20000, 1500), rng.integers(0, 12, 1500)])
+        bi = np.concatenate([np.zeros(3000, bool), np.ones(3000, bool)])
+        _apply_both(cp, gg, cg, bs, bd, bi)
+    assert int(_host(gg.out_degree).max()) >= BIG_LIST

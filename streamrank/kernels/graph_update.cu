@@ -132,9 +132,9 @@ __global__ void plan_big_deletions(const long long* __restrict__ keys, long long
 // is a hole, a kept entry at or above d - k a survivor; both are collected (positions) in the
 // group's own range [i, i + k) of holes / surv, and there are as many of each. A warp takes
 // chunks of 32 * SR_SCAN_ROUNDS consecutive entries: lane 0 finds the chunk's group by a binary
-// search over csum, and a lane moves to the next group (a second search) at most once per chunk,
-// since a long list has at least 2,048 entries; targets outside the batch's target mask are kept
-// without searching the group's keys.
+// search over csum; each lane searches again from there for its first entry and when it crosses
+// into the next list (at most once more per chunk, since a long list has at least 2,048
+// entries); targets outside the batch's target mask are kept without searching the group's keys.
 #ifndef SR_SCAN_ROUNDS
 #define SR_SCAN_ROUNDS 8
 #endif
@@ -167,7 +167,8 @@ __global__ void big_delete_scan(const long long* __restrict__ keys, const long l
       const long long v = c0 + static_cast<long long>(r) * 32 + lane;
       if (v >= total) break;
       if (v >= end) {  // this lane's first entry, or it crossed into the next long list
-        if (end >= 0) g = first_above(csum, g + 1, m, v);
+        // the first i >= g with csum[i] > v (the chunk's start lies in g, so v's list is g or later)
+        g = first_above(csum, g, m, v);
         end = csum[g];
         const long long u = keys[g] >> 32;
         const long long d = static_cast<long long>(deg[u]);
