@@ -324,6 +324,7 @@ class ConfluentProducer:
                 self._p.poll(timeout_s)
             finally:
                 self._serving.release()
+            self._unserved = 0  # a hint for the sending thread (a lost update only moves its next poll)
 
     def flush(self, *, timeout_s: float = 30.0) -> None:
         """Wait until everything sent is acknowledged (see :meth:`KafkaPythonProducer.flush`)."""

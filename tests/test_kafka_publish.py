@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka_broker import Broker, free_port, kafka_broker  # noqa: F401
+from kafka_broker import free_port, kafka_broker  # noqa: F401
 
 from connectors.kafka_sink import RankPublisher, keyed_messages
 
