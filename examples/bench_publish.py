@@ -11,8 +11,9 @@ acknowledged it (``wait_acked(mark())``, which serves the client's delivery repo
 ``--compare ROOT`` loads ``ROOT/connectors`` (another checkout, e.g. ``git worktree add /tmp/before
 COMMIT``) beside this one and alternates the two round by round, each with its own producer; the
 table gives medians over all rounds. ``publish`` is the time until the messages are handed to
-the client (what the daemon's staleness ends at); ``+ acked`` adds the wait for the broker's
-acknowledgements with the delivery reports served.
+the client (what the daemon's staleness ends at); ``+ acked`` adds, as the daemon does, serving
+the delivery reports at hand (``producer.poll()``, where the producer has it) and the wait for the
+broker's acknowledgements.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -176,6 +177,7 @@ def test_records_on_the_broker_are_the_old_messages(kafka_broker, client, kind):
     rng = np.random.default_rng(1)
     p1 = rng.random(n) / n
     p2 = p1 + 1e-3
+    t0 = time.time()
     prod = make_producer(client, kafka_broker.bootstrap)
     try:
         pub = RankPublisher(prod, topic, threshold=0.0, top_k=0, publish_format="keyed")
@@ -189,6 +191,7 @@ def test_records_on_the_broker_are_the_old_messages(kafka_broker, client, kind):
     assert len(got) == 2 * n
     by_key = {}
     for r in sorted(got, key=lambda r: (r.partition, r.offset)):
+        assert t0 - 1 <= r.timestamp / 1000 <= time.time() + 1  # the client's time of sending, as before
         (hk, hv), = [tuple(h) for h in r.headers]
         assert hk == "seq"
         by_key.setdefault(r.key, []).append((int(hv), r.value))
