@@ -106,6 +106,9 @@ class RankPublisher:
     def publish(self, seq: int, ids, p, *, force_top_k: bool = False) -> dict:
         """Send the moved vertices of batch ``seq`` (and the top-k when due).
 
+        The keyed messages go to the producer in one ``send_many`` call (one ``send`` each for a
+        producer without it).
+
         Parameters
         ----------
         seq : int
@@ -127,13 +130,14 @@ class RankPublisher:
         send = self.producer.send
         topic = self.topic
         if self.publish_format in ("keyed", "both"):
-            vids = ids[idx].tolist()
-            vals = p[idx].tolist()
-            for v, r in zip(vids, vals):
-                send(topic, key=_key(v),
-                     value=b'{"seq":%d,"vertex":%s,"rank":%s}' % (seq, _json_vertex(v), repr(r).encode()),
-                     headers=headers)
-            sent["vertex"] = len(vids)
+            keys, values = keyed_messages(seq, ids[idx], p[idx])
+            send_many = getattr(self.producer, "send_many", None)
+            if send_many is not None:
+                send_many(topic, keys, values, headers)
+            else:
+                for k, v in zip(keys, values):
+                    send(topic, key=k, value=v, headers=headers)
+            sent["vertex"] = len(keys)
         if self.publish_format in ("arrow", "both") and idx.size:
             send(topic, key=BATCH_KEY, value=encode_rank_batch(seq, ids[idx], p[idx]), headers=headers)
             sent["batch"] = 1
@@ -148,6 +152,54 @@ class RankPublisher:
         for k, n in sent.items():
             self.sent[k] += n
         return sent
+
+
+def keyed_messages(seq: int, ids, ranks) -> tuple:
+    """Keys and values of the ``"keyed"`` rank messages of batch ``seq``, one per vertex, in order.
+
+    Parameters
+    ----------
+    seq : int
+    ids : ndarray
+        External ids of the vertices (an integer dtype, or an object array of ``str``).
+    ranks : ndarray
+        Their ranks.
+
+    Returns
+    -------
+    keys, values : list of bytes
+        ``keys[i]`` is ``ids[i]`` as UTF-8 text, ``values[i]`` the JSON
+        ``{"seq":S,"vertex":V,"rank":R}`` with ``R`` the ``repr`` of the rank as a Python float.
+
+    Integer ids and string ids that need no JSON escaping are formatted by one C-level ``%`` per
+    message (``%r`` of a float is its ``repr``); anything else (an id to escape, an unexpected
+    type) by the per-vertex helpers. Both give the same bytes.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``ids`` and ``ranks`` differ in length.
+    """
+    ids = np.asarray(ids)
+    ranks = np.asarray(ranks)
+    if ids.shape[0:1] != ranks.shape[0:1]:
+        raise InvalidArgumentError(f"keyed_messages: {ids.shape} ids but {ranks.shape} ranks")
+    seq = int(seq)
+    vids = ids.tolist()
+    vals = ranks.tolist()
+    if ids.dtype.kind in "iu":
+        keys = list(map(b"%d".__mod__, vids))
+        return keys, list(map((b'{"seq":%d,"vertex":%%d,"rank":%%r}' % seq).__mod__, zip(vids, vals)))
+    try:
+        plain = _JSON_ESCAPE.search("".join(vids)) is None  # each match is one character: none in any id
+    except TypeError:  # not all str
+        plain = False
+    if plain:
+        keys = list(map(str.encode, vids))  # UTF-8, strict
+        return keys, list(map((b'{"seq":%d,"vertex":"%%s","rank":%%r}' % seq).__mod__, zip(keys, vals)))
+    keys = [_key(v) for v in vids]
+    return keys, [b'{"seq":%d,"vertex":%s,"rank":%s}' % (seq, _json_vertex(v), repr(r).encode())
+                  for v, r in zip(vids, vals)]
 
 
 def _vertex(v):

@@ -438,6 +438,8 @@ class Daemon:
                     except GraphCapacityError as exc:
                         self._capacity_stop(exc, w.chunks)
                         break
+                    if self.producer is not None:  # the client's delivery reports, after the hand-over
+                        self.producer.poll()
                 elif w.positions:
                     self.positions.update(w.positions)  # only rejected records or file ends: no batch
                     self._dirty = True
