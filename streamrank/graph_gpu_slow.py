@@ -45,11 +45,17 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     dropped = {"duplicate": int(dups), "present_insertion": 0, "absent_deletion": 0}
     g._stage("collapse")
 
-    # Boolean selections sync to size their outputs (two small syncs).
-    dels = ~ins
-    dsrc, ddst = src[dels], dst[dels]
-    isrc, idst = src[ins], dst[ins]
-    n_del_req, n_ins_req = int(dsrc.shape[0]), int(isrc.shape[0])
+    # Deletions first, then insertions, each in collapsed order: one stable sort of the flags and
+    # one sync for the count (four boolean selections would sync four times).
+    n_req = int(src.shape[0])
+    order = cp.argsort(ins.astype(cp.int32))  # CuPy's sorts are stable
+    counted = cp.zeros(2, dtype=cp.int64)
+    count_flags(cp, ins, ins[:0], counted)
+    n_ins_req = int(counted[0].get())  # sync: the split's sizes
+    n_del_req = n_req - n_ins_req
+    src, dst = src[order], dst[order]
+    dsrc, ddst = src[:n_del_req], dst[:n_del_req]
+    isrc, idst = src[n_del_req:], dst[n_del_req:]
 
     # Deletions: unknown endpoints (-1) are absent; edge_find reads the graph before the batch.
     ds, dd = g.ids.lookup(dsrc), g.ids.lookup(ddst)
