@@ -51,7 +51,9 @@
 # SR_DEVICES ("gpu cpu"), SR_DRAIN_RUNS, SR_SUSTAINED_RUNS (SR_RUNS is an older name of it),
 # SR_PRODUCERS (4), SR_BATCH_SIZE (50000), SR_DECODE_THREADS (0: the daemon's --decode-threads),
 # SR_PROFILE_EDGES (5000000), SR_TARGET_ARROW_SECONDS (60), SR_TARGET_JSON_SECONDS (30),
-# SR_TARGET_JSON5_SECONDS (20), SR_TARGET_LINGER_MS (50), SR_STALENESS_BATCH_WAIT_MS (50),
+# SR_TARGET_JSON5_SECONDS (20; 0 skips that row), SR_TARGET_LINGER_MS (50),
+# SR_TARGET_ARROW_RATE (1000000) and SR_TARGET_JSON_RATE (250000): the rates the producers offer
+# (above the targets, to show headroom), SR_STALENESS_BATCH_WAIT_MS (50),
 # SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +78,8 @@ TARGET_ARROW_SECONDS=${SR_TARGET_ARROW_SECONDS:-60}
 TARGET_JSON_SECONDS=${SR_TARGET_JSON_SECONDS:-30}
 TARGET_LINGER_MS=${SR_TARGET_LINGER_MS:-50}
 TARGET_JSON5_SECONDS=${SR_TARGET_JSON5_SECONDS:-20}
+TARGET_ARROW_RATE=${SR_TARGET_ARROW_RATE:-1000000}
+TARGET_JSON_RATE=${SR_TARGET_JSON_RATE:-250000}
 STALENESS_BATCH_WAIT_MS=${SR_STALENESS_BATCH_WAIT_MS:-50}
 WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
 mkdir -p "$OUT" "$DEPS"
@@ -191,11 +195,17 @@ if has_mode targets; then
         echo "-- $(( $(date +%s) - t_start ))s so far" | tee -a "$TABLES"
     }
     target targets_arrow "$TARGET_ARROW_SECONDS" "$BATCH_SIZE" 100 "$TARGET_LINGER_MS" "$PRODUCERS" \
-        arrow:1000:confluent:arrow:1000000
-    target targets_json "$TARGET_JSON_SECONDS" "$BATCH_SIZE" 100 "$TARGET_LINGER_MS" "$PRODUCERS" json:1:confluent:arrow:250000
-    target staleness "$STALENESS_SECONDS" 10000 "$STALENESS_BATCH_WAIT_MS" 5 1 \
-        json:1:confluent:keyed:100000,json:1:confluent:arrow:100000
-    target targets_json_linger5 "$TARGET_JSON5_SECONDS" "$BATCH_SIZE" 100 5 "$PRODUCERS" json:1:confluent:arrow:250000
+        "arrow:1000:confluent:arrow:$TARGET_ARROW_RATE"
+    target targets_json "$TARGET_JSON_SECONDS" "$BATCH_SIZE" 100 "$TARGET_LINGER_MS" "$PRODUCERS" \
+        "json:1:confluent:arrow:$TARGET_JSON_RATE"
+    if [ "$STALENESS_SECONDS" -gt 0 ]; then
+        target staleness "$STALENESS_SECONDS" 10000 "$STALENESS_BATCH_WAIT_MS" 5 1 \
+            json:1:confluent:keyed:100000,json:1:confluent:arrow:100000
+    fi
+    if [ "$TARGET_JSON5_SECONDS" -gt 0 ]; then
+        target targets_json_linger5 "$TARGET_JSON5_SECONDS" "$BATCH_SIZE" 100 5 "$PRODUCERS" \
+            "json:1:confluent:arrow:$TARGET_JSON_RATE"
+    fi
 fi
 
 # ---------------------------------------------------------------- logs (checkpoints left out)
