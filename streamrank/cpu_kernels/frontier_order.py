@@ -43,8 +43,8 @@ from .common import CHUNK, block_size, nchunks, solved_value
 ORDER_BUCKETS = 64
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
-#: ``mstate`` slots: vertices of the last build (-1: none, the mirror is invalid), end of the
-#: used part of ``m_idx``.
+#: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
+#: of ``m_idx``.
 BUILT, USED = 0, 1
 
 
@@ -130,6 +130,7 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     if not ok:
         mstate[BUILT] = -1
         return
+    mstate[BUILT] = n_after
     for ends in (ins_src, ins_dst, del_src, del_dst):
         for v in ends:
             p = pos[v]
