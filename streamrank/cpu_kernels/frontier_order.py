@@ -172,110 +172,100 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
 
 
 @njit(cache=True)
-def _dense_range(k, blo, bhi, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune,
-                 parts, part_count):
-    """Positions of chunk ``k`` inside the block ``[blo, bhi)``, in place (as
-    :func:`.frontier_gs._dense_range` with positions for ids)."""
+def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                 part_count):
+    """Block ``b`` (positions ``[b * block, ...)``; ``multi``: there are other blocks), chunk by
+    chunk (partials per chunk), in place (as :func:`.frontier_gs._dense_range` with positions
+    for ids)."""
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
-    m = 0.0
-    s = 0.0
-    keep_in = 0
-    push = 0
-    count = 0
+    blo = b * block
+    bhi = min(blo + block, n)
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
     width = np.uint64(bhi - blo)
-    for p in range(k * CHUNK, min(k * CHUNK + CHUNK, n)):
-        sp = np.int64(keepp[p])
-        low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
-        o = m_off[p]
-        e = m_end[p]
-        deg = e - o
-        a0 = 0.0
-        a1 = 0.0
-        l1 = 0.0
-        j = o
-        if multi:
-            while j + 1 < e:
-                q0 = m_idx[j]
-                q1 = m_idx[j + 1]
-                c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
-                c1 = cp[q1] if np.uint64(q1 - blo) < width else cprevp[q1]
-                a0 += abs(c0)
-                a1 += abs(c1)
-                low = c0 if c0 < low else low
-                l1 = c1 if c1 < l1 else l1
-                j += 2
-            if j < e:
-                q0 = m_idx[j]
-                c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
-                a0 += abs(c0)
-                low = c0 if c0 < low else low
-        else:
-            while j + 1 < e:
-                c0 = cp[m_idx[j]]
-                c1 = cp[m_idx[j + 1]]
-                a0 += abs(c0)
-                a1 += abs(c1)
-                low = c0 if c0 < low else low
-                l1 = c1 if c1 < l1 else l1
-                j += 2
-            if j < e:
-                c0 = cp[m_idx[j]]
-                a0 += abs(c0)
-                low = c0 if c0 < low else low
-        acc = a0 + a1
-        low = l1 if l1 < low else low
-        sp |= np.int64(low < 0.0)
-        # the sum read the own value where the vertex has a loop (frontier_gs._dense_range)
-        loop = np.float64(loopsp[p])
-        new = solved_value(acc - loop * abs(cp[p]), loop, alpha, selfloop, invp[p])
-        a = np.int64(sp != 0)
-        old = xp[p]
-        val = new if a != 0 else old
-        xp[p] = val
-        d = val - old
-        ad = abs(d)
-        top = val if val > old else old
-        kept = a & (1 - (prune_i & np.int64(ad <= ptol * top)))
-        spreads = a & grow_i & np.int64(ad > ftol * top)
-        keepp[p] = np.uint8(kept)
-        cv = val * invp[p]
-        if sticky and math.copysign(1.0, cp[p]) < 0.0:
-            spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
-        cp[p] = -cv if spreads != 0 else cv
-        count += a
-        keep_in += deg * kept
-        push += outdp[p] * spreads
-        m = ad if ad > m else m
-        s += d
-    part_max[k] = m
-    part_sum[k] = s
-    part_keep_in[k] = keep_in
-    part_push[k] = push
-    part_count[k] = count
-
-
-@njit(cache=True)
-def _dense_block(b, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                 part_count):
-    blo = b * block
-    bhi = min(blo + block, n)
-    for k in range(blo // CHUNK, nchunks(bhi)):  # one block or several: each its own machine code
-        if bhi - blo < n:
-            _dense_range(k, blo, bhi, True, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
-                         prune, parts, part_count)
-        else:
-            _dense_range(k, blo, bhi, False, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
-                         prune, parts, part_count)
+    for k in range(blo // CHUNK, nchunks(bhi)):
+        m = 0.0
+        s = 0.0
+        keep_in = 0
+        push = 0
+        count = 0
+        for p in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+            sp = np.int64(keepp[p])
+            low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
+            o = m_off[p]
+            e = m_end[p]
+            deg = e - o
+            a0 = 0.0
+            a1 = 0.0
+            l1 = 0.0
+            j = o
+            if multi:
+                while j + 1 < e:
+                    q0 = m_idx[j]
+                    q1 = m_idx[j + 1]
+                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
+                    c1 = cp[q1] if np.uint64(q1 - blo) < width else cprevp[q1]
+                    a0 += abs(c0)
+                    a1 += abs(c1)
+                    low = c0 if c0 < low else low
+                    l1 = c1 if c1 < l1 else l1
+                    j += 2
+                if j < e:
+                    q0 = m_idx[j]
+                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
+                    a0 += abs(c0)
+                    low = c0 if c0 < low else low
+            else:
+                while j + 1 < e:
+                    c0 = cp[m_idx[j]]
+                    c1 = cp[m_idx[j + 1]]
+                    a0 += abs(c0)
+                    a1 += abs(c1)
+                    low = c0 if c0 < low else low
+                    l1 = c1 if c1 < l1 else l1
+                    j += 2
+                if j < e:
+                    c0 = cp[m_idx[j]]
+                    a0 += abs(c0)
+                    low = c0 if c0 < low else low
+            acc = a0 + a1
+            low = l1 if l1 < low else low
+            sp |= np.int64(low < 0.0)
+            # the sum read the own value where the vertex has a loop (frontier_gs._dense_range)
+            loop = np.float64(loopsp[p])
+            new = solved_value(acc - loop * abs(cp[p]), loop, alpha, selfloop, invp[p])
+            a = np.int64(sp != 0)
+            old = xp[p]
+            val = new if a != 0 else old
+            xp[p] = val
+            d = val - old
+            ad = abs(d)
+            top = val if val > old else old
+            kept = a & (1 - (prune_i & np.int64(ad <= ptol * top)))
+            spreads = a & grow_i & np.int64(ad > ftol * top)
+            keepp[p] = np.uint8(kept)
+            cv = val * invp[p]
+            if sticky and math.copysign(1.0, cp[p]) < 0.0:
+                spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
+            cp[p] = -cv if spreads != 0 else cv
+            count += a
+            keep_in += deg * kept
+            push += outdp[p] * spreads
+            m = ad if ad > m else m
+            s += d
+        part_max[k] = m
+        part_sum[k] = s
+        part_keep_in[k] = keep_in
+        part_push[k] = push
+        part_count[k] = count
 
 
 @njit(cache=True, parallel=True)
 def _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                part_count):
     for b in prange(nb):
-        _dense_block(b, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+        _dense_block(b, block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                      part_count)
 
 
@@ -291,8 +281,8 @@ def dense_order(n, block, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ft
                    part_count)
     else:
         for b in range(nb):
-            _dense_block(b, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                         part_count)
+            _dense_block(b, block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                         parts, part_count)
     if nb > 1:  # a single block never reads cprevp
         cprevp = mv[6]
         for p in range(n):
