@@ -3,13 +3,12 @@
 Replays a file (90 % base graph, then ``--batches`` batches of ``--batch-fraction`` of the edges)
 with DF-P on one thread, then times on that state
 
-* the Gauss-Seidel dense pass over all vertices (uniform mode, the loop's own arguments, called
-  from a compiled wrapper with them as constants), every vertex with in-edges active, from the
-  same copy of the workspace each run: best and median of ``--repeat`` runs, ``--rounds`` times;
-  in id order over the store's gapped rows (:func:`streamrank.cpu_kernels.frontier_gs.dense_gs`,
-  what the loop ran before the sweep order; the warm and static sweeps still do) and in the
-  sweep order over the workspace's mirror (:func:`streamrank.cpu_kernels.frontier_order.dense_order`,
-  what the loop runs), alternately;
+* the frontier loop's Gauss-Seidel dense pass over all vertices (uniform mode, the loop's own
+  arguments: :func:`streamrank.cpu_kernels.frontier_order.dense_order` over the workspace's
+  mirror, called from a compiled wrapper with them as constants), every vertex with in-edges
+  active, from the same copy of the workspace each run: best and median of ``--repeat`` runs,
+  ``--rounds`` times (before the sweep order, this timed ``frontier_gs.dense_gs``, the pass in
+  id order over the store's rows: run the script of each checkout to compare);
 * :func:`streamrank.cpu_kernels.marking.initial_frontier` of the next 50 batches (median).
 
 Run it in two checkouts alternately to compare builds::
@@ -28,7 +27,6 @@ from numba import njit
 
 from streamrank import EdgeBatch, RankConfig
 from streamrank.cpu_kernels.common import GS_BLOCK
-from streamrank.cpu_kernels.frontier_gs import dense_gs
 from streamrank.cpu_kernels.frontier_order import dense_order, enter
 from streamrank.cpu_kernels.marking import initial_frontier
 from streamrank.cpu_workspace import FrontierWorkspace
@@ -38,14 +36,8 @@ from streamrank.replay import BUNDLED_GRAPH, read_stream
 
 
 @njit
-def _pass(n, g, inv, c, cprev, loops, x, keep, parts, part_count):
+def _pass(n, g, mv, cp, xp, keepp, parts, part_count):
     # DF-P, uniform mode, as frontier_iterate passes them (literal flags)
-    dense_gs(n, GS_BLOCK, True, g, inv, c, cprev, loops, x, keep, False, 0.85, False, 1e-6, 1e-6, True, True,
-             parts, part_count)
-
-
-@njit
-def _pass_order(n, g, mv, cp, xp, keepp, parts, part_count):
     dense_order(n, GS_BLOCK, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
                 part_count)
 
@@ -88,29 +80,19 @@ def main(argv=None) -> int:
     enter(n, g, inv, loops, ws.mirror(), xx, c, flags, ws.xnew, ws.cnew, ws.keep2)  # builds the mirror
     xp0, cp0, kp0 = ws.xnew.copy(), ws.cnew.copy(), ws.keep2.copy()
     flags[:] = 0
-    best = {"id order": [], "sweep order": []}
-    medians = {"id order": [], "sweep order": []}
+    best, medians = [], []
     for r in range(args.rounds + 1):  # round 0 compiles and warms up
-        for name in best:
-            ts = []
-            for _ in range(args.repeat if r else 3):
-                if name == "id order":
-                    xx[:] = x0
-                    c[:] = c0
-                    cprev[:] = c0
-                    flags[:] = k0
-                    t = time.perf_counter()
-                    _pass(n, g, inv, c, cprev, loops, xx, flags, parts, parts_i[5])
-                else:
-                    ws.xnew[:] = xp0
-                    ws.cnew[:] = cp0
-                    ws.keep2[:] = kp0
-                    t = time.perf_counter()
-                    _pass_order(n, g, ws.mirror(), ws.cnew, ws.xnew, ws.keep2, parts, parts_i[5])
-                ts.append((time.perf_counter() - t) * 1e3)
-            if r:
-                best[name].append(min(ts))
-                medians[name].append(float(np.median(ts)))
+        ts = []
+        for _ in range(args.repeat if r else 3):
+            ws.xnew[:] = xp0
+            ws.cnew[:] = cp0
+            ws.keep2[:] = kp0
+            t = time.perf_counter()
+            _pass(n, g, ws.mirror(), ws.cnew, ws.xnew, ws.keep2, parts, parts_i[5])
+            ts.append((time.perf_counter() - t) * 1e3)
+        if r:
+            best.append(min(ts))
+            medians.append(float(np.median(ts)))
     flags[:] = 0
     xx[:] = x0
     c[:] = c0
@@ -128,9 +110,8 @@ def main(argv=None) -> int:
         init.append((time.perf_counter() - t) * 1e3)
         marks[listed[:nf]] = 0  # every flag 0 again (the sources' scan bits are cleared by the kernel)
     print(f"{args.path}: |V|={n:,} |E|={graph.num_edges:,} after {args.batches} batches of {size} edges, one thread")
-    for name in best:
-        print(f"dense pass, {name} (all vertices with in-edges active), {args.rounds} rounds of {args.repeat}: "
-              f"best {min(best[name]):.4f} ms, median of the rounds' medians {np.median(medians[name]):.4f} ms")
+    print(f"dense pass (all vertices with in-edges active), {args.rounds} rounds of {args.repeat}: "
+          f"best {min(best):.4f} ms, median of the rounds' medians {np.median(medians):.4f} ms")
     print(f"initial frontier of the next 50 batches: median {np.median(init) * 1e3:.1f} us")
     return 0
 
