@@ -123,8 +123,8 @@ def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops,
 @njit(cache=True, parallel=True)
 def _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
                 selfloop, ftol, ptol, grow, prune, parts):
-    for b in prange(nb):
-        _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
+    for b in prange(nb):  # b is unsigned here: cast, so that the serial loop's compiled block serves
+        _sparse_block(np.int64(b), block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
                       stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
 
 

@@ -264,8 +264,8 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
 @njit(cache=True, parallel=True)
 def _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                part_count):
-    for b in prange(nb):
-        _dense_block(b, block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+    for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
+        _dense_block(np.int64(b), block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                      part_count)
 
 

@@ -37,8 +37,8 @@ def _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling):
 
 @njit(cache=True, parallel=True)
 def _contrib_par(nch, n, out_deg, inv, x, c, part_sum, part_dangling):
-    for k in prange(nch):
-        _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling)
+    for k in prange(nch):  # k is unsigned here: cast, so that the serial loop's compiled chunk serves
+        _contrib_chunk(np.int64(k), n, out_deg, inv, x, c, part_sum, part_dangling)
 
 
 @njit(cache=True)
@@ -83,8 +83,8 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 @njit(cache=True, parallel=True)
 def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
-    for k in prange(nch):
-        _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+    for k in prange(nch):  # k cast as above
+        _sweep_chunk(np.int64(k), n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
 @njit(cache=True)
