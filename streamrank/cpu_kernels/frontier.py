@@ -79,7 +79,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     mean_degree = num_edges / max(n, 1)
     dense = False
     dense_ran = False
-    sticky = False
+    # typed bool, never a literal: a literal False here made Numba compile the Gauss-Seidel dense
+    # pass once more, for Literal[bool](False), while it inferred the loop's types (compile time)
+    not_sticky = n < 0
+    sticky = not_sticky
     swapped = False  # x, c, flags are the spare buffers (an odd number of dense iterations)
     iterations = 0
     converged = False
@@ -94,7 +97,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 # in the sweep order, on the position-space arrays (xnew, cnew, keep2: frontier_order)
                 dense_order(n, block, big, g, mv, cnew, xnew, keep2, sticky, alpha, selfloop, ftol, ptol, grow, prune,
                             parts, part_count)
-                sticky = False
+                sticky = not_sticky
             if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
                 if big:
                     dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
@@ -152,7 +155,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                         c[v] = -c[v]
                         if gs:
                             cprev[v] = c[v]
-                sticky = True  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
+                sticky = not not_sticky  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
                 if block is not None:
                     enter(n, g, inv, loops, mv, x, c, flags, xnew, cnew, keep2)
             dense = True
