@@ -107,6 +107,7 @@ class FrontierWorkspace:
         continues = (x_prev is self._x_view and graph is self._graph and selfloop == self._selfloop
                      and gauss_seidel == self._gs and self.n == n_before and changes.num_vertices_after == n
                      and graph.version == self._version + (not changes.empty))
+        self._order, self._pos = graph.sweep_order  # the store's (kernels index them by id and position)
         if not continues:
             self.n = 0
             self._grow(n)
@@ -125,10 +126,9 @@ class FrontierWorkspace:
             self.total += upkeep.admit(n_before, n, graph.out_degree, selfloop, ins_src, del_src,
                                        self.x, self.c, self.cprev, self.inv)
             upkeep.admit_loops(n_before, n, ins_src, ins_dst, del_src, del_dst, self.loops)
-            self._order, self._pos = graph.sweep_order
-            mirror.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src, del_dst,
-                         self.mirror())
-        self._order, self._pos = graph.sweep_order
+            if self.mstate[mirror.BUILT] >= 0:  # keep the mirror exact (else the next dense pass builds it)
+                mirror.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src,
+                             del_dst, self.mirror())
         self._order_version = graph.order_version
         if self.m_idx.shape[0] < graph.num_edges:  # room for the mirror's rows (rebuilt when it runs out)
             self.m_idx = np.empty(mirror.ROOM * graph.num_edges + 1024, dtype=np.int32)

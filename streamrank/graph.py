@@ -307,7 +307,8 @@ class CpuGraph:
 
         # Commit.
         self.ids.commit_add(plan)
-        self._order[n_before:n_after] = self._pos[n_before:n_after] = np.arange(n_before, n_after, dtype=np.int32)
+        if n_after > n_before:  # new vertices: positions equal to their ids (a layout below may redo them)
+            self._order[n_before:n_after] = self._pos[n_before:n_after] = np.arange(n_before, n_after, dtype=np.int32)
         if rebuild:
             self._rebuild(del_src, del_dst, ins_src, ins_dst)
         elif changed:
