@@ -24,9 +24,12 @@ own rows, and the O(E) build is rare.
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
 of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
 order is part of the result (Gauss-Seidel reads the values updated before it): it depends on
-the graph and on when the mirror was built, never on the thread count. The in-sum is taken in two
+the store's layouts only, never on the thread count or the workspace. The in-sum is taken in two
 interleaved partial sums (a shorter floating-point dependency chain), also a rounding
-difference from the id-order pass only.
+difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
+zero-division check: the denominator of :func:`.common.solved_value` is at least ``1 - alpha``)
+and takes its maxima with ``max``: the machine code then has no branch on the data (a branch on
+whether the new value exceeds the old one mispredicted about every other vertex).
 """
 
 from __future__ import annotations
@@ -171,7 +174,7 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
         flags[v] = keepp[p]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model='numpy')
 def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                  part_count):
     """Block ``b`` (positions ``[b * block, ...)``; ``multi``: there are other blocks), chunk by
@@ -208,29 +211,29 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
                     c1 = cp[q1] if np.uint64(q1 - blo) < width else cprevp[q1]
                     a0 += abs(c0)
                     a1 += abs(c1)
-                    low = c0 if c0 < low else low
-                    l1 = c1 if c1 < l1 else l1
+                    low = min(low, c0)
+                    l1 = min(l1, c1)
                     j += 2
                 if j < e:
                     q0 = m_idx[j]
                     c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
                     a0 += abs(c0)
-                    low = c0 if c0 < low else low
+                    low = min(low, c0)
             else:
                 while j + 1 < e:
                     c0 = cp[m_idx[j]]
                     c1 = cp[m_idx[j + 1]]
                     a0 += abs(c0)
                     a1 += abs(c1)
-                    low = c0 if c0 < low else low
-                    l1 = c1 if c1 < l1 else l1
+                    low = min(low, c0)
+                    l1 = min(l1, c1)
                     j += 2
                 if j < e:
                     c0 = cp[m_idx[j]]
                     a0 += abs(c0)
-                    low = c0 if c0 < low else low
+                    low = min(low, c0)
             acc = a0 + a1
-            low = l1 if l1 < low else low
+            low = min(low, l1)
             sp |= np.int64(low < 0.0)
             # the sum read the own value where the vertex has a loop (frontier_gs._dense_range)
             loop = np.float64(loopsp[p])
@@ -241,7 +244,7 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
             xp[p] = val
             d = val - old
             ad = abs(d)
-            top = val if val > old else old
+            top = max(val, old)
             kept = a & (1 - (prune_i & np.int64(ad <= ptol * top)))
             spreads = a & grow_i & np.int64(ad > ftol * top)
             keepp[p] = np.uint8(kept)
@@ -252,7 +255,7 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
             count += a
             keep_in += deg * kept
             push += outdp[p] * spreads
-            m = ad if ad > m else m
+            m = max(m, ad)
             s += d
         part_max[k] = m
         part_sum[k] = s
