@@ -1,12 +1,14 @@
-"""Two CPU steps of a DF-P batch timed alone: the Gauss-Seidel dense pass and the initial frontier.
+"""CPU steps of a DF-P batch timed alone: the Gauss-Seidel dense pass and the initial frontier.
 
 Replays a file (90 % base graph, then ``--batches`` batches of ``--batch-fraction`` of the edges)
 with DF-P on one thread, then times on that state
 
 * the frontier loop's Gauss-Seidel dense pass over all vertices (uniform mode, the loop's own
-  arguments: :func:`streamrank.cpu_kernels.frontier_gs.dense_gs` called from a compiled wrapper
-  with them as constants), every vertex with in-edges active, from the same copy of the
-  workspace each run: best and median of ``--repeat`` runs, ``--rounds`` times;
+  arguments: :func:`streamrank.cpu_kernels.frontier_order.dense_order` over the workspace's
+  mirror, called from a compiled wrapper with them as constants), every vertex with in-edges
+  active, from the same copy of the workspace each run: best and median of ``--repeat`` runs,
+  ``--rounds`` times (before the sweep order, this timed ``frontier_gs.dense_gs``, the pass in
+  id order over the store's rows: run the script of each checkout to compare);
 * :func:`streamrank.cpu_kernels.marking.initial_frontier` of the next 50 batches (median).
 
 Run it in two checkouts alternately to compare builds::
@@ -25,7 +27,7 @@ from numba import njit
 
 from streamrank import EdgeBatch, RankConfig
 from streamrank.cpu_kernels.common import GS_BLOCK
-from streamrank.cpu_kernels.frontier_gs import dense_gs
+from streamrank.cpu_kernels.frontier_order import dense_order, enter
 from streamrank.cpu_kernels.marking import initial_frontier
 from streamrank.cpu_workspace import FrontierWorkspace
 from streamrank.graph import CpuGraph
@@ -34,10 +36,10 @@ from streamrank.replay import BUNDLED_GRAPH, read_stream
 
 
 @njit
-def _pass(n, g, inv, c, cprev, loops, x, keep, parts, part_count):
+def _pass(n, g, mv, cp, xp, keepp, parts, part_count):
     # DF-P, uniform mode, as frontier_iterate passes them (literal flags)
-    dense_gs(n, GS_BLOCK, True, g, inv, c, cprev, loops, x, keep, False, 0.85, False, 1e-6, 1e-6, True, True,
-             parts, part_count)
+    dense_order(n, GS_BLOCK, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
+                part_count)
 
 
 def main(argv=None) -> int:
@@ -74,20 +76,24 @@ def main(argv=None) -> int:
     x0, c0 = xx.copy(), c.copy()
     k0 = flags.copy()
     k0[:n] = graph.in_degree > 0
+    flags[:] = k0
+    enter(n, g, inv, loops, ws.mirror(), xx, c, flags, ws.xnew, ws.cnew, ws.keep2)  # builds the mirror
+    xp0, cp0, kp0 = ws.xnew.copy(), ws.cnew.copy(), ws.keep2.copy()
+    flags[:] = 0
     best, medians = [], []
     for r in range(args.rounds + 1):  # round 0 compiles and warms up
         ts = []
         for _ in range(args.repeat if r else 3):
-            xx[:] = x0
-            c[:] = c0
-            cprev[:] = c0
-            flags[:] = k0
+            ws.xnew[:] = xp0
+            ws.cnew[:] = cp0
+            ws.keep2[:] = kp0
             t = time.perf_counter()
-            _pass(n, g, inv, c, cprev, loops, xx, flags, parts, parts_i[5])
+            _pass(n, g, ws.mirror(), ws.cnew, ws.xnew, ws.keep2, parts, parts_i[5])
             ts.append((time.perf_counter() - t) * 1e3)
         if r:
             best.append(min(ts))
             medians.append(float(np.median(ts)))
+    flags[:] = 0
     xx[:] = x0
     c[:] = c0
     cprev[:] = c0

@@ -23,6 +23,7 @@ from .cpu_threads import ThreadChooser
 from .cpu_kernels import workspace as upkeep
 from .cpu_kernels.common import find_loops, nchunks
 from .cpu_kernels.frontier import PARTS_F, PARTS_I
+from .cpu_kernels import frontier_order as mirror
 
 #: The running ``sum(x)`` is replaced by an exact sum every this many batches (it drifts by
 #: rounding: one addition per iteration).
@@ -50,6 +51,8 @@ class FrontierWorkspace:
         self._gs = None
         self._x_view = None
         self._batches = 0
+        self._order, self._pos = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)
+        self._order_version = -1
         self.threads = ThreadChooser()  # one thread or all, per batch (a busy machine)
         self.cand = np.empty(0, dtype=np.int32)
         self._allocate(0)
@@ -72,6 +75,14 @@ class FrontierWorkspace:
         chunks = max(nchunks(cap), 1)
         self.parts_f = np.zeros((PARTS_F, chunks))
         self.parts_i = np.zeros((PARTS_I, chunks), dtype=np.int64)
+        # the sweep-order mirror of the Gauss-Seidel dense passes (cpu_kernels.frontier_order),
+        # invalid until the first dense pass builds it
+        self.m_off, self.m_end = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+        self.m_idx = np.empty(0, dtype=np.int32)
+        self.mstate = np.array([-1, 0], dtype=np.int64)
+        self.cprevp, self.invp = np.empty(cap), np.empty(cap)
+        self.loopsp = np.empty(cap, dtype=np.uint8)
+        self.outdp = np.empty(cap, dtype=np.int64)
         self.cap = cap
 
     def _grow(self, n: int):
@@ -96,6 +107,7 @@ class FrontierWorkspace:
         continues = (x_prev is self._x_view and graph is self._graph and selfloop == self._selfloop
                      and gauss_seidel == self._gs and self.n == n_before and changes.num_vertices_after == n
                      and graph.version == self._version + (not changes.empty))
+        self._order, self._pos = graph.sweep_order  # the store's (kernels index them by id and position)
         if not continues:
             self.n = 0
             self._grow(n)
@@ -104,20 +116,35 @@ class FrontierWorkspace:
                                      selfloop, self.x, self.c, self.cprev, self.inv)
             find_loops(graph.in_offset, graph.in_degree, graph.kernel_arrays()[2], n, self.loops)
             self._graph, self._selfloop, self._gs, self._batches = graph, selfloop, gauss_seidel, 0
+            self.mstate[mirror.BUILT] = -1
         else:
             self._grow(n)
+            if graph.order_version != self._order_version:  # the store laid itself out afresh
+                self.mstate[mirror.BUILT] = -1
             ins_src, ins_dst, del_src, del_dst = (np.ascontiguousarray(a, dtype=np.int64) for a in (
                 changes.ins_src, changes.ins_dst, changes.del_src, changes.del_dst))
             self.total += upkeep.admit(n_before, n, graph.out_degree, selfloop, ins_src, del_src,
                                        self.x, self.c, self.cprev, self.inv)
             upkeep.admit_loops(n_before, n, ins_src, ins_dst, del_src, del_dst, self.loops)
+            if self.mstate[mirror.BUILT] >= 0:  # keep the mirror exact (else the next dense pass builds it)
+                mirror.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src,
+                             del_dst, self.mirror())
+        self._order_version = graph.order_version
+        if self.m_idx.shape[0] < graph.num_edges:  # room for the mirror's rows (rebuilt when it runs out)
+            self.m_idx = np.empty(mirror.ROOM * graph.num_edges + 1024, dtype=np.int32)
+            self.mstate[mirror.BUILT] = -1
         self.n = n
 
     def arrays(self) -> tuple:
         """The tuple the frontier loop takes (:func:`.cpu_kernels.frontier.frontier_iterate`)."""
         return (self.x, self.c, self.inv, self.flags, self.F, self.Fnext, self.xnew, self.status, self.last_spread,
                 self.pulled, self.cnew, self.keep2, self.cand, self.parts_f, self.parts_i, self.cprev, self.owner,
-                self.loops)
+                self.loops, self.mirror())
+
+    def mirror(self) -> tuple:
+        """The sweep-order mirror's arrays (:mod:`.cpu_kernels.frontier_order`)."""
+        return (self._order, self._pos, self.m_off, self.m_end, self.m_idx, self.mstate, self.cprevp, self.invp,
+                self.loopsp, self.outdp)
 
     def finish(self, graph, iterations: int, total: float, cand):
         """Record the loop's outcome; returns the iterate (a view of the workspace's ``x``)."""

@@ -22,6 +22,7 @@ import numpy as np
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .cpu_kernels import gapped_csr as csr
+from .cpu_kernels.frontier_order import sweep_order
 from .device_memory import check_fits, check_max_bytes
 from .errors import InvalidArgumentError
 from .idmap import IdMap
@@ -156,6 +157,11 @@ class CpuGraph:
         self._num_edges = 0
         self.version = 0
         self._arrays = None
+        # the sweep order of the CPU Gauss-Seidel dense passes (cpu_kernels.frontier_order):
+        # position -> id and id -> position, set by each layout, new vertices appended
+        self._order = np.empty(0, dtype=np.int32)
+        self._pos = np.empty(0, dtype=np.int32)
+        self.order_version = 0
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -206,6 +212,17 @@ class CpuGraph:
             self._arrays = (self.in_offset, self.in_degree, self._in.idx,
                             self.out_offset, self.out_degree, self._out.idx)
         return self._arrays
+
+    @property
+    def sweep_order(self):
+        """``(order, pos)``: the vertices in the sweep order of the CPU Gauss-Seidel dense passes
+        (position -> id) and its inverse (int32; :mod:`.cpu_kernels.frontier_order`). Each layout
+        (a bulk load, a rebuild, a restore without a saved order) sorts the vertices by descending
+        in-degree, ties by id, and increments :attr:`order_version`; a vertex added later takes
+        the position equal to its id. A property of the store, so that the ranks do not depend on
+        which workspace computed them."""
+        n = self.num_vertices
+        return self._order[:n], self._pos[:n]
 
     def edges(self):
         """All edges as internal ``(src, dst)`` int64 arrays, sorted by (src, dst)."""
@@ -290,6 +307,8 @@ class CpuGraph:
 
         # Commit.
         self.ids.commit_add(plan)
+        if n_after > n_before:  # new vertices: positions equal to their ids (a layout below may redo them)
+            self._order[n_before:n_after] = self._pos[n_before:n_after] = np.arange(n_before, n_after, dtype=np.int32)
         if rebuild:
             self._rebuild(del_src, del_dst, ins_src, ins_dst)
         elif changed:
@@ -304,7 +323,7 @@ class CpuGraph:
     @property
     def nbytes(self) -> int:
         """Bytes of the store's arrays (id map and both directions, gaps and spare rows included)."""
-        return self.ids.nbytes + self._out.nbytes + self._in.nbytes
+        return self.ids.nbytes + self._out.nbytes + self._in.nbytes + self._order.nbytes + self._pos.nbytes
 
     @property
     def max_bytes(self) -> int | None:
@@ -320,7 +339,7 @@ class CpuGraph:
     def _rows_bytes(self, n: int) -> int:
         """Bytes :meth:`_grow_vertices` allocates to hold ``n`` vertices."""
         vcap = self._out.off.shape[0]
-        return 2 * 3 * 8 * max(n, 2 * vcap, 64) if n > vcap else 0
+        return (2 * 3 * 8 + 2 * 4) * max(n, 2 * vcap, 64) if n > vcap else 0
 
     def _rebuild_bytes(self, n: int, insertions: int) -> int:
         """Upper bound of the bytes :meth:`_rebuild` allocates (a fresh layout of both sides)."""
@@ -336,6 +355,11 @@ class CpuGraph:
             vcap = max(n, 2 * vcap, 64)
             self._out.grow_vertices(vcap)
             self._in.grow_vertices(vcap)
+            for name in ("_order", "_pos"):
+                old = getattr(self, name)
+                new = np.empty(vcap, dtype=np.int32)
+                new[: old.shape[0]] = old
+                setattr(self, name, new)
 
     def _rebuild(self, del_src, del_dst, ins_src, ins_dst):
         """Lay both directions out afresh from the current edges and the batch (bulk loads)."""
@@ -351,12 +375,15 @@ class CpuGraph:
         self._out.lay_out(n, *_sorted_pairs(s, d))
         self._in.lay_out(n, *_sorted_pairs(d, s))
         self._num_edges = int(s.shape[0])
+        sweep_order(self._in.deg, n, self._order, self._pos)
+        self.order_version += 1
 
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
         """Host arrays that rebuild this graph exactly (internal ids preserved)."""
         s, d = self.edges()  # fresh arrays: no copy needed
-        return {"external": self.ids.external.copy(), "src": s, "dst": d}
+        return {"external": self.ids.external.copy(), "src": s, "dst": d,
+                "sweep_order": self._order[: self.num_vertices].copy()}
 
     @classmethod
     def from_state(cls, state: dict, *, max_bytes: int | None = None) -> "CpuGraph":
@@ -365,4 +392,12 @@ class CpuGraph:
         g.ids = IdMap.from_external(np.asarray(state["external"]), np)
         g._grow_vertices(len(g.ids))
         g._lay_out(np.asarray(state["src"], dtype=np.int64), np.asarray(state["dst"], dtype=np.int64))
+        order = state.get("sweep_order")
+        if order is not None:  # the saved order: the restored store ranks as the saved one did
+            order = np.asarray(order, dtype=np.int32)
+            n = g.num_vertices
+            if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+                raise InvalidArgumentError("state['sweep_order'] is not a permutation of the vertices")
+            g._order[:n] = order
+            g._pos[order] = np.arange(n, dtype=np.int32)
         return g

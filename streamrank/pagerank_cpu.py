@@ -69,9 +69,9 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
     affected = np.zeros(config.max_iter, dtype=np.int64)
     gs = config.update_order == "gauss-seidel" and not standard
     kernel = SWEEPS[(standard, config.dangling == "self-loop", gs)]
-    order_args = (GS_BLOCK,) if gs else ()
-    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, *order_args,
-                                      config.max_iter, affected)
+    block_args, order_args = ((GS_BLOCK,), graph.sweep_order) if gs else ((), ())
+    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, *block_args,
+                                      config.max_iter, affected, *order_args)
     if standard:
         x /= base
         total /= base

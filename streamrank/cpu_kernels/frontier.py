@@ -25,7 +25,8 @@ from numba import njit
 
 from .common import CHUNK, PARALLEL_EDGES, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
-from .frontier_gs import dense_gs, marked_first, sparse_gs
+from .frontier_gs import marked_first, sparse_gs
+from .frontier_order import dense_order, enter, leave
 from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, sparse_par
 
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
@@ -42,8 +43,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     """Iterate from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
 
     ``ws`` is the workspace tuple ``(x, c, inv, flags, F, Fnext, xnew, status, last_spread,
-    pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner, loops)``; the per-vertex arrays have room
-    for at least ``n`` vertices, ``parts_*`` for ``nchunks(n)`` chunks. On entry ``x`` is the
+    pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner, loops, mv)``; the per-vertex arrays have room
+    for at least ``n`` vertices, ``parts_*`` for ``nchunks(n)`` chunks; ``mv`` is the sweep-order
+    mirror of the Gauss-Seidel dense passes (:mod:`.frontier_order`), which run on ``xnew``,
+    ``cnew`` and ``keep2`` in position order. On entry ``x`` is the
     previous iterate, ``c = x * inv`` (``inv``: inverse out-degrees of the mode), ``total =
     sum(x)``; stamps in ``last_spread`` are below ``clock``; with ``gs``, ``cprev == c``,
     ``owner`` holds no code of a stamp from ``clock`` on and ``loops`` flags the vertices with an
@@ -67,7 +70,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     """
     gs = block is not None
     (x, c, inv, flags, F, Fnext, xnew, status, last_spread, pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner,
-     loops) = ws
+     loops, mv) = ws
     x0, c0, flags0 = x, c, flags
     parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[2], parts_i[3])
     pulled_count, part_count, cand_start, cand_count = parts_i[4], parts_i[5], parts_i[6], parts_i[7]
@@ -76,7 +79,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     mean_degree = num_edges / max(n, 1)
     dense = False
     dense_ran = False
-    sticky = False
+    # typed bool, never a literal: a literal False here made Numba compile the Gauss-Seidel dense
+    # pass once more, for Literal[bool](False), while it inferred the loop's types (compile time)
+    not_sticky = n < 0
+    sticky = not_sticky
     swapped = False  # x, c, flags are the spare buffers (an odd number of dense iterations)
     iterations = 0
     converged = False
@@ -88,9 +94,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         if dense:
             nch = nch_max
             if block is not None:  # removed before typing in the Jacobi entries (block None)
-                dense_gs(n, block, big, g, inv, c, cprev, loops, x, flags, sticky, alpha, selfloop, ftol, ptol, grow,
-                         prune, parts, part_count)
-                sticky = False
+                # in the sweep order, on the position-space arrays (xnew, cnew, keep2: frontier_order)
+                dense_order(n, block, big, g, mv, cnew, xnew, keep2, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                            parts, part_count)
+                sticky = not_sticky
             if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
                 if big:
                     dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
@@ -148,9 +155,13 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                         c[v] = -c[v]
                         if gs:
                             cprev[v] = c[v]
-                sticky = True  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
+                sticky = not not_sticky  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
+                if block is not None:
+                    enter(n, g, inv, loops, mv, x, c, flags, xnew, cnew, keep2)
             dense = True
         elif dense:
+            if block is not None:
+                leave(n, mv, xnew, cnew, keep2, x, c, cprev, flags)
             nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)
             if gs:
                 marked_first(F, Fnext, kept, nf)
@@ -162,6 +173,9 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             nf = m
             if gs:
                 marked_first(F, Fnext, kept, nf)
+    if block is not None:
+        if dense:
+            leave(n, mv, xnew, cnew, keep2, x, c, cprev, flags)
     _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense or dense_ran)
     return iterations, converged, total, cand
 

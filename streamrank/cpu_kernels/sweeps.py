@@ -3,10 +3,10 @@
 Every sweep is pull-based over all vertices, in fixed chunks whose partial sums are combined in
 chunk order: the result is bitwise the same for any thread count. Jacobi sweeps read the
 previous iterate only; Gauss-Seidel sweeps of the local form (``update_order="gauss-seidel"``,
-Static and ND) are the frontier loop's dense pass (:mod:`.frontier_gs`) with every vertex
-marked: blocks of vertex ids in place, within a block a vertex reads the values updated before
-it, across blocks the values of the sweep's start (``cprev``), and an explicit self-loop is
-divided out.
+Static and ND) are the frontier loop's dense pass (:mod:`.frontier_order`) with every vertex
+marked: the vertices in the store's sweep order, over a mirror of the in-edges built for the call,
+blocks of positions in place, within a block a vertex reads the values updated before it, across
+blocks the values of the sweep's start (``cprevp``), and an explicit self-loop is divided out.
 The standard form (``warm``) is always Jacobi: its ``base`` follows the whole iterate.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from .common import CHUNK, PARALLEL_EDGES, closed_form, find_loops, inverse_degrees, nchunks
-from .frontier_gs import dense_gs
+from .frontier_order import build, dense_order
 
 
 @njit(cache=True)
@@ -37,8 +37,8 @@ def _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling):
 
 @njit(cache=True, parallel=True)
 def _contrib_par(nch, n, out_deg, inv, x, c, part_sum, part_dangling):
-    for k in prange(nch):
-        _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling)
+    for k in prange(nch):  # k is unsigned here: cast, so that the serial loop's compiled chunk serves
+        _contrib_chunk(np.int64(k), n, out_deg, inv, x, c, part_sum, part_dangling)
 
 
 @njit(cache=True)
@@ -83,18 +83,19 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 @njit(cache=True, parallel=True)
 def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
-    for k in prange(nch):
-        _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+    for k in prange(nch):  # k cast as above
+        _sweep_chunk(np.int64(k), n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
 @njit(cache=True)
-def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected):
+def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected, order, pos):
     """Gauss-Seidel sweeps of the local form from ``x`` until ``max|dx| / sum(x_new) < tol``.
 
-    A sweep is the frontier loop's dense Gauss-Seidel pass (:func:`.frontier_gs.dense_gs`) with
-    every vertex marked and no pruning or spreading: the same compiled code, so Static, ND and
-    DF-P share it (compile time). Returns ``(x, iterations, converged, total, 1.0)`` as
-    :func:`sweep_iterate` does.
+    A sweep is the frontier loop's dense Gauss-Seidel pass (:func:`.frontier_order.dense_order`)
+    in the sweep order ``order`` (``pos`` its inverse: the store's :attr:`~streamrank.graph.
+    CpuGraph.sweep_order`) with every vertex marked and no pruning or spreading: the same compiled
+    code, so Static, ND and DF-P share it (compile time). Returns ``(x, iterations, converged,
+    total, 1.0)`` as :func:`sweep_iterate` does.
     """
     n = x.shape[0]
     nch = nchunks(n)
@@ -103,21 +104,31 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected)
     inv = inverse_degrees(out_deg, n, selfloop, par)
     loops = np.empty(n, dtype=np.uint8)
     find_loops(g[0], g[1], g[2], n, loops)
-    x = x.copy()
-    c = x * inv
-    cprev = c.copy()
+    mstate = np.empty(2, dtype=np.int64)
+    mv = (order, pos, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+          np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=np.uint8),
+          np.empty(n, dtype=np.int64))
+    build(n, g, inv, loops, mv)
+    cprevp = mv[6]
+    xp = np.empty(n)
+    cp = np.empty(n)
+    for p in range(n):  # in position order
+        v = order[p]
+        xp[p] = x[v]
+        cp[p] = x[v] * inv[v]
+        cprevp[p] = cp[p]
     keep = np.ones(n, dtype=np.uint8)
     parts_f = np.zeros((2, max(nch, 1)))
     parts_i = np.zeros((3, max(nch, 1)), dtype=np.int64)
     parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[0], parts_i[1])
     total = 0.0
-    for v in range(n):
-        total += x[v]
+    for p in range(n):
+        total += xp[p]
     iterations = 0
     converged = False
     for it in range(max_iter):
-        dense_gs(n, block, par, g, inv, c, cprev, loops, x, keep, False, alpha, selfloop, 0.0, 0.0, False, False,
-                 parts, parts_i[2])
+        dense_order(n, block, par, g, mv, cp, xp, keep, False, alpha, selfloop, 0.0, 0.0, False, False, parts,
+                    parts_i[2])
         err = 0.0
         dsum = 0.0
         for k in range(nch):
@@ -129,9 +140,11 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected)
         if err / total < tol:
             converged = True
             break
+    x = np.empty(n)
     total = 0.0  # exactly, not the running sum
-    for v in range(n):
-        total += x[v]
+    for p in range(n):
+        x[order[p]] = xp[p]
+        total += xp[p]
     return x, iterations, converged, total, 1.0
 
 
@@ -206,17 +219,18 @@ def _entry(kernel, *modes):
 # The Gauss-Seidel sweeps keep literal entries: the dense Gauss-Seidel pass they share with the
 # frontier loop runs 1.7 times faster specialized on the dangling mode (Static on CollegeMsg).
 @njit(cache=True)
-def _local_uniform_gs(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return gs_iterate(g, num_edges, x, alpha, False, tol, block, max_iter, affected)
+def _local_uniform_gs(g, num_edges, x, alpha, tol, block, max_iter, affected, order, pos):
+    return gs_iterate(g, num_edges, x, alpha, False, tol, block, max_iter, affected, order, pos)
 
 
 @njit(cache=True)
-def _local_selfloop_gs(g, num_edges, x, alpha, tol, block, max_iter, affected):
-    return gs_iterate(g, num_edges, x, alpha, True, tol, block, max_iter, affected)
+def _local_selfloop_gs(g, num_edges, x, alpha, tol, block, max_iter, affected, order, pos):
+    return gs_iterate(g, num_edges, x, alpha, True, tol, block, max_iter, affected, order, pos)
 
 
 #: ``(standard form, selfloop, gauss_seidel) -> kernel(g, num_edges, x, alpha, tol, max_iter, affected)
-#: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take ``block`` after ``tol``);
+#: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take ``block`` after ``tol`` and the
+#: store's sweep order ``order, pos`` after ``affected``);
 #: the standard form has no Gauss-Seidel entry.
 SWEEPS = {(False, False, False): _entry(sweep_iterate, False, False),
           (False, True, False): _entry(sweep_iterate, True, False),

@@ -1,0 +1,292 @@
+"""The Gauss-Seidel dense pass in the sweep order (Numba): a position-space mirror of the in-edges.
+
+A dense pass reads every in-edge, vertex after vertex. In id order its cost is not the edges but
+the vertices: the inner loop's trip count (the in-degree) changes from one vertex to the next, so
+its exit mispredicts about once per vertex, and the in-edges of the gapped store
+(:mod:`.gapped_csr`) lie in segments with room between them. The Gauss-Seidel entries therefore
+run their dense passes over a *mirror*: the vertices in the *sweep order* (descending in-degree,
+capped at ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts, which the predictor
+learns), each vertex's in-neighbours renamed to their positions in that order, rows
+``m_idx[m_off[p] : m_end[p]]`` laid out in position order, and the per-vertex arrays the pass
+reads in position order: ``invp``, ``loopsp``, ``outdp`` kept with the mirror, the iterate, the
+contributions and the kept flags gathered (:func:`enter`) when a run of dense passes starts and
+scattered back (:func:`leave`) when it ends. Everything outside the dense passes stays in id
+space.
+
+The mirror is built (:func:`build`, one pass over the in-edges) by the first dense pass after a
+reload and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes
+the position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
+ones, are rewritten, in place when they do not grow, else at the end of the used part of
+``m_idx``; when that runs out of room the mirror becomes invalid and the next dense pass
+rebuilds it (``m_idx`` has room for twice the edges). So a batch that stays sparse pays only its
+own rows, and the O(E) build is rare.
+
+The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
+of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
+order is part of the result (Gauss-Seidel reads the values updated before it): it depends on
+the store's layouts only, never on the thread count or the workspace. The in-sum is taken in two
+interleaved partial sums (a shorter floating-point dependency chain), also a rounding
+difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
+zero-division check: the denominator of :func:`.common.solved_value` is at least ``1 - alpha``)
+and takes its maxima with ``max``: the machine code then has no branch on the data (a branch on
+whether the new value exceeds the old one mispredicted about every other vertex).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .common import CHUNK, block_size, nchunks, solved_value
+
+#: In-degrees from ``ORDER_BUCKETS - 1`` on share the sweep order's first bucket (long loops
+#: mispredict their exit once per many edges).
+ORDER_BUCKETS = 64
+#: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
+ROOM = 2
+#: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
+#: of ``m_idx``.
+BUILT, USED = 0, 1
+
+
+@njit(cache=True, inline="always")
+def _bucket(d):
+    return ORDER_BUCKETS - 1 - min(d, ORDER_BUCKETS - 1)  # descending in-degree
+
+
+@njit(cache=True)
+def sweep_order(in_deg, n, order, pos):
+    """The sweep order of ``n`` vertices: ``order`` (position -> id) by descending in-degree,
+    capped at ``ORDER_BUCKETS - 1``, ties by id (a counting sort), ``pos`` its inverse."""
+    start = np.zeros(ORDER_BUCKETS + 1, dtype=np.int64)
+    for v in range(n):
+        start[_bucket(in_deg[v]) + 1] += 1
+    for b in range(ORDER_BUCKETS):
+        start[b + 1] += start[b]
+    for v in range(n):
+        b = _bucket(in_deg[v])
+        p = start[b]
+        start[b] = p + 1
+        order[p] = v
+        pos[v] = p
+
+
+@njit(cache=True)
+def build(n, g, inv, loops, mv):
+    """The mirror rows of ``n`` vertices in the sweep order and the per-vertex arrays kept with
+    them."""
+    in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    e = 0
+    for p in range(n):
+        v = order[p]
+        m_off[p] = e
+        for j in range(in_off[v], in_off[v] + in_deg[v]):
+            m_idx[e] = pos[in_idx[j]]
+            e += 1
+        m_end[p] = e
+        invp[p] = inv[v]
+        loopsp[p] = loops[v]
+        outdp[p] = out_deg[v]
+    mstate[BUILT] = n
+    mstate[USED] = e
+
+
+@njit(cache=True, inline="always")
+def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
+    """Vertex ``v``'s mirror row from the store; False when ``m_idx`` has no room for it."""
+    in_off, in_deg, in_idx = g[0], g[1], g[2]
+    p = pos[v]
+    d = in_deg[v]
+    o = m_off[p]
+    if d > m_end[p] - o:  # it grew: to the end of the used part
+        o = mstate[USED]
+        if o + d > m_idx.shape[0]:
+            return False
+        mstate[USED] = o + d
+        m_off[p] = o
+    for j in range(d):
+        m_idx[o + j] = pos[in_idx[in_off[v] + j]]
+    m_end[p] = o + d
+    return True
+
+
+@njit(cache=True)
+def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv):
+    """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
+    already updated). Nothing while it is invalid (the next dense pass builds it)."""
+    out_deg = g[4]
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    if mstate[BUILT] < 0:
+        return
+    for v in range(n_before, n_after):  # the store put them at positions equal to their ids
+        m_off[v] = 0
+        m_end[v] = 0
+    ok = True
+    for v in range(n_before, n_after):
+        ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
+    for dsts in (ins_dst, del_dst):
+        for v in dsts:
+            ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
+    if not ok:
+        mstate[BUILT] = -1
+        return
+    mstate[BUILT] = n_after
+    for ends in (ins_src, ins_dst, del_src, del_dst):
+        for v in ends:
+            p = pos[v]
+            invp[p] = inv[v]
+            loopsp[p] = loops[v]
+            outdp[p] = out_deg[v]
+    for v in range(n_before, n_after):
+        invp[v] = inv[v]
+        loopsp[v] = loops[v]
+        outdp[v] = out_deg[v]
+
+
+@njit(cache=True)
+def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
+    """Start a run of dense passes: build the mirror if it is invalid, then gather the iterate,
+    the contributions (``cprevp == cp``) and the kept flags into position order."""
+    order, mstate, cprevp = mv[0], mv[5], mv[6]
+    if mstate[BUILT] < 0:
+        build(n, g, inv, loops, mv)
+    for p in range(n):
+        v = order[p]
+        xp[p] = x[v]
+        cp[p] = c[v]
+        cprevp[p] = c[v]
+        keepp[p] = flags[v]
+
+
+@njit(cache=True)
+def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
+    """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
+    back in id order."""
+    order = mv[0]
+    for p in range(n):
+        v = order[p]
+        x[v] = xp[p]
+        c[v] = cp[p]
+        cprev[v] = cp[p]
+        flags[v] = keepp[p]
+
+
+@njit(cache=True, error_model='numpy')
+def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                 part_count):
+    """Block ``b`` (positions ``[b * block, ...)``; ``multi``: there are other blocks), chunk by
+    chunk (partials per chunk), in place (as :func:`.frontier_gs._dense_range` with positions
+    for ids)."""
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
+    blo = b * block
+    bhi = min(blo + block, n)
+    prune_i = np.int64(prune)
+    grow_i = np.int64(grow)
+    width = np.uint64(bhi - blo)
+    for k in range(blo // CHUNK, nchunks(bhi)):
+        m = 0.0
+        s = 0.0
+        keep_in = 0
+        push = 0
+        count = 0
+        for p in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+            sp = np.int64(keepp[p])
+            low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
+            o = m_off[p]
+            e = m_end[p]
+            deg = e - o
+            a0 = 0.0
+            a1 = 0.0
+            l1 = 0.0
+            j = o
+            if multi:
+                while j + 1 < e:
+                    q0 = m_idx[j]
+                    q1 = m_idx[j + 1]
+                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
+                    c1 = cp[q1] if np.uint64(q1 - blo) < width else cprevp[q1]
+                    a0 += abs(c0)
+                    a1 += abs(c1)
+                    low = min(low, c0)
+                    l1 = min(l1, c1)
+                    j += 2
+                if j < e:
+                    q0 = m_idx[j]
+                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
+                    a0 += abs(c0)
+                    low = min(low, c0)
+            else:
+                while j + 1 < e:
+                    c0 = cp[m_idx[j]]
+                    c1 = cp[m_idx[j + 1]]
+                    a0 += abs(c0)
+                    a1 += abs(c1)
+                    low = min(low, c0)
+                    l1 = min(l1, c1)
+                    j += 2
+                if j < e:
+                    c0 = cp[m_idx[j]]
+                    a0 += abs(c0)
+                    low = min(low, c0)
+            acc = a0 + a1
+            low = min(low, l1)
+            sp |= np.int64(low < 0.0)
+            # the sum read the own value where the vertex has a loop (frontier_gs._dense_range)
+            loop = np.float64(loopsp[p])
+            new = solved_value(acc - loop * abs(cp[p]), loop, alpha, selfloop, invp[p])
+            a = np.int64(sp != 0)
+            old = xp[p]
+            val = new if a != 0 else old
+            xp[p] = val
+            d = val - old
+            ad = abs(d)
+            top = max(val, old)
+            kept = a & (1 - (prune_i & np.int64(ad <= ptol * top)))
+            spreads = a & grow_i & np.int64(ad > ftol * top)
+            keepp[p] = np.uint8(kept)
+            cv = val * invp[p]
+            if sticky and math.copysign(1.0, cp[p]) < 0.0:
+                spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
+            cp[p] = -cv if spreads != 0 else cv
+            count += a
+            keep_in += deg * kept
+            push += outdp[p] * spreads
+            m = max(m, ad)
+            s += d
+        part_max[k] = m
+        part_sum[k] = s
+        part_keep_in[k] = keep_in
+        part_push[k] = push
+        part_count[k] = count
+
+
+@njit(cache=True, parallel=True)
+def _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+               part_count):
+    for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
+        _dense_block(np.int64(b), block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                     part_count)
+
+
+@njit(cache=True)
+def dense_order(n, block, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                part_count):
+    """One Gauss-Seidel pass over all positions in blocks of ``block`` (:func:`enter` first);
+    ``keepp``, ``xp`` and ``cp`` (sign bits: spread) in place, ``cprevp`` = ``cp`` after it."""
+    block = block_size(n, block)
+    nb = (n + block - 1) // block
+    if par and nb > 1:
+        _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                   part_count)
+    else:
+        for b in range(nb):
+            _dense_block(b, block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+                         parts, part_count)
+    if nb > 1:  # a single block never reads cprevp
+        cprevp = mv[6]
+        for p in range(n):
+            cprevp[p] = cp[p]

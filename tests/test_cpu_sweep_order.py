@@ -1,0 +1,109 @@
+"""The sweep order of the CPU Gauss-Seidel dense passes: the store's order (set by each layout,
+new vertices appended, kept by state()) and the workspace's position-space mirror of the
+in-edges, which every batch must leave exact (rows rewritten in place or at the end, rebuilt
+when its room runs out or the store lays itself out afresh)."""
+
+import numpy as np
+import pytest
+
+from streamrank.batch import EdgeBatch
+from streamrank.config import RankConfig
+from streamrank.cpu_kernels import frontier_order
+from streamrank.cpu_workspace import FrontierWorkspace
+from streamrank.errors import InvalidArgumentError
+from streamrank.graph import CpuGraph
+from streamrank.pagerank_cpu import static_pagerank, update_pagerank
+from streamrank.rmat import rmat_edges
+
+
+def _expected_order(in_deg):
+    bucket = np.minimum(in_deg, frontier_order.ORDER_BUCKETS - 1)
+    return np.argsort(-bucket, kind="stable").astype(np.int32)
+
+
+def test_layout_sorts_by_in_degree_and_new_vertices_go_last():
+    s, d = rmat_edges(10, 8, seed=3)
+    g = CpuGraph.from_edges(s, d)  # a bulk load: laid out
+    order, pos = g.sweep_order
+    np.testing.assert_array_equal(order, _expected_order(g.in_degree))
+    np.testing.assert_array_equal(pos[order], np.arange(g.num_vertices))
+    n, version, before = g.num_vertices, g.order_version, order.copy()
+    g.apply(EdgeBatch.from_arrays(np.array([5000, 5001, 3]), np.array([5001, 3, 5002])))  # three new ids
+    order, pos = g.sweep_order
+    assert g.order_version == version  # a small batch does not lay out
+    np.testing.assert_array_equal(order[:n], before)  # positions stay until the next layout
+    np.testing.assert_array_equal(order[n:], np.arange(n, n + 3))
+    np.testing.assert_array_equal(pos[order], np.arange(g.num_vertices))
+
+
+def test_state_keeps_the_order():
+    s, d = rmat_edges(9, 8, seed=4)
+    g = CpuGraph.from_edges(s, d)
+    g.apply(EdgeBatch.from_arrays(np.array([7000, 1, 2]), np.array([1, 7001, 7000])))
+    back = CpuGraph.from_state(g.state())
+    np.testing.assert_array_equal(back.sweep_order[0], g.sweep_order[0])
+    np.testing.assert_array_equal(back.sweep_order[1], g.sweep_order[1])
+    st = g.state()
+    st.pop("sweep_order")  # a state without one (a GPU store's): the layout's own order
+    back = CpuGraph.from_state(st)
+    np.testing.assert_array_equal(back.sweep_order[0], _expected_order(back.in_degree))
+    st["sweep_order"] = np.zeros(g.num_vertices, dtype=np.int32)
+    with pytest.raises(InvalidArgumentError):
+        CpuGraph.from_state(st)
+
+
+def _check_mirror(ws, graph):
+    """Every row of a built mirror holds the positions of its vertex's in-neighbours."""
+    n = graph.num_vertices
+    order, pos = graph.sweep_order
+    assert ws.mstate[frontier_order.BUILT] == n or ws.mstate[frontier_order.BUILT] < 0
+    if ws.mstate[frontier_order.BUILT] < 0:
+        return False
+    in_off, in_deg, in_idx = graph.in_offset, graph.in_degree, graph.in_indices
+    for p in range(n):
+        v = order[p]
+        row = ws.m_idx[ws.m_off[p]:ws.m_end[p]]
+        np.testing.assert_array_equal(row, pos[in_idx[in_off[v]:in_off[v] + in_deg[v]]])
+    np.testing.assert_array_equal(ws.invp[:n], ws.inv[order])
+    np.testing.assert_array_equal(ws.loopsp[:n], ws.loops[order])
+    np.testing.assert_array_equal(ws.outdp[:n], graph.out_degree[order])
+    return True
+
+
+@pytest.mark.parametrize("room", [frontier_order.ROOM, 1])
+def test_mirror_stays_exact_and_ranks_match_a_fresh_workspace(room, monkeypatch):
+    """Room 1: the rows a batch grows soon fill ``m_idx`` and the mirror is rebuilt; the kept
+    workspace still ranks bit for bit as a fresh one, which builds its mirror afresh."""
+    monkeypatch.setattr(frontier_order, "ROOM", room)
+    s, d = rmat_edges(10, 8, seed=5)
+    s, d = np.concatenate([s, np.arange(0, 1024, 7)]), np.concatenate([d, np.arange(0, 1024, 7)])
+    cfg = RankConfig()  # DF-P's default, Gauss-Seidel
+    g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
+    x_kept = x_fresh = static_pagerank(g_kept, config=cfg).x
+    ws = FrontierWorkspace()
+    rng = np.random.default_rng(11)
+    built = rebuilt = 0
+    used = None
+    for b in range(14):
+        size = 3000 if b == 7 else 40  # batch 7 is a bulk batch: the store lays itself out afresh
+        bs, bd = rng.integers(0, 1300, size), rng.integers(0, 1300, size)
+        bd[:2] = bs[:2]  # self-loops
+        pick = rng.integers(0, s.shape[0], 10)
+        batch = EdgeBatch.from_arrays(np.concatenate([bs, s[pick]]), np.concatenate([bd, d[pick]]),
+                                      np.concatenate([np.ones(size, bool), np.zeros(10, bool)]))
+        version = g_kept.order_version
+        ch_kept, ch_fresh = g_kept.apply(batch), g_fresh.apply(batch)
+        assert (g_kept.order_version != version) == (b == 7)
+        r_kept = update_pagerank("dfp", g_kept, ch_kept, x_kept, config=cfg, workspace=ws)
+        r_fresh = update_pagerank("dfp", g_fresh, ch_fresh, x_fresh, config=cfg)
+        assert r_kept.iterations == r_fresh.iterations and r_kept.affected == r_fresh.affected
+        np.testing.assert_array_equal(r_kept.x, r_fresh.x)
+        if _check_mirror(ws, g_kept):
+            built += 1
+            now = int(ws.mstate[frontier_order.USED])
+            rebuilt += used is not None and now < used
+            used = now
+        x_kept, x_fresh = r_kept.x, r_fresh.x
+    assert built >= 10  # the batches went dense: the mirror was in use
+    if room == 1:
+        assert rebuilt >= 1
