@@ -123,12 +123,8 @@ class KafkaPythonProducer:
         self._err = exc
 
     def send(self, topic: str, *, key, value, headers) -> None:
-        from kafka.errors import KafkaError
-
-        try:
-            self._p.send(topic, key=key, value=value, headers=headers).add_errback(self._on_error)
-        except (KafkaError, OSError) as exc:
-            raise SinkError(f"sending to {topic} failed: {exc}") from exc
+        """Send one message (see :meth:`send_many`)."""
+        self.send_many(topic, (key,), (value,), headers)
 
     def send_many(self, topic: str, keys, values, headers) -> None:
         """Send ``keys[i]``, ``values[i]`` in order, all with ``headers`` (as ``send`` one by one).
@@ -308,23 +304,20 @@ class ConfluentProducer:
     def poll(self, timeout_s: float = 0.0) -> bool:
         """Serve the delivery reports at hand (the daemon calls it after handing a batch's output
         over); returns False at once when another thread is serving them."""
-        if not self._serving.acquire(blocking=False):
+        return self._serve(timeout_s, wait=False)
+
+    def _serve(self, timeout_s: float, *, wait: bool = True) -> bool:
+        """Serve delivery reports for up to ``timeout_s``; when another thread is serving them,
+        wait that long for it (``wait``) or return False at once."""
+        got = self._serving.acquire(timeout=timeout_s) if wait else self._serving.acquire(blocking=False)
+        if not got:
             return False
         try:
             self._p.poll(timeout_s)
         finally:
             self._serving.release()
-        self._unserved = 0
+        self._unserved = 0  # a hint for the sending thread (a lost update only moves its next poll)
         return True
-
-    def _serve(self, timeout_s: float) -> None:
-        """Serve delivery reports for up to ``timeout_s`` (or wait that long for the thread that is)."""
-        if self._serving.acquire(timeout=timeout_s):
-            try:
-                self._p.poll(timeout_s)
-            finally:
-                self._serving.release()
-            self._unserved = 0  # a hint for the sending thread (a lost update only moves its next poll)
 
     def flush(self, *, timeout_s: float = 30.0) -> None:
         """Wait until everything sent is acknowledged (see :meth:`KafkaPythonProducer.flush`)."""

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from _broker import ROOT, start_broker
+from kafka_broker import create_topic  # on sys.path through _broker
 
 sys.path.insert(0, str(ROOT))
 
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     bootstrap, broker = start_broker(args.bootstrap_servers)
     results = {}  # (variant, client, kind, size) -> list of (publish_ms, acked_ms)
     try:
-        topic = (broker or _Admin(bootstrap)).create_topic(partitions=args.partitions)
+        topic = create_topic(bootstrap, partitions=args.partitions)
         producers = {(v, c): mods[1].make_producer(c, bootstrap) for v, mods in variants.items() for c in clients}
         batches = {(k, n): make_batch(k, n, seed=n) for k in kinds for n in sizes}
         seq = 1
@@ -140,27 +141,6 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"argv": sys.argv[1:], "rows": rows}, indent=1) + "\n")
     return 0
-
-
-class _Admin:
-    """``create_topic`` on a given broker (as ``kafka_broker.Broker`` does on the local one)."""
-
-    def __init__(self, bootstrap: str):
-        self.bootstrap = bootstrap
-
-    def create_topic(self, *, partitions: int) -> str:
-        import uuid
-
-        from kafka import KafkaAdminClient
-        from kafka.admin import NewTopic
-
-        name = f"bench-publish-{uuid.uuid4().hex[:8]}"
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
-        try:
-            admin.create_topics([NewTopic(name, partitions, 1)])
-        finally:
-            admin.close()
-        return name
 
 
 if __name__ == "__main__":

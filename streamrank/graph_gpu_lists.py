@@ -46,12 +46,13 @@ def update_kernel(name: str):
 
 
 def count_flags(cp, a, b, out) -> None:
-    """Add the numbers of true entries of the bool device arrays ``a`` and ``b`` to ``out[0]``
-    and ``out[1]`` (an int64 device array; asynchronous, no sync).
+    """Add the numbers of true entries of the bool device arrays ``a`` and ``b`` (None: none) to
+    ``out[0]`` and ``out[1]`` (an int64 device array; asynchronous, no sync).
 
     One kernel for every size (``count_flags2`` in graph_update.cu), where ``a.sum()`` would
     compile a CuPy reduction per size class on first use, for seconds, mid-stream.
     """
+    b = a[:0] if b is None else b
     na, nb = int(a.shape[0]), int(b.shape[0])
     if na or nb:
         launch(update_kernel("count_flags2<bool>"), grid_for_threads(max(na, nb)), BLOCK,

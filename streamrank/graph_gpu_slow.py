@@ -50,7 +50,7 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     n_req = int(src.shape[0])
     order = cp.argsort(ins.astype(cp.int32))  # CuPy's sorts are stable
     counted = cp.zeros(2, dtype=cp.int64)
-    count_flags(cp, ins, ins[:0], counted)
+    count_flags(cp, ins, None, counted)
     n_ins_req = int(counted[0].get())  # sync: the split's sizes
     n_del_req = n_req - n_ins_req
     src, dst = src[order], dst[order]

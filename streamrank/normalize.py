@@ -34,18 +34,15 @@ def collapse_last_op(xp, src, dst, insert, *, packed: bool = False):
     n = int(src.shape[0])
     if n == 0:
         return src, dst, insert, 0
-    last = xp.ones(n, dtype=bool)
     if packed:
-        key = (src << 32) | dst
         # stable: equal keys keep arrival order (CuPy's sorts are stable, and take no `kind`)
+        key = (src << 32) | dst
         order = xp.argsort(key, kind="stable") if xp.__name__ == "numpy" else xp.argsort(key)
-        ks = key[order]
-        last[:-1] = ks[1:] != ks[:-1]
     else:
         arrival = xp.arange(n, dtype=xp.int64)
         order = xp.lexsort(xp.stack([arrival, dst, src]))  # by src, then dst, then arrival
     s, d, ins = src[order], dst[order], insert[order]
-    if not packed:
-        last[:-1] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+    last = xp.ones(n, dtype=bool)
+    last[:-1] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
     keep = xp.nonzero(last)[0]  # syncs on the GPU for the output size
     return s[keep], d[keep], ins[keep], n - int(keep.shape[0])

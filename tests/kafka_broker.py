@@ -45,6 +45,21 @@ def wait_port(port: int, *, timeout: float = 15.0) -> None:
             time.sleep(0.02)
 
 
+def create_topic(bootstrap: str, name: str | None = None, *, partitions: int = 1) -> str:
+    """Create a topic on the brokers ``bootstrap`` (uuid-named when ``name`` is None); returns its
+    name."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    name = name or f"t-{uuid.uuid4().hex[:12]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+    return name
+
+
 class Broker:
     """A running Tansu broker.
 
@@ -81,16 +96,7 @@ class Broker:
 
     def create_topic(self, name: str | None = None, *, partitions: int = 1) -> str:
         """Create a topic (uuid-named when ``name`` is None); returns its name."""
-        from kafka import KafkaAdminClient
-        from kafka.admin import NewTopic
-
-        name = name or f"t-{uuid.uuid4().hex[:12]}"
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
-        try:
-            admin.create_topics([NewTopic(name, partitions, 1)])
-        finally:
-            admin.close()
-        return name
+        return create_topic(self.bootstrap, name, partitions=partitions)
 
     def producer(self, **kw):
         from kafka import KafkaProducer

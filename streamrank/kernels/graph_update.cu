@@ -326,10 +326,8 @@ __global__ void count_flags2(const F* __restrict__ a, long long na, const F* __r
   unsigned long long ca = 0, cb = 0;
   for (long long i = t0; i < na; i += stride) ca += a[i] ? 1ull : 0ull;
   for (long long i = t0; i < nb; i += stride) cb += b[i] ? 1ull : 0ull;
-  for (int o = 16; o > 0; o >>= 1) {
-    ca += __shfl_down_sync(0xffffffffu, ca, o);
-    cb += __shfl_down_sync(0xffffffffu, cb, o);
-  }
+  ca = sr::warp_sum(ca);
+  cb = sr::warp_sum(cb);
   if ((threadIdx.x & 31) == 0) {
     if (ca) atomicAdd(out, ca);
     if (cb) atomicAdd(out + 1, cb);
@@ -346,5 +344,5 @@ __global__ void ids_out_of_range(const T* __restrict__ a, const T* __restrict__ 
   bool bad = false;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     bad |= (static_cast<unsigned long long>(a[i]) | static_cast<unsigned long long>(b[i])) >> 31;
-  if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) *flag = 1;
+  if (__any_sync(SR_FULL_MASK, bad) && (threadIdx.x & 31) == 0) *flag = 1;
 }
