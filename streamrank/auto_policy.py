@@ -59,6 +59,12 @@ class AutoPolicy:
             return "warm"
         return "auto"
 
+    def dfp_for_any(self, received: int) -> bool:
+        """Whether :meth:`choose` gives ``"auto"`` for every batch of at most ``received``
+        applied changes (so a batch may start before its applied size is known on the host)."""
+        return not (self.flood_size is not None and 4 * int(received) >= self.flood_size
+                    and self.warm_streak < self.probe_every)
+
     def observe(self, result, changes, num_vertices: int) -> None:
         """Learn from the batch's :class:`~streamrank.result.RankResult`."""
         size = changes.num_insertions + changes.num_deletions

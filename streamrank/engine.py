@@ -7,6 +7,7 @@ code; the rest of the package only sees this class.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -21,6 +22,11 @@ from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
 from .result import RankResult
 from .string_ids import StringIdMap
 from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
+
+
+#: A small GPU batch runs with one host wait (graph and rank updates queued back to back,
+#: :mod:`streamrank.gpu_step`); STREAMRANK_ONE_SYNC=0 applies every batch as two synchronized steps.
+ONE_SYNC = os.environ.get("STREAMRANK_ONE_SYNC", "1") != "0"
 
 
 @dataclass
@@ -107,6 +113,11 @@ class Engine:
         self.seq = 0
         self.last: RankResult | None = None
         self.policy = AutoPolicy() if self.algorithm == "auto" else None
+        self._stepper = None
+        if self.backend.is_gpu and ONE_SYNC:
+            from .gpu_step import OneSyncStepper
+
+            self._stepper = OneSyncStepper(self.backend.xp)
 
     @property
     def max_graph_bytes(self) -> int | None:
@@ -223,7 +234,14 @@ class Engine:
         t0 = time.perf_counter()  # the graph time includes encoding string ids
         known = len(self.string_ids) if self.string_ids is not None else 0
         try:
-            changes = self.graph.apply(self._encode(batch))  # the store moves the batch to its backend
+            encoded = self._encode(batch)
+            step = self._one_sync(encoded, t0)
+            if step is not None:
+                return self._finish_step(step.changes, step.rank, step.graph_ms, step.total_ms - step.graph_ms)
+            if self._stepper is not None and not self._stepper.last_fit:
+                changes = self.graph.apply(encoded, fast=False)  # the fast launch did not fit: re-plan
+            else:
+                changes = self.graph.apply(encoded)  # the store moves the batch to its backend
         except GraphCapacityError:
             if self.string_ids is not None:
                 self.string_ids.truncate(known)  # the refused batch's new ids get no codes
@@ -234,11 +252,32 @@ class Engine:
         res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config, **self._rank_kw)
         self.backend.synchronize()
         t2 = time.perf_counter()
+        return self._finish_step(changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+
+    def _finish_step(self, changes, res: RankResult, graph_ms: float, rank_ms: float) -> StepResult:
         if self.policy:
             self.policy.observe(res, changes, self.graph.num_vertices)
         self._take(res)
         self.seq += 1
-        return StepResult(self.seq, changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+        return StepResult(self.seq, changes, res, graph_ms, rank_ms)
+
+    def _one_sync(self, batch: EdgeBatch, t0: float):
+        """The batch with one host wait (:mod:`streamrank.gpu_step`) when it qualifies (GPU, a
+        small batch, DF/DF-P, or ``auto`` choosing DF-P whatever the batch's applied size); None
+        otherwise, and when the batch did not fit the graph store's reserved room (then nothing
+        changed and :attr:`_stepper`'s ``last_fit`` is False)."""
+        if self._stepper is None:
+            return None
+        self._stepper.last_fit = True
+        algorithm = self.algorithm
+        m = len(batch)
+        if self.policy is not None and not self.policy.dfp_for_any(m):
+            return None
+        if not self._stepper.eligible(self.graph, batch, algorithm):
+            return None
+        step = self._stepper.apply(self.graph, batch, self.x, algorithm, self.config, self._rank, t0)
+        self._stepper.last_fit = step is not None
+        return step
 
     def _take(self, res: RankResult):
         self.x = res.x

@@ -37,7 +37,7 @@ from .changes import AppliedChanges
 from .device_memory import check_fits, check_max_bytes, mib
 from .errors import GraphCapacityError, InvalidArgumentError
 from .gpu_launch import BLOCK, _cupy, grid_for_warps, launch
-from .graph_gpu_fast import FastUpdate, FastUpdater
+from .graph_gpu_fast import FastUpdate, FastUpdater, PendingFast
 
 from .graph_gpu_lists import MASK32 as _MASK32
 from .graph_gpu_lists import MAX_VERTICES, Direction, update_kernel
@@ -284,7 +284,7 @@ class GpuGraph:
         return found.astype(bool)
 
     # ------------------------------------------------------------------ updates
-    def apply(self, batch: EdgeBatch) -> AppliedChanges:
+    def apply(self, batch: EdgeBatch, *, fast: bool = True) -> AppliedChanges:
         """Apply a batch under set semantics on the device and return what really changed.
 
         Parameters
@@ -292,6 +292,9 @@ class GpuGraph:
         batch : EdgeBatch
             Insertions and deletions in arrival order (external ids); a host batch is copied to
             the device (the batch only, never the graph).
+        fast : bool, optional
+            False: skip the fast path (for a batch whose fast launch already reported that it
+            does not fit the reserved room).
 
         Returns
         -------
@@ -308,13 +311,11 @@ class GpuGraph:
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
-            m = len(batch)
-            if self._fast_eligible(m) and not isinstance(batch.src, cp.ndarray):
-                # a small host batch: one pinned staging copy instead of three transfers
-                if self._fast is None:
-                    self._fast = FastUpdater(cp)
-                batch = EdgeBatch(*self._fast.upload(batch.src, batch.dst, batch.insert))
-            return self._apply(batch.to(cp))
+            if fast and self._fast_eligible(len(batch)):
+                changes = self._apply_fast(batch)  # a host batch goes up through pinned staging
+                if changes is not None:
+                    return changes
+            return self._apply_slow(batch.to(cp))
         except cp.cuda.memory.OutOfMemoryError as exc:
             # every allocation of apply() comes before its commit (or only adds spare room), so
             # the graph is as it was before the batch
@@ -323,14 +324,9 @@ class GpuGraph:
                 f"{mib(self.nbytes)}: {exc}; nothing was changed. Use a device with more memory, or the "
                 f"CPU (--device cpu), or apply smaller batches") from exc
 
-    def _apply(self, batch: EdgeBatch) -> AppliedChanges:
-        m = len(batch)
-        if self._fast_eligible(m):
-            changes = self._apply_fast(batch)
-            if changes is not None:
-                return changes
-            self.fast_fallbacks += 1
-        return self._apply_slow(batch)
+    def fast_eligible(self, m: int) -> bool:
+        """Whether a batch of ``m`` edges takes the fast path (one fused kernel)."""
+        return self._fast_eligible(m)
 
     def _fast_eligible(self, m: int) -> bool:
         fast = self.fast
@@ -340,15 +336,38 @@ class GpuGraph:
         """The batch through the fused kernel (one sync); None when it did not fit the reserved
         room (then nothing changed)."""
         self._stage("")
+        pending = self.launch_fast(batch)
+        self.xp.cuda.get_current_stream().synchronize()  # sync: the fast batch's counters (one round trip)
+        self._stage("fast update")
+        return self.finish_fast(pending)
+
+    def launch_fast(self, batch: EdgeBatch) -> PendingFast:
+        """Queue the fused kernel of the fast path for ``batch`` (a host or device batch for which
+        :meth:`fast_eligible` holds; a host batch goes up through the pinned staging buffer) and
+        the copy of its counters, without waiting.
+
+        Until :meth:`finish_fast` has run (after a synchronization of the current stream) the
+        store's host-side bookkeeping (vertex count, ends of the edge arrays) is that of before
+        the batch and no other update may be applied; device work queued after this call on the
+        same stream sees the updated arrays, and reads the counters from
+        :attr:`PendingFast.counters` (vertex count, applied insertions and deletions, overflow).
+        """
         if self._fast is None:
             self._fast = FastUpdater(self.xp)
         n = self.num_vertices
         room = min(self._vcap - n, self.ids.room)
-        res = self._fast.run(batch, self.ids, self._out, self._in, n, room)  # syncs once
-        self._stage("fast update")
+        changes = self._fast.launch(batch, self.ids, self._out, self._in, n, room)
+        return PendingFast(n, len(batch), changes, self._fast.counters)
+
+    def finish_fast(self, pending: PendingFast):
+        """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or
+        None when the batch did not fit the reserved room (then nothing changed and the caller
+        applies it through the slow path)."""
+        res = self._fast.outcome(pending.changes)
         if res.overflow:
+            self.fast_fallbacks += 1
             return None
-        m = len(batch)
+        n, m = pending.num_vertices_before, pending.received
         self.ids.note_added(res.new_vertices)
         self._out.end, self._in.end = res.out_end, res.in_end
         self._num_edges += res.inserted - res.deleted

@@ -32,7 +32,7 @@ FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
 _NAMES = ("fast_update",)
 _COUNTERS = 16
-# Counter slots (C_* in graph_fast_update.cu).
+# Counter slots (C_* in graph_fast_update.cu; the first four are also read by frontier_loop.cu).
 _OVERFLOW, _NEW, _INS, _DEL, _DUP, _PRESENT, _ABSENT, _OUT_END, _IN_END = range(9)
 #: Overflow bits (FU_OVER_* in the kernel), for messages and tests.
 OVERFLOW_REASONS = {1: "vertex room", 2: "out-direction tail", 4: "in-direction tail", 8: "arguments"}
@@ -114,6 +114,22 @@ class FastOutcome:
     changes: object
 
 
+@dataclass(frozen=True)
+class PendingFast:
+    """A fast-path launch whose counters have not been read yet (:meth:`GpuGraph.launch_fast`).
+
+    ``counters`` is the device array the kernel fills (int64: [0] overflow bits, [1] new
+    vertices, [2] applied insertions, [3] applied deletions, ...): work queued after the launch
+    reads them there. ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m,
+    3m (``m`` = ``received``), sorted by source.
+    """
+
+    num_vertices_before: int
+    received: int
+    changes: object
+    counters: object
+
+
 class FastUpdater:
     """Scratch, counters and pinned memory of the fused kernel (one per graph)."""
 
@@ -127,39 +143,59 @@ class FastUpdater:
         # a host batch goes up in one asynchronous copy: src, dst (int64) and insert (bool)
         self._stage_mem = cp.cuda.alloc_pinned_memory(17 * FAST_MAX_EDGES)
         self._stage_host = np.frombuffer(self._stage_mem, dtype=np.uint8, count=17 * FAST_MAX_EDGES)
+        self._stage_i64 = np.frombuffer(self._stage_mem, dtype=np.int64, count=2 * FAST_MAX_EDGES)
         self._stage_dev = cp.empty(17 * FAST_MAX_EDGES, dtype=cp.uint8)
+        # addresses cached: reading them costs about a microsecond each
+        self._stage_host_ptr = int(self._stage_host.ctypes.data)
+        self._stage_dev_ptr = int(self._stage_dev.data.ptr)
+        self._host_ptr = int(self.host.ctypes.data)
+        self._counters_ptr = int(self.counters.data.ptr)
+        self._keep = None
 
-    def upload(self, src, dst, insert):
-        """Host arrays of one batch (at most FAST_MAX_EDGES edges) as device arrays, through one
+    def stage(self, src, dst, insert) -> tuple:
+        """Host arrays of one batch (at most FAST_MAX_EDGES edges) to the device through one
         pinned buffer and one asynchronous copy (the previous batch's copy has completed: every
-        batch ends with the counters' sync)."""
-        cp = self.cp
+        batch ends with a sync). Returns the device addresses of src, dst (int64) and insert
+        (bool); the copy is ordered before anything queued after it."""
         m = int(src.shape[0])
-        h = self._stage_host
-        h[: 8 * m] = np.ascontiguousarray(src, dtype=np.int64).view(np.uint8)
-        h[8 * m: 16 * m] = np.ascontiguousarray(dst, dtype=np.int64).view(np.uint8)
-        h[16 * m: 17 * m] = np.ascontiguousarray(insert, dtype=np.bool_).view(np.uint8)
-        stream = cp.cuda.get_current_stream()
-        cp.cuda.runtime.memcpyAsync(self._stage_dev.data.ptr, h.ctypes.data, 17 * m, 1, stream.ptr)
-        d = self._stage_dev
-        return d[: 8 * m].view(cp.int64), d[8 * m: 16 * m].view(cp.int64), d[16 * m: 17 * m].view(cp.bool_)
+        # typed views of the pinned buffer: the assignments convert, no temporary arrays
+        self._stage_i64[:m] = src
+        self._stage_i64[m: 2 * m] = dst
+        self._stage_host[16 * m: 17 * m] = insert
+        stream = self.cp.cuda.get_current_stream()
+        self.cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, 17 * m, 1, stream.ptr)
+        d = self._stage_dev_ptr
+        return d, d + 8 * m, d + 16 * m
 
     def run(self, batch, ids, out, inn, n: int, room: int) -> FastOutcome:
-        """Launch the fused kernel on ``batch`` (device arrays, 1..FAST_MAX_EDGES edges) and read
-        its counters (the one host sync).
+        """Launch the fused kernel on ``batch`` (1..FAST_MAX_EDGES edges, host or device arrays)
+        and read its counters (the one host sync).
 
         ``ids`` is the :class:`streamrank.idmap_gpu.GpuIdMap`, ``out``/``inn`` the directions
         (:class:`streamrank.graph_gpu_lists.Direction`), ``n`` the vertex count and ``room`` the
         new vertices that fit (vertex rows, id map).
         """
+        changes = self.launch(batch, ids, out, inn, n, room)
+        self.cp.cuda.get_current_stream().synchronize()  # sync: the one host round trip of a fast batch (16 counters)
+        return self.outcome(changes)
+
+    def launch(self, batch, ids, out, inn, n: int, room: int):
+        """Queue the fused kernel and the copy of its counters into pinned memory, without
+        waiting; returns the device buffer of the changes. A host batch goes up through
+        :meth:`stage`. :meth:`outcome` reads the counters once the stream has been synchronized
+        (by the caller, possibly after more work was queued)."""
         cp = self.cp
         m = int(batch.src.shape[0])
-        src = cp.ascontiguousarray(batch.src, dtype=cp.int64)
-        dst = cp.ascontiguousarray(batch.dst, dtype=cp.int64)
-        ins = cp.ascontiguousarray(batch.insert, dtype=cp.bool_)
+        if isinstance(batch.src, cp.ndarray):
+            keep = (cp.ascontiguousarray(batch.src, dtype=cp.int64), cp.ascontiguousarray(batch.dst, dtype=cp.int64),
+                    cp.ascontiguousarray(batch.insert, dtype=cp.bool_))
+            self._keep = keep  # alive until the kernel has read them (the next launch is after a sync)
+            ptrs = tuple(int(a.data.ptr) for a in keep)
+        else:
+            ptrs = self.stage(batch.src, batch.dst, batch.insert)
         changes = cp.empty(4 * m, dtype=cp.int64)  # from the memory pool: no sync
         args = (
-            src, dst, ins, np.int32(m),
+            np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.int32(m),
             ids.keys, ids.vals, ids.mask, ids.external_buffer, np.int32(n), np.int32(room),
             out.off, out.deg, out.cap, out.idx, np.int64(out.end), np.int64(out.idx.shape[0]),
             inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.end), np.int64(inn.idx.shape[0]),
@@ -167,9 +203,12 @@ class FastUpdater:
         )
         launch(self.kernel, 1, FAST_THREADS, args)
         stream = cp.cuda.get_current_stream()
-        cp.cuda.runtime.memcpyAsync(self.host.ctypes.data, self.counters.data.ptr, _COUNTERS * 8,
-                                    2, stream.ptr)  # 2: device to host
-        stream.synchronize()  # sync: the one host round trip of a fast batch (16 counters)
+        cp.cuda.runtime.memcpyAsync(self._host_ptr, self._counters_ptr, _COUNTERS * 8,
+                                    2, stream.ptr)  # 2: device to host; read after the caller's sync
+        return changes
+
+    def outcome(self, changes) -> FastOutcome:
+        """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""
         c = [int(v) for v in self.host[:9]]
         return FastOutcome(c[_OVERFLOW], c[_NEW], c[_INS], c[_DEL], c[_DUP], c[_PRESENT], c[_ABSENT],
                            c[_OUT_END], c[_IN_END], changes)

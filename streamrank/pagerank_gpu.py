@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,15 +40,16 @@ from .errors import InvalidArgumentError, KernelError, StreamrankError
 from .gpu_launch import _cupy, launch, sm_count
 from .graph_gpu import GpuGraph
 from .rank_gpu import frontier_loop
-from .rank_gpu.frontier_loop import _frontier_loop
+from .rank_gpu.frontier_loop import _frontier_loop, launch_loop, loop_outcome, pending_batch, queue_status
 from .rank_gpu.iterations import _Iterations
-from .rank_gpu.state import (_CTYPE, _FINISH_THREADS, _SORTED, _THREADS, _as_prev, _clear_marks, _grid, _init,
-                             _kernel, _mark_direct, _mark_out_neighbours, _partition, _partition_sorted, _restart,
-                             _result, _workspace, compile_kernels)
+from .rank_gpu.state import (_CTYPE, _FINISH_THREADS, _SORTED, _THREADS, _args_bytes, _as_prev, _clear_marks, _grid,
+                             _init, _kernel, _mark_direct, _mark_out_neighbours, _partition, _partition_sorted,
+                             _restart, _result, _upload, _workspace, compile_kernels)
 from .rank_gpu.sweeps import standard_sweeps
 from .result import RankResult
 
-__all__ = ["compile_kernels", "device_linf", "static_pagerank", "update_pagerank"]
+__all__ = ["compile_kernels", "device_linf", "static_pagerank", "update_pagerank", "launch_update", "finish_update",
+           "PendingRank"]
 
 _MODES = {"static": 3, "nd": 0, "dt": 0, "df": 1, "dfp": 2}
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
@@ -252,6 +254,93 @@ def _continue(graph, ws, x, config, mode, args, algorithm, start, hist):
     label = "dfp" if algorithm == "auto" else algorithm
     return _result(x, iterations, converged, affected, total, label, initially)
 
+
+
+# ---------------------------------------------------------------------- one sync per batch
+@dataclass
+class PendingRank:
+    """A DF/DF-P update queued behind a pending graph update (:func:`launch_update`)."""
+
+    algorithm: str
+    mode: int
+    ws: object
+    x: object
+    args: object
+    config: RankConfig
+    continued: bool = False  # set by finish_update: the loop handed over, work ran after the wait
+
+
+def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig) -> PendingRank | None:
+    """Queue DF or DF-P for a graph update still on the device, without waiting.
+
+    The cooperative loop reads the batch's sizes (new vertices, applied insertions and
+    deletions) from the graph update's counters on the device, so that the batch needs no host
+    round trip between the two updates (docs/GPU.md, "One wait per batch").
+
+    Parameters
+    ----------
+    algorithm : {"df", "dfp", "auto"}
+    graph : GpuGraph
+        The store, before :meth:`~streamrank.graph_gpu.GpuGraph.finish_fast` of ``pending``.
+    pending : PendingFast
+        From :meth:`~streamrank.graph_gpu.GpuGraph.launch_fast`.
+    x_prev : array
+        The ranks before the batch (``pending.num_vertices_before`` entries; not modified).
+    config : RankConfig
+
+    Returns
+    -------
+    PendingRank or None
+        None when the cooperative loop cannot run here (nothing was queued): use
+        :func:`update_pagerank` after the graph update.
+    """
+    check_algorithm(algorithm)
+    if algorithm not in ("df", "dfp", "auto"):
+        raise InvalidArgumentError(f"launch_update runs df, dfp or auto, got {algorithm!r}")
+    config = _check(graph, config)
+    if not frontier_loop._LOOP or frontier_loop.loop_unavailable is not None:
+        return None
+    cp = graph.xp
+    n_prev = int(pending.num_vertices_before)
+    xp_ = _as_prev(graph, x_prev, config.dtype)
+    if xp_ is None or int(xp_.shape[0]) != n_prev:
+        raise InvalidArgumentError(f"x_prev must have the {n_prev} entries of the graph before the batch")
+    n_max = n_prev + 2 * int(pending.received)  # a batch of m edges brings at most 2m vertices
+    label = "dfp" if algorithm == "auto" else algorithm
+    mode = _MODES[label]
+    ws = _workspace(graph, config.dtype, n_max)
+    x = cp.empty(n_max, dtype=config.dtype)  # sliced to the vertex count after the sync
+    flood = int(_AUTO_FLOOD * n_prev) if algorithm == "auto" else None
+    args = _wrap(lambda: launch_loop(graph, ws, x, xp_, pending_batch(pending), config, mode, flood))
+    if args is None:
+        return None
+    queue_status(ws)
+    return PendingRank(algorithm, mode, ws, x, args, config)
+
+
+def finish_update(pending: PendingRank, graph, changes) -> RankResult:
+    """Complete :func:`launch_update` once the stream has been synchronized and the graph update
+    finished (``changes`` from :meth:`~streamrank.graph_gpu.GpuGraph.finish_fast`): the result,
+    or, when the loop handed a flooded frontier over, the launch sequence (or warm sweeps for
+    ``auto``) finishing the batch."""
+    return _wrap(lambda: _finish(pending, graph, changes))
+
+
+def _finish(p: PendingRank, graph, changes):
+    cp = graph.xp
+    n = graph.num_vertices
+    x = p.x[:n]
+    label = "dfp" if p.algorithm == "auto" else p.algorithm
+    done = loop_outcome(graph, p.ws, p.config, p.args)
+    if done[0] is not None:  # the loop ran to the end
+        iterations, converged, affected, total = done
+        if changes.empty:  # nothing changed: x is x_prev (the loop's empty first iteration is not one)
+            return _result(x, 0, True, [], total, label, 0)
+        return _result(x, iterations, converged, affected, total, label, affected[0] if affected else 0)
+    # handed over: the continuation reads the vertex count from the arguments, now known
+    p.continued = True
+    args = _upload(cp, p.ws, [(0, _args_bytes(graph, p.ws, x, p.config, in_place=frontier_loop._LOOP_IN_PLACE))])
+    return _continue(graph, p.ws, x, p.config, p.mode, args, p.algorithm, done[1], done[2])
 
 
 def _dt(graph, ws, x, config, args, endpoints):

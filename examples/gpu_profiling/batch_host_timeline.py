@@ -30,7 +30,7 @@ def wrap(obj, name, label):
 wrap(engm.Engine, "apply", "Engine.apply")
 wrap(graph_gpu.GpuGraph, "apply", " GpuGraph.apply")
 wrap(graph_gpu.GpuGraph, "_apply_fast", "  _apply_fast")
-wrap(graph_gpu_fast.FastUpdater, "upload", "  FastUpdater.upload")
+wrap(graph_gpu_fast.FastUpdater, "stage", "  FastUpdater.stage")
 wrap(graph_gpu_fast.FastUpdater, "run", "   FastUpdater.run (launch+sync)")
 wrap(graph_gpu.GpuGraph, "_ensure_room", "   _ensure_room")
 wrap(graph_gpu.GpuGraph, "_maybe_compact", "   _maybe_compact")
@@ -44,7 +44,8 @@ wrap(pagerank_gpu, "_frontier_loop", "   _frontier_loop")
 wrap(fl, "_lists_bytes", "    _lists_bytes")
 wrap(fl, "_args_bytes", "    _args_bytes")
 wrap(fl, "_upload", "    _upload")
-wrap(fl, "_read_status", "    _read_status (sync)")
+wrap(fl, "queue_status", "    queue_status")
+wrap(fl, "loop_outcome", "    loop_outcome")
 orig_lk = fl._loop_kernel
 class KW:
     def __init__(s, k): s.k = k

@@ -53,7 +53,8 @@ def add_arguments(p):
                    help="temporal: create the vertex ids 0..N-1 up front (the published runs use 10x |V|)")
     p.add_argument("--base-fraction", type=float, default=0.9, help="temporal: share of the lines in the base graph")
     p.add_argument("--error-every", type=int, default=1, metavar="K",
-                   help="temporal: take the L1 error against the oracle after every K-th batch and the last")
+                   help="temporal: take the L1 error against the oracle after every K-th batch and the last (in a "
+                        "second, untimed replay of the same batches, so that the oracle runs between no timed batches)")
     p.add_argument("--reference-log", default=None, metavar="FILE",
                    help="temporal: output of shared/tools/seed-dfp-bench from the same device call; its DF-P "
                         "figures and the ratio join the table")

@@ -74,6 +74,11 @@ struct LoopLists {
                               // the grid: [0] start, [1] after phase I, [2] after phase M, then per
                               // iteration i [3 + 3i] its start, [4 + 3i] after phase R, [5 + 3i]
                               // after phase P; [3 + 3n] the end (n iterations)
+  const long long* counts;    // null, or the counters of the graph update queued before this launch
+                              // (graph_fast_update.cu: [0] overflow, [1] new vertices, [2] applied
+                              // insertions, [3] applied deletions): then they give the vertex count
+                              // (n_prev + new) and n_ins, n_del, and an overflow (the graph update
+                              // wrote nothing) makes the loop return before it writes anything
 };
 
 __device__ __forceinline__ unsigned long long device_ns() {
@@ -116,6 +121,13 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   w.cur = 0;
   double* const init_part = L.part;
   double* const iter_part = L.part + nblocks;
+  long long n_all = a.n, n_ins = L.n_ins, n_del = L.n_del;
+  if (L.counts) {  // the batch's sizes from the graph update on the device (no host round trip)
+    if (L.counts[0] != 0) return;  // uniform: the graph update overflowed and changed nothing
+    n_all = L.n_prev + L.counts[1];
+    n_ins = L.counts[2];
+    n_del = L.counts[3];
+  }
 
   // ---- phase I: the start of the iterate, one pass over all vertices
   if (L.ticks && tid == 0) L.ticks[0] = device_ns();
@@ -126,7 +138,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     a.base[0] = 1.0;
   }
   double s0 = 0.0;
-  for (long long v = tid; v < a.n; v += stride) {
+  for (long long v = tid; v < n_all; v += stride) {
     const V xv = v < L.n_prev ? L.x_prev[v] : V(1);
     a.x[v] = xv;
     a.cbuf[0][v] = contribution<V, SELF>(xv, a.out_deg[v]);
@@ -145,24 +157,24 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     total = sr::block_sum(t, scratch);
     if (tid == 0) a.total[0] = total;
   }
-  const long long n_direct = SELF ? L.n_del + L.n_ins + L.n_del : L.n_del;
+  const long long n_direct = SELF ? n_del + n_ins + n_del : n_del;
   for (long long b0 = tid - lane; b0 < n_direct; b0 += stride) {  // uniform over the warp
     const long long i = b0 + lane;
     bool pred = false;
     I u = 0, d = 0;
     if (i < n_direct) {
-      const long long id = i < L.n_del ? L.del_dst[i]
-                           : (i < L.n_del + L.n_ins ? L.ins_src[i - L.n_del] : L.del_src[i - L.n_del - L.n_ins]);
+      const long long id = i < n_del ? L.del_dst[i]
+                           : (i < n_del + n_ins ? L.ins_src[i - n_del] : L.del_src[i - n_del - n_ins]);
       u = static_cast<I>(id);
       pred = try_mark<I>(a.aff, u, true);
       if (pred) d = a.in_deg[u];
     }
     sr::warp_append_split<I>(pred, u, d, sw, L.front[0], L.front[1], L.front_cnt[0]);
   }
-  const long long n_sources = L.n_ins + L.n_del;
+  const long long n_sources = n_ins + n_del;
   for (long long j = wid; j < n_sources; j += nwarps) {  // a warp per source; uniform over the warp
-    const long long* arr = j < L.n_ins ? L.ins_src : L.del_src;
-    const long long k = j < L.n_ins ? j : j - L.n_ins;
+    const long long* arr = j < n_ins ? L.ins_src : L.del_src;
+    const long long k = j < n_ins ? j : j - n_ins;
     if (k > 0 && arr[k - 1] == arr[k]) continue;  // sorted: a repeated source follows its first
     const I u = static_cast<I>(arr[k]);
     const I od = a.out_deg[u];
@@ -176,8 +188,8 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     }
   }
   for (long long j = blockIdx.x; j < n_sources; j += nblocks) {  // a block per large source
-    const long long* arr = j < L.n_ins ? L.ins_src : L.del_src;
-    const long long k = j < L.n_ins ? j : j - L.n_ins;
+    const long long* arr = j < n_ins ? L.ins_src : L.del_src;
+    const long long k = j < n_ins ? j : j - n_ins;
     if (k > 0 && arr[k - 1] == arr[k]) continue;  // uniform over the block
     const I u = static_cast<I>(arr[k]);
     const I od = a.out_deg[u];

@@ -53,28 +53,49 @@ loop_unavailable: str | None = None
 #: iteration and after each of its two phases, and at its end (profiling; layout in
 #: frontier_loop.cu's LoopLists::ticks).
 LOOP_TICKS = None
-_LISTS_FORMAT = "<16Qqq4Q3qQ"  # LoopLists<I, V> in frontier_loop.cu
+_LISTS_PREFIX = "<16Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, sizes
+_LISTS_SUFFIX = "<4Q3qQQ"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters
 _LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
 
 
-def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, changes) -> bytes:
-    """The LoopLists struct of frontier_loop.cu: frontier pairs A, B, C, flag pairs flags and
-    flags 2, their counters, the block-result buffer, the hand-over size, the longest list that
-    takes a warp per vertex, and the batch (previous ranks, changed edges)."""
-    if ws.loop_part is None or ws.loop_part.shape[0] < 5 * grid:
-        ws.loop_part = cp.zeros(5 * grid, dtype=cp.float64)
-    base = int(ws.cnt.data.ptr)
-    rows = [ws.row_ptr(r) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
-    cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
-    flags = [ws.row_ptr(r) for r in (4, 5, 8, 9)]  # flags, flags 2
-    fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
+def host_batch(ws, cp, changes) -> tuple:
+    """The loop's batch fields for applied ``changes`` whose sizes the host knows:
+    (ins_src, del_src, del_dst pointers, n_ins, n_del, counts pointer = 0)."""
     edges = [cp.ascontiguousarray(a, dtype=cp.int64) for a in (changes.ins_src, changes.del_src, changes.del_dst)]
     ws.loop_batch = edges  # kept alive until the launch has read them
     ptr = lambda a: int(a.data.ptr) if a.shape[0] else 0  # noqa: E731
-    return struct.pack(_LISTS_FORMAT, *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr), int(handover),
-                       int(warp_limit), ptr(x_prev), *(ptr(a) for a in edges), int(x_prev.shape[0]),
-                       int(edges[0].shape[0]), int(edges[1].shape[0]),
-                       0 if LOOP_TICKS is None else int(LOOP_TICKS.data.ptr))
+    return (*(ptr(a) for a in edges), int(edges[0].shape[0]), int(edges[1].shape[0]), 0)
+
+
+def pending_batch(pending) -> tuple:
+    """The loop's batch fields for a graph update still on the device
+    (:class:`streamrank.graph_gpu_fast.PendingFast`): the change buffer's sections, and the
+    counters from which the loop reads the sizes."""
+    base, m = int(pending.changes.data.ptr), int(pending.received)
+    return base, base + 16 * m, base + 24 * m, 0, 0, int(pending.counters.data.ptr)
+
+
+def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, batch: tuple) -> bytes:
+    """The LoopLists struct of frontier_loop.cu: frontier pairs A, B, C, flag pairs flags and
+    flags 2, their counters, the block-result buffer, the hand-over size, the longest list that
+    takes a warp per vertex, and the batch (previous ranks, changed edges: :func:`host_batch` or
+    :func:`pending_batch`)."""
+    key = (grid, int(handover), int(warp_limit))
+    if ws.loop_part is None or ws.loop_part.shape[0] < 5 * grid:
+        ws.loop_part = cp.zeros(5 * grid, dtype=cp.float64)
+        ws.loop_prefix = None
+    if ws.loop_prefix is None or ws.loop_prefix[0] != key:  # the workspace's part, packed once
+        base = int(ws.cnt.data.ptr)
+        rows = [ws.row_ptr(r) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
+        cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
+        flags = [ws.row_ptr(r) for r in (4, 5, 8, 9)]  # flags, flags 2
+        fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
+        ws.loop_prefix = (key, struct.pack(_LISTS_PREFIX, *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr),
+                                           *key[1:]))
+    p_ins, p_dsrc, p_ddst, n_ins, n_del, counts = batch
+    return ws.loop_prefix[1] + struct.pack(
+        _LISTS_SUFFIX, int(x_prev.data.ptr) if x_prev.shape[0] else 0, p_ins, p_dsrc, p_ddst,
+        int(x_prev.shape[0]), n_ins, n_del, 0 if LOOP_TICKS is None else int(LOOP_TICKS.data.ptr), counts)
 
 
 def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None):
@@ -88,6 +109,18 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
     None when cooperative launches are unavailable (nothing ran; the reason is kept in
     :data:`loop_unavailable`).
     """
+    cp = graph.xp
+    args = launch_loop(graph, ws, x, x_prev, host_batch(ws, cp, changes), config, mode, flood)
+    if args is None:
+        return None
+    queue_status(ws)
+    cp.cuda.get_current_stream().synchronize()  # sync: the loop's status, frontier sizes and sum(x) (one wait per batch)
+    return loop_outcome(graph, ws, config, args)
+
+
+def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None):
+    """Queue the cooperative loop (no wait). Returns the device argument buffer, or None when
+    cooperative launches are unavailable (nothing was queued; :data:`loop_unavailable`)."""
     global loop_unavailable
     if loop_unavailable is not None:
         return None
@@ -103,14 +136,20 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
         if flood is not None:
             handover = max(handover, int(flood))
         groups = grid * _THREADS // _LOOP_GROUP
-        lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, changes)
+        lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, batch)
         buf = _upload(cp, ws, [(0, _args_bytes(graph, ws, x, config, in_place=_LOOP_IN_PLACE)), (_LISTS_OFFSET, lists)])
-        args = buf[:_LISTS_OFFSET]
-        k((grid,), (_THREADS,), (args, buf[_LISTS_OFFSET:]))
+        ptr = int(buf.data.ptr)  # addresses, not array views: a view costs microseconds
+        k((grid,), (_THREADS,), (np.uint64(ptr), np.uint64(ptr + _LISTS_OFFSET)))
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"
         return None
-    status, hist, total = _read_status(ws)  # the one sync of the batch's rank update
+    return buf
+
+
+def loop_outcome(graph, ws, config, args):
+    """Interpret the loop's status once the stream has been synchronized after
+    :func:`queue_status` (see :func:`_frontier_loop` for the result)."""
+    status, hist, total = _status_host(ws)
     it = int(status[1])
     if status[3]:  # handed over: frontier in loop pair status[3] - 1 after `it` iterations
         src = (0, 1, 3)[int(status[3]) - 1]
@@ -140,20 +179,30 @@ def _loop_names(ct: str) -> tuple:
     return tuple(f"frontier_loop<int, {ct}, {s}, {m}>" for s in (0, 1) for m in (1, 2))
 
 
-def _read_status(ws):
-    """(status, per-iteration frontier sizes, sum of the iterate) with one synchronization."""
+def _status_buffers(ws):
+    """Pinned memory laid out as the workspace's result block (status at 0, sum(x) at 16,
+    frontier sizes at 32), and its address."""
     cp = _cupy()
     n_hist = int(ws.hist.shape[0])
     if ws.result_host is None or ws.result_host[1].shape[0] < n_hist:
-        mem = cp.cuda.alloc_pinned_memory(16 + 8 + 4 * n_hist)
+        mem = cp.cuda.alloc_pinned_memory(32 + 4 * n_hist)
         ws.result_host = (np.frombuffer(mem, dtype=np.int32, count=4),
-                           np.frombuffer(mem, dtype=np.int32, count=n_hist, offset=24),
-                           np.frombuffer(mem, dtype=np.float64, count=1, offset=16), mem)
-    st, hist, tot, _ = ws.result_host
-    stream = cp.cuda.get_current_stream()
-    cp.cuda.runtime.memcpyAsync(st.ctypes.data, ws.status.data.ptr, 16, 2, stream.ptr)
-    cp.cuda.runtime.memcpyAsync(tot.ctypes.data, ws.scalars.data.ptr, 8, 2, stream.ptr)
-    cp.cuda.runtime.memcpyAsync(hist.ctypes.data, ws.hist.data.ptr, 4 * n_hist, 2, stream.ptr)
-    stream.synchronize()  # sync: the loop's status, frontier sizes and sum(x) (one wait per batch)
-    return st.copy(), hist, float(tot[0])
+                           np.frombuffer(mem, dtype=np.int32, count=n_hist, offset=32),
+                           np.frombuffer(mem, dtype=np.float64, count=1, offset=16), mem,
+                           int(np.frombuffer(mem, dtype=np.uint8, count=1).ctypes.data))
+    return ws.result_host
 
+
+def queue_status(ws) -> None:
+    """Queue the copy of the loop's status, sum(x) and per-iteration frontier sizes (the
+    workspace's result block) into pinned memory, read by :func:`loop_outcome` after the
+    caller's synchronization."""
+    cp = _cupy()
+    host_ptr = _status_buffers(ws)[4]
+    stream = cp.cuda.get_current_stream()
+    cp.cuda.runtime.memcpyAsync(host_ptr, ws.results_ptr, 32 + 4 * int(ws.hist.shape[0]), 2, stream.ptr)
+
+
+def _status_host(ws):
+    st, hist, tot = ws.result_host[:3]
+    return st.copy(), hist, float(tot[0])

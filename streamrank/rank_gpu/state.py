@@ -87,23 +87,37 @@ class _Workspace:
         # list pairs (small, large): A, B, flags, C, flags 2 (the last two: the cooperative loop)
         self.lists = cp.zeros((10, n), dtype=cp.int32)
         self.cnt = cp.zeros(12, dtype=cp.int32)  # A: 0,1  B: 2,3  flags: 4,5  ticket: 6  C: 8,9  flags 2: 10,11
-        self.status = cp.zeros(4, dtype=cp.int32)  # done, iterations, converged
-        self.scalars = cp.zeros(2, dtype=cp.float64)  # sum of the iterate, base term
+        self.resize_results(cp, 1)  # status, scalars, hist
         self.gt = 8 * sm_count()  # blocks of the thread-per-vertex kernels (256 threads)
         self.gb = 16 * sm_count()  # blocks of the block-per-vertex kernels (64 threads)
         self.part = cp.zeros(3 * (self.gt + self.gb), dtype=cp.float64)
-        self.hist = cp.zeros(1, dtype=cp.int32)
         self._pinned = [cp.cuda.alloc_pinned_memory(16) for _ in range(2)]
         self.host_status = [np.frombuffer(m, dtype=np.int32, count=4) for m in self._pinned]
         self.loop_part = None  # the cooperative loop's block results (sized at its first use)
+        self.loop_prefix = None  # the loop's LoopLists up to the batch fields, packed
         self.result_host = None  # pinned (status, frontier sizes, sum) read once per loop
         # argument structs go up through a ring of pinned staging buffers (asynchronous copies);
         # an event per slot guards its reuse
         self.upload_host = [np.frombuffer(cp.cuda.alloc_pinned_memory(_UPLOAD_BYTES), dtype=np.uint8,
                                           count=_UPLOAD_BYTES) for _ in range(_UPLOAD_SLOTS)]
         self.upload_dev = [cp.zeros(_UPLOAD_BYTES, dtype=cp.uint8) for _ in range(_UPLOAD_SLOTS)]
-        self.upload_done = [None] * _UPLOAD_SLOTS
+        self.upload_host_ptr = [int(h.ctypes.data) for h in self.upload_host]
+        self.upload_dev_ptr = [int(d.data.ptr) for d in self.upload_dev]
+        self.upload_done = [cp.cuda.Event(disable_timing=True) for _ in range(_UPLOAD_SLOTS)]
         self.upload_next = 0
+
+    def resize_results(self, cp, n_hist: int) -> None:
+        """The results a run writes, in one device block so that one copy brings them back:
+        ``status`` (int32: done, iterations, converged, hand-over) at byte 0, ``scalars``
+        (float64: sum of the iterate, base term) at 16, ``hist`` (int32: frontier size per
+        iteration, ``n_hist`` entries) at 32. Only between runs (every run zeroes what it reads)."""
+        block = cp.zeros(32 + 4 * int(n_hist), dtype=cp.uint8)
+        self.results = block
+        self.status = block[:16].view(cp.int32)
+        self.scalars = block[16:32].view(cp.float64)
+        self.hist = block[32:].view(cp.int32)
+        self.results_ptr = int(block.data.ptr)
+        self.ws_ptrs = None  # the workspace's part of RankArgs, packed again
 
     def row_ptr(self, row: int) -> int:
         """Device address of list row ``row`` (no array view made: views cost microseconds)."""
@@ -116,9 +130,11 @@ class _Workspace:
         return self.lists[2 * which], self.lists[2 * which + 1], self.cnt[c: c + 2]
 
 
-def _workspace(graph: GpuGraph, dtype: str) -> _Workspace:
+def _workspace(graph: GpuGraph, dtype: str, n: int | None = None) -> _Workspace:
+    """The graph's workspace for ``dtype``, holding at least ``n`` vertices (default: the
+    graph's)."""
     cp = graph.xp
-    n = graph.num_vertices
+    n = graph.num_vertices if n is None else int(n)
     cache = graph.__dict__.setdefault("_rank_workspaces", {})
     ws = cache.get(dtype)
     if ws is None or ws.n < n:
@@ -134,19 +150,16 @@ def _upload(cp, ws, parts) -> object:
     it (no host wait, unless the slot's previous copy has not run yet)."""
     k = ws.upload_next
     ws.upload_next = (k + 1) % _UPLOAD_SLOTS
-    if ws.upload_done[k] is not None:
-        ws.upload_done[k].synchronize()  # sync: only if this slot's last copy is still queued
-    host, dev = ws.upload_host[k], ws.upload_dev[k]
+    ws.upload_done[k].synchronize()  # sync: only waits if this slot's last copy is still queued
+    host = ws.upload_host[k]
     end = 0
     for offset, raw in parts:
         host[offset: offset + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
         end = max(end, offset + len(raw))
     stream = cp.cuda.get_current_stream()
-    cp.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, end, 1, stream.ptr)
-    event = cp.cuda.Event(disable_timing=True)
-    event.record(stream)
-    ws.upload_done[k] = event
-    return dev
+    cp.cuda.runtime.memcpyAsync(ws.upload_dev_ptr[k], ws.upload_host_ptr[k], end, 1, stream.ptr)
+    ws.upload_done[k].record(stream)
+    return ws.upload_dev[k]
 
 
 def _args_bytes(graph, ws, x, config, *, in_place: bool = False) -> bytes:
@@ -154,14 +167,17 @@ def _args_bytes(graph, ws, x, config, *, in_place: bool = False) -> bytes:
     (the in-place sweeps of ``rank_gpu/sweeps.py``)."""
     cp = graph.xp
     if ws.hist.shape[0] < config.max_iter + 1:
-        ws.hist = cp.zeros(config.max_iter + 1, dtype=cp.int32)
+        ws.resize_results(cp, config.max_iter + 1)
+    if ws.ws_ptrs is None:  # the workspace's addresses do not change while it lives
+        scal = int(ws.scalars.data.ptr)
+        ws.ws_ptrs = ([int(ws.c.data.ptr), int(ws.cn.data.ptr), int(ws.aff.data.ptr)],
+                      [ws.row_ptr(r) for r in range(6)]
+                      + [int(ws.cnt.data.ptr), int(ws.status.data.ptr), scal, scal + 8, int(ws.part.data.ptr),
+                         int(ws.hist.data.ptr)])
+    c, cn, aff = ws.ws_ptrs[0]
     g = graph
-    arrays = [g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x, ws.c, ws.c if in_place else ws.cn,
-              ws.aff]
-    scal = int(ws.scalars.data.ptr)
-    ptrs = ([int(a.data.ptr) for a in arrays] + [ws.row_ptr(r) for r in range(6)]
-            + [int(ws.cnt.data.ptr), int(ws.status.data.ptr), scal, scal + 8, int(ws.part.data.ptr),
-               int(ws.hist.data.ptr)])
+    ptrs = ([int(a.data.ptr) for a in (g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x)]
+            + [c, c if in_place else cn, aff] + ws.ws_ptrs[1])
     return struct.pack(_ARGS_FORMAT, *ptrs,
                        float(config.alpha), float(config.frontier_tol), float(config.prune_tol),
                        float(config.tol), int(graph.num_vertices), int(config.max_iter),
@@ -178,6 +194,9 @@ def _as_prev(graph, x_prev, dtype: str):
     cp = graph.xp
     if x_prev is None:
         return None
+    if isinstance(x_prev, cp.ndarray) and x_prev.ndim == 1 and x_prev.dtype.name == dtype \
+            and x_prev.shape[0] <= graph.num_vertices:
+        return x_prev  # the engine's own iterate: nothing to convert
     x_prev = cp.asarray(x_prev)
     if x_prev.ndim != 1:
         raise InvalidArgumentError(f"x_prev must be one-dimensional, got shape {x_prev.shape}")

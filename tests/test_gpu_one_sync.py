@@ -1,0 +1,181 @@
+"""A small batch with one host wait (streamrank/gpu_step.py: the fast graph update and the
+cooperative DF/DF-P loop queued back to back, the loop reading the batch's sizes from the graph
+update's device counters) against the same engine in two synchronized steps
+(STREAMRANK_ONE_SYNC=0): the same changes, iterations, frontiers and ranks, batch after batch;
+also with new vertices, deletions, dropped edges, a batch that changes nothing, the reserved room
+running out (the fast launch reports it, the batch goes the slow way), a loop that hands its
+frontier over, ``auto`` switching to warm sweeps, and string ids. Ranks against the SciPy oracle."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from streamrank.backend import to_host as _host
+from streamrank.batch import EdgeBatch
+from streamrank.config import RankConfig
+from streamrank.metrics import l1_error
+from streamrank.oracle import oracle_pagerank
+
+pytestmark = pytest.mark.gpu
+
+
+def _base(rng, n=3000, m=20000, hubs=6):
+    s = rng.integers(0, n, m)
+    d = rng.integers(0, n, m)
+    hs = rng.choice(n, hubs, replace=False)
+    s = np.concatenate([s, np.repeat(hs, 400), rng.integers(0, n, 400 * hubs)])
+    d = np.concatenate([d, rng.integers(0, n, 400 * hubs), np.repeat(hs, 400)])
+    return s, d
+
+
+def _batches(rng, s, d, n=3000):
+    """Batches of 1..3000 edges: insertions (some of new vertices, some repeated), deletions of
+    present edges, deletions of absent ones; one batch that changes nothing; one past the fast
+    path's largest batch."""
+    out = []
+    for k in (1, 5, 50, 2, 500, 7, 2048, 3000, 40):
+        ins = rng.random(k) < 0.7
+        pick = rng.integers(0, len(s), k)
+        bs = np.where(ins, rng.integers(0, n + 200, k), s[pick])
+        bd = np.where(ins, rng.integers(0, n + 200, k), d[pick])
+        if k >= 5:
+            bs[-1], bd[-1], ins[-1] = bs[0], bd[0], ins[0]  # an in-batch duplicate
+        out.append((bs, bd, ins))
+    # a batch that changes nothing: insertions of present edges only
+    out.insert(4, (s[:3].copy(), d[:3].copy(), np.ones(3, dtype=bool)))
+    return out
+
+
+def _engine(monkeypatch, one_sync, algorithm, cfg, s, d, **kw):
+    from streamrank import engine as engine_mod
+
+    monkeypatch.setattr(engine_mod, "ONE_SYNC", one_sync)
+    eng = engine_mod.Engine("gpu", algorithm, config=cfg, **kw)
+    eng.load_edges(s, d)
+    assert (eng._stepper is not None) == one_sync
+    return eng
+
+
+def _same_step(a, b, dangling, exact=True):
+    assert a.changes.num_insertions == b.changes.num_insertions
+    assert a.changes.num_deletions == b.changes.num_deletions
+    assert a.changes.num_vertices_after == b.changes.num_vertices_after
+    assert a.changes.dropped == b.changes.dropped
+    np.testing.assert_array_equal(_host(a.changes.ins_src), _host(b.changes.ins_src))
+    np.testing.assert_array_equal(_host(a.changes.del_dst), _host(b.changes.del_dst))
+    assert a.rank.converged and b.rank.converged
+    assert a.rank.x.shape == b.rank.x.shape
+    assert a.graph_ms > 0 and a.rank_ms > 0
+    if not exact:  # after warm sweeps, whose in-place updates depend on the order blocks ran
+        np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-8)
+        return
+    assert a.rank.algorithm == b.rank.algorithm
+    assert a.rank.iterations == b.rank.iterations
+    assert a.rank.affected == b.rank.affected  # the same frontier in every iteration
+    np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["df", "dfp", "auto"])
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling):
+    rng = np.random.default_rng(zlib.crc32(f"one-sync/{algorithm}/{dangling}".encode()))
+    s, d = _base(rng)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    one = _engine(monkeypatch, True, algorithm, cfg, s, d)
+    two = _engine(monkeypatch, False, algorithm, cfg, s, d)
+    exact = True
+    for bs, bd, ins in _batches(rng, s, d):
+        a = one.apply(EdgeBatch.from_arrays(bs, bd, ins))
+        b = two.apply(EdgeBatch.from_arrays(bs, bd, ins))
+        # warm sweeps run in place: from then on the iterates agree to the tolerance, not bit for bit
+        exact = exact and "warm" not in a.rank.algorithm + b.rank.algorithm
+        _same_step(a, b, dangling, exact)
+        if a.changes.num_insertions + a.changes.num_deletions == 0 and a.rank.algorithm in ("df", "dfp"):
+            assert a.rank.iterations == 0 and a.rank.affected == []
+    assert one._stepper.steps >= (1 if algorithm == "auto" else 8)  # auto: warm batches go the usual way
+    assert one.graph.num_vertices > 3000  # new vertices arrived through it
+    ref = oracle_pagerank(one.graph, dangling=dangling)
+    assert l1_error(one.ranks()[1], ref) < 1e-6
+    np.testing.assert_array_equal(np.sort(_host(one.graph.edges_external()[0])),
+                                  np.sort(_host(two.graph.edges_external()[0])))
+    for ws in one.graph.__dict__.get("_rank_workspaces", {}).values():
+        assert int(ws.aff.sum()) == 0  # every batch cleared the flags it set
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_reserved_room_running_out(cp, monkeypatch, dangling):
+    """The id map left without room every few batches: a batch with new vertices overflows the
+    fast launch (it writes nothing, the loop returns at once) and goes the slow way, which
+    re-reserves; nothing is lost, and the ranks are those of the two-step engine."""
+    from streamrank.idmap_gpu import GpuIdMap
+
+    rng = np.random.default_rng(zlib.crc32(f"one-sync-room/{dangling}".encode()))
+    s, d = _base(rng, n=400, m=2000, hubs=2)
+    cfg = RankConfig(dangling=dangling, tol=1e-12)
+    one = _engine(monkeypatch, True, "dfp", cfg, s, d)
+    two = _engine(monkeypatch, False, "dfp", cfg, s, d)
+    nxt = 10_000
+    for k in range(12):
+        if k % 3 == 0:
+            for eng in (one, two):
+                eng.graph.ids = GpuIdMap.from_external(eng.graph.ids.external, cp, room=0)
+        m = 1 + (k * 37) % 200
+        bs = rng.integers(0, 400, m)
+        bd = np.arange(nxt, nxt + m)  # m new vertices per batch
+        nxt += m
+        ins = np.ones(m, dtype=bool)
+        _same_step(one.apply(EdgeBatch.from_arrays(bs, bd, ins)), two.apply(EdgeBatch.from_arrays(bs, bd, ins)),
+                   dangling)
+    assert one._stepper.misfits == 4 and one._stepper.steps == 8
+    assert one.graph.num_vertices == two.graph.num_vertices == 400 + nxt - 10_000
+    ref = oracle_pagerank(one.graph, dangling=dangling)
+    assert l1_error(one.ranks()[1], ref) < 1e-6
+
+
+@pytest.mark.parametrize("algorithm", ["dfp", "auto"])
+def test_hand_over_after_the_wait(cp, monkeypatch, algorithm):
+    """The loop hands a grown frontier over (to the launch sequence; ``auto``: to warm sweeps):
+    the continuation runs after the batch's wait, with the vertex count then known."""
+    from streamrank.rank_gpu import frontier_loop
+    from streamrank import pagerank_gpu
+
+    rng = np.random.default_rng(zlib.crc32(f"one-sync-handover/{algorithm}".encode()))
+    s, d = _base(rng)
+    cfg = RankConfig(switch_degree=8, tol=1e-12)
+    monkeypatch.setattr(frontier_loop, "_LOOP_HANDOVER", 1e-9)
+    monkeypatch.setattr(pagerank_gpu, "_AUTO_FLOOD", 0.01)
+    one = _engine(monkeypatch, True, algorithm, cfg, s, d)
+    two = _engine(monkeypatch, False, algorithm, cfg, s, d)
+    ran = set()
+    for bs, bd, ins in _batches(rng, s, d):
+        a = one.apply(EdgeBatch.from_arrays(bs, bd, ins))
+        b = two.apply(EdgeBatch.from_arrays(bs, bd, ins))
+        ran.add(a.rank.algorithm)
+        if algorithm == "auto":  # the flood threshold is 1% of the vertices before vs after the batch
+            assert a.rank.algorithm == b.rank.algorithm
+            np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-9)
+        else:
+            _same_step(a, b, "uniform")
+    if algorithm == "auto":
+        assert "dfp>warm" in ran
+    assert one._stepper.steps >= (1 if algorithm == "auto" else 8)  # auto: warm batches go the usual way
+    ref = oracle_pagerank(one.graph, dangling="uniform")
+    assert l1_error(one.ranks()[1], ref) < 1e-6
+
+
+def test_string_ids_take_the_one_wait_path(cp, monkeypatch):
+    rng = np.random.default_rng(5)
+    s, d = _base(rng, n=300, m=2000, hubs=2)
+    name = lambda a: np.array([f"v{int(v)}" for v in a], dtype=object)  # noqa: E731
+    cfg = RankConfig(tol=1e-12)
+    one = _engine(monkeypatch, True, "dfp", cfg, name(s), name(d), id_type="string")
+    two = _engine(monkeypatch, False, "dfp", cfg, name(s), name(d), id_type="string")
+    for k in (3, 30):
+        bs, bd = name(rng.integers(0, 320, k)), name(rng.integers(0, 320, k))
+        _same_step(one.apply(EdgeBatch.from_arrays(bs, bd)), two.apply(EdgeBatch.from_arrays(bs, bd)), "uniform")
+    assert one._stepper.steps == 2
+    ea, pa = one.ranks()
+    eb, pb = two.ranks()
+    assert list(ea) == list(eb)
+    np.testing.assert_allclose(pa, pb, rtol=1e-12)
