@@ -14,13 +14,26 @@ nothing, and the loop returned at once), the caller applies the batch the usual 
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .errors import GraphCapacityError
+from .gpu_batch_graph import BatchGraphs
 from .result import RankResult
+
+#: Host batches replay two captured CUDA graphs (:mod:`streamrank.gpu_batch_graph`);
+#: STREAMRANK_CUDA_GRAPHS=0 queues them call by call.
+CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
+
+
+class _NoGraphs:
+    unavailable = "switched off (STREAMRANK_CUDA_GRAPHS=0)"
+
+
+_NO_GRAPHS = _NoGraphs()
 
 #: Algorithms that can run behind a pending graph update.
 STEP_ALGORITHMS = ("df", "dfp", "auto")
@@ -48,6 +61,8 @@ class OneSyncStepper:
         self.cp = cp
         self.start = cp.cuda.Event()
         self.graph_done = cp.cuda.Event()
+        #: The two captured CUDA graphs a host batch replays (STREAMRANK_CUDA_GRAPHS=0: none).
+        self.graphs = BatchGraphs(cp) if CUDA_GRAPHS else _NO_GRAPHS
         #: False after :meth:`apply` found that the batch did not fit the reserved room.
         self.last_fit = True
         #: Batches applied with one wait, and fast launches that did not fit (then applied the
@@ -77,16 +92,20 @@ class OneSyncStepper:
         """
         cp = self.cp
         stream = cp.cuda.get_current_stream()
+        replay = self.graphs if self.graphs.unavailable is None and not isinstance(batch.src, cp.ndarray) else None
         try:
             self.start.record(stream)
             t_graph = time.perf_counter()
-            pending = graph.launch_fast(batch)
+            pending = replay.graph_update(graph, batch) if replay is not None else None
+            if pending is None:  # a device batch, or no capture here: queued call by call
+                replay = None
+                pending = graph.launch_fast(batch)
         except cp.cuda.memory.OutOfMemoryError as exc:  # before the kernel was queued
             raise GraphCapacityError(f"out of device memory queueing a batch of {len(batch):,} edges: {exc}; "
                                      "nothing was changed") from exc
         self.graph_done.record(stream)
         try:
-            rank = rank_module.launch_update(algorithm, graph, pending, x_prev, config=config)
+            rank = rank_module.launch_update(algorithm, graph, pending, x_prev, config=config, replay=replay)
         except cp.cuda.memory.OutOfMemoryError:
             rank = None  # the graph update is queued: finish it, then rank the usual way
         except BaseException:

@@ -322,6 +322,12 @@ class GpuGraph(RoomKeeping):
                 f"{mib(self.nbytes)}: {exc}; nothing was changed. Use a device with more memory, or the "
                 f"CPU (--device cpu), or apply smaller batches") from exc
 
+    def fast_updater(self) -> FastUpdater:
+        """The fused kernel's scratch, counters and pinned memory (made at the first use)."""
+        if self._fast is None:
+            self._fast = FastUpdater(self.xp)
+        return self._fast
+
     def fast_eligible(self, m: int) -> bool:
         """Whether a batch of ``m`` edges takes the fast path (one fused kernel)."""
         return self._fast_eligible(m)

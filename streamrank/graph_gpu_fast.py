@@ -30,7 +30,7 @@ FAST_THREADS = 1024
 #: Bytes of its scratch (at least sizeof(FuWork); the kernel refuses a smaller one).
 FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
-_NAMES = ("fast_update",)
+_NAMES = ("fast_update", "fast_update_hdr")
 _COUNTERS = 16
 # Counter slots (C_* in graph_fast_update.cu; the first four are also read by frontier_loop.cu).
 _OVERFLOW, _NEW, _INS, _DEL, _DUP, _PRESENT, _ABSENT, _OUT_END, _IN_END = range(9)
@@ -140,6 +140,9 @@ class FastUpdater:
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
         self.kernel = get_kernel(_CU, "fast_update", _NAMES)  # compiled once per process
+        #: The same update reading the batch and its sizes from a header in device memory (the
+        #: form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
+        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES)
         # a host batch goes up in one asynchronous copy: src, dst (int64) and insert (bool)
         self._stage_mem = cp.cuda.alloc_pinned_memory(17 * FAST_MAX_EDGES)
         self._stage_host = np.frombuffer(self._stage_mem, dtype=np.uint8, count=17 * FAST_MAX_EDGES)
@@ -148,7 +151,7 @@ class FastUpdater:
         # addresses cached: reading them costs about a microsecond each
         self._stage_host_ptr = int(self._stage_host.ctypes.data)
         self._stage_dev_ptr = int(self._stage_dev.data.ptr)
-        self._host_ptr = int(self.host.ctypes.data)
+        self.host_ptr = int(self.host.ctypes.data)
         self._counters_ptr = int(self.counters.data.ptr)
         self._keep = None
 
@@ -203,7 +206,7 @@ class FastUpdater:
         )
         launch(self.kernel, 1, FAST_THREADS, args)
         stream = cp.cuda.get_current_stream()
-        cp.cuda.runtime.memcpyAsync(self._host_ptr, self._counters_ptr, _COUNTERS * 8,
+        cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
                                     2, stream.ptr)  # 2: device to host; read after the caller's sync
         return changes
 

@@ -47,10 +47,11 @@ def _batches(rng, s, d, n=3000):
     return out
 
 
-def _engine(monkeypatch, one_sync, algorithm, cfg, s, d, **kw):
-    from streamrank import engine as engine_mod
+def _engine(monkeypatch, one_sync, algorithm, cfg, s, d, graphs=True, **kw):
+    from streamrank import engine as engine_mod, gpu_step
 
     monkeypatch.setattr(engine_mod, "ONE_SYNC", one_sync)
+    monkeypatch.setattr(gpu_step, "CUDA_GRAPHS", graphs)
     eng = engine_mod.Engine("gpu", algorithm, config=cfg, **kw)
     eng.load_edges(s, d)
     assert (eng._stepper is not None) == one_sync
@@ -78,11 +79,13 @@ def _same_step(a, b, dangling, exact=True):
 
 @pytest.mark.parametrize("algorithm", ["df", "dfp", "auto"])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
-def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling):
+@pytest.mark.parametrize("graphs", [True, False])
+def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling, graphs):
+    """With the batch replayed from captured CUDA graphs (graphs=True) and queued call by call."""
     rng = np.random.default_rng(zlib.crc32(f"one-sync/{algorithm}/{dangling}".encode()))
     s, d = _base(rng)
     cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
-    one = _engine(monkeypatch, True, algorithm, cfg, s, d)
+    one = _engine(monkeypatch, True, algorithm, cfg, s, d, graphs=graphs)
     two = _engine(monkeypatch, False, algorithm, cfg, s, d)
     exact = True
     for bs, bd, ins in _batches(rng, s, d):
@@ -94,6 +97,8 @@ def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling):
         if a.changes.num_insertions + a.changes.num_deletions == 0 and a.rank.algorithm in ("df", "dfp"):
             assert a.rank.iterations == 0 and a.rank.affected == []
     assert one._stepper.steps >= (1 if algorithm == "auto" else 8)  # auto: warm batches go the usual way
+    if graphs:
+        assert one._stepper.graphs.unavailable is None and one._stepper.graphs.captures >= 2
     assert one.graph.num_vertices > 3000  # new vertices arrived through it
     ref = oracle_pagerank(one.graph, dangling=dangling)
     assert l1_error(one.ranks()[1], ref) < 1e-6
@@ -128,6 +133,8 @@ def test_reserved_room_running_out(cp, monkeypatch, dangling):
         _same_step(one.apply(EdgeBatch.from_arrays(bs, bd, ins)), two.apply(EdgeBatch.from_arrays(bs, bd, ins)),
                    dangling)
     assert one._stepper.misfits == 4 and one._stepper.steps == 8
+    # the id map rebuilt by the slow path holds new addresses: graph G was captured again
+    assert one._stepper.graphs.captures >= 4
     assert one.graph.num_vertices == two.graph.num_vertices == 400 + nxt - 10_000
     ref = oracle_pagerank(one.graph, dangling=dangling)
     assert l1_error(one.ranks()[1], ref) < 1e-6
@@ -179,3 +186,17 @@ def test_string_ids_take_the_one_wait_path(cp, monkeypatch):
     eb, pb = two.ranks()
     assert list(ea) == list(eb)
     np.testing.assert_allclose(pa, pb, rtol=1e-12)
+
+
+def test_device_batches_are_queued_call_by_call(cp, monkeypatch):
+    """A batch already on the device takes the one-wait path without the captured graphs."""
+    rng = np.random.default_rng(6)
+    s, d = _base(rng, n=500, m=3000, hubs=2)
+    cfg = RankConfig(tol=1e-12)
+    one = _engine(monkeypatch, True, "dfp", cfg, s, d)
+    two = _engine(monkeypatch, False, "dfp", cfg, s, d)
+    for k in (4, 60):
+        bs, bd = rng.integers(0, 520, k), rng.integers(0, 520, k)
+        a = one.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), xp=cp))
+        _same_step(a, two.apply(EdgeBatch.from_arrays(bs, bd)), "uniform")
+    assert one._stepper.steps == 2 and one._stepper.graphs.captures == 0

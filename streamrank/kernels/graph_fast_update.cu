@@ -363,13 +363,13 @@ __device__ __forceinline__ void write_counters(long long* counters, long long ov
 // Each direction: off/deg/cap/idx of the gapped CSR, the used end of idx and its size (the tail
 // [end, size) is reserved for relocated lists). work: FuWork scratch (work_bytes long).
 // changes: 4 * m int64 (ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m).
-__global__ void __launch_bounds__(FU_THREADS, 1)
-fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
-            const unsigned char* __restrict__ bins, int m,
-            long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
-            long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
-            long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
-            unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+__device__ __forceinline__ void
+fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
+                const unsigned char* __restrict__ bins, int m,
+                long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
+                long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
+                long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
+                unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
   __shared__ long long sh_a[FU_MAX];  // sort keys: external src, then packed internal keys
   __shared__ long long sh_b[FU_MAX];  // external dst
   __shared__ int sh_perm[FU_MAX];
@@ -700,4 +700,35 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
     write_counters(counters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa, out_end + sh_tail[0],
                    in_end + sh_tail[1]);
   }
+}
+
+// The kernel: the batch and its sizes as arguments.
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
+            const unsigned char* __restrict__ bins, int m,
+            long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
+            long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
+            long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
+            unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+  fast_update_run(bsrc, bdst, bins, m, hkeys, hvals, hmask, ext, n, room, out_off, out_deg, out_cap, out_idx,
+                  out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
+                  counters);
+}
+
+// The same with everything that changes from batch to batch in device memory, so that a captured
+// CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size m,
+// [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out- and
+// in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
+// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes).
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
+                long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
+                long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
+                unsigned char* work, long long work_bytes, long long* counters) {
+  const long long* bsrc = hdr + 8;
+  const long long* bdst = bsrc + FU_MAX;
+  const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
+  fast_update_run(bsrc, bdst, bins, static_cast<int>(hdr[0]), hkeys, hvals, hmask, ext, static_cast<int>(hdr[1]),
+                  static_cast<int>(hdr[2]), out_off, out_deg, out_cap, out_idx, hdr[3], out_size, in_off, in_deg,
+                  in_cap, in_idx, hdr[4], in_size, work, work_bytes, reinterpret_cast<long long*>(hdr[5]), counters);
 }

@@ -118,6 +118,25 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
     return loop_outcome(graph, ws, config, args)
 
 
+def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None):
+    """``(kernel, grid, image)`` of the cooperative loop for one batch: the kernel (compiled
+    once per process), its grid and the argument image (RankArgs at 0, LoopLists at
+    :data:`_LISTS_OFFSET`) the launch reads from device memory."""
+    if _LOOP_GROUP not in (2, 4, 8, 16, 32):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
+    if _LOOP_BLOCK_SOURCE < 1:
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {_LOOP_BLOCK_SOURCE}")
+    self_loop = 1 if config.dangling == "self-loop" else 0
+    k, grid = _loop_kernel(config.dtype, self_loop, mode)
+    handover = int(_LOOP_HANDOVER * grid * _THREADS)
+    if flood is not None:
+        handover = max(handover, int(flood))
+    groups = grid * _THREADS // _LOOP_GROUP
+    lists = _lists_bytes(ws, graph.xp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, batch)
+    head = _args_bytes(graph, ws, x, config, in_place=_LOOP_IN_PLACE)
+    return k, grid, head + bytes(_LISTS_OFFSET - len(head)) + lists
+
+
 def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None):
     """Queue the cooperative loop (no wait). Returns the device argument buffer, or None when
     cooperative launches are unavailable (nothing was queued; :data:`loop_unavailable`)."""
@@ -125,21 +144,13 @@ def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=Non
     if loop_unavailable is not None:
         return None
     cp = graph.xp
-    self_loop = 1 if config.dangling == "self-loop" else 0
-    if _LOOP_GROUP not in (2, 4, 8, 16, 32):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
-    if _LOOP_BLOCK_SOURCE < 1:
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {_LOOP_BLOCK_SOURCE}")
     try:
-        k, grid = _loop_kernel(config.dtype, self_loop, mode)
-        handover = int(_LOOP_HANDOVER * grid * _THREADS)
-        if flood is not None:
-            handover = max(handover, int(flood))
-        groups = grid * _THREADS // _LOOP_GROUP
-        lists = _lists_bytes(ws, cp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, batch)
-        buf = _upload(cp, ws, [(0, _args_bytes(graph, ws, x, config, in_place=_LOOP_IN_PLACE)), (_LISTS_OFFSET, lists)])
+        k, grid, image = loop_parts(graph, ws, x, x_prev, batch, config, mode, flood)
+        buf = _upload(cp, ws, [(0, image)])
         ptr = int(buf.data.ptr)  # addresses, not array views: a view costs microseconds
         k((grid,), (_THREADS,), (np.uint64(ptr), np.uint64(ptr + _LISTS_OFFSET)))
+    except InvalidArgumentError:
+        raise
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"
         return None
