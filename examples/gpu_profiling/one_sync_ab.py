@@ -1,10 +1,11 @@
-"""One wait per batch (streamrank/gpu_step.py) against two synchronized steps, on the same
-replay in one process: blocks of batches alternate between the two (``Engine._stepper`` set or
-None), so clock drift and the graph's growth fall on both alike. Then, with clock wrappers, where
+"""One wait per batch (streamrank/gpu_step.py), replayed from captured CUDA graphs or queued call by
+call, against two synchronized steps, on the same replay in one process: blocks of batches
+alternate between the three (``Engine._stepper`` swapped), so clock drift and the graph's growth
+fall on all alike. Then, with clock wrappers, where
 the one-wait batch's host time goes, and the device time of its two kernels (events; the loop's
 device clock, ``LOOP_TICKS``).
 
-    SXMO=.device-data/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 BATCHES=400 PYTHONPATH=. \
+    SXMO=.device-data/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 BATCHES=450 PYTHONPATH=. \
         python3 examples/gpu_profiling/one_sync_ab.py
 """
 import collections
@@ -27,23 +28,28 @@ from streamrank.rank_gpu import frontier_loop as fl  # noqa: E402
 replay = replay_from_env()
 eng, size = replay.engine, replay.size
 stepper = eng._stepper or gpu_step.OneSyncStepper(cp)
+gpu_step.CUDA_GRAPHS = False
+plain = gpu_step.OneSyncStepper(cp)  # one wait, queued call by call
+gpu_step.CUDA_GRAPHS = True
 batches = int(os.environ.get("BATCHES", "400"))
 block = 10
-res = {"one wait": [], "two steps": []}
-its = {"one wait": [], "two steps": []}
+modes = {"graphs": stepper, "one wait": plain, "two steps": None}
+res = {k: [] for k in modes}
+its = {k: [] for k in modes}
 for i in range(batches):
-    mode = "one wait" if (i // block) % 2 == 0 else "two steps"
-    eng._stepper = stepper if mode == "one wait" else None
+    mode = list(modes)[(i // block) % 3]
+    eng._stepper = modes[mode]
     b = replay.next_batch(size)
     t = time.perf_counter()
     s = eng.apply(b)
     res[mode].append((time.perf_counter() - t) * 1e3)
     its[mode].append(s.rank.iterations)
-print(f"== {replay.dangling} SIZE={size}: {batches} batches alternated in blocks of {block}")
+print(f"== {replay.dangling} SIZE={size}: {batches} batches, blocks of {block} alternated: replayed CUDA graphs, "
+      "one wait queued call by call, two synchronized steps")
 for k, v in res.items():
     print(f"  {k:10s} median {np.median(v):.3f} ms  p10 {np.percentile(v, 10):.3f}  p90 {np.percentile(v, 90):.3f}"
           f"  iterations median {np.median(its[k]):.1f}")
-print(f"  one-wait steps {stepper.steps}, misfits {stepper.misfits}")
+print(f"  graphs: steps {stepper.steps}, captures {stepper.graphs.captures}, unavailable {stepper.graphs.unavailable}")
 
 # ---- where the one-wait batch's time goes
 eng._stepper = stepper
