@@ -22,7 +22,7 @@ from _sxmo import replay_from_env  # noqa: E402
 
 import cupy as cp  # noqa: E402
 
-from streamrank import engine as engm, gpu_step, graph_gpu, graph_gpu_fast, pagerank_gpu  # noqa: E402
+from streamrank import engine as engm, gpu_batch_graph, gpu_step, graph_gpu, graph_gpu_fast, pagerank_gpu  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl  # noqa: E402
 
 replay = replay_from_env()
@@ -36,6 +36,7 @@ block = 10
 modes = {"graphs": stepper, "one wait": plain, "two steps": None}
 res = {k: [] for k in modes}
 its = {k: [] for k in modes}
+gms = {k: [] for k in modes}
 for i in range(batches):
     mode = list(modes)[(i // block) % 3]
     eng._stepper = modes[mode]
@@ -44,11 +45,12 @@ for i in range(batches):
     s = eng.apply(b)
     res[mode].append((time.perf_counter() - t) * 1e3)
     its[mode].append(s.rank.iterations)
+    gms[mode].append(s.graph_ms)
 print(f"== {replay.dangling} SIZE={size}: {batches} batches, blocks of {block} alternated: replayed CUDA graphs, "
       "one wait queued call by call, two synchronized steps")
 for k, v in res.items():
     print(f"  {k:10s} median {np.median(v):.3f} ms  p10 {np.percentile(v, 10):.3f}  p90 {np.percentile(v, 90):.3f}"
-          f"  iterations median {np.median(its[k]):.1f}")
+          f"  iterations median {np.median(its[k]):.1f}  graph update (StepResult.graph_ms) median {np.median(gms[k]):.3f}")
 print(f"  graphs: steps {stepper.steps}, captures {stepper.graphs.captures}, unavailable {stepper.graphs.unavailable}")
 
 # ---- where the one-wait batch's time goes
@@ -70,6 +72,9 @@ def wrap(obj, name, label):
 
 wrap(engm.Engine, "apply", "Engine.apply")
 wrap(gpu_step.OneSyncStepper, "apply", " OneSyncStepper.apply")
+wrap(gpu_batch_graph.BatchGraphs, "graph_update", "  BatchGraphs.graph_update (replay G)")
+wrap(gpu_batch_graph.BatchGraphs, "rank_update", "   BatchGraphs.rank_update (replay R)")
+wrap(pagerank_gpu, "loop_parts", "   loop_parts (argument image)")
 wrap(graph_gpu.GpuGraph, "launch_fast", "  GpuGraph.launch_fast")
 wrap(graph_gpu_fast.FastUpdater, "stage", "    FastUpdater.stage")
 wrap(graph_gpu_fast.FastUpdater, "launch", "   FastUpdater.launch")
