@@ -21,6 +21,7 @@ result is the same for any thread count.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .common import CHUNK, PARALLEL_EDGES, nchunks
@@ -151,7 +152,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
                 for i in range(nf):
                     if status[i] & SPREAD:
-                        v = F[i]
+                        v = np.uint64(F[i])
                         c[v] = -c[v]
                         if gs:
                             cprev[v] = c[v]
@@ -188,7 +189,7 @@ def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
     and pays O(n) here."""
     if not dense:
         for i in range(nf):
-            flags[F[i]] = 0
+            flags[np.uint64(F[i])] = 0
         return
     for v in range(n):
         x0[v] = x[v]

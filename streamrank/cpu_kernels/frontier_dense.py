@@ -110,8 +110,9 @@ def to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F):
             if gs:
                 cprev[v] = c[v]
             last_spread[v] = stamp
-            for j in range(out_off[v], out_off[v] + out_deg[v]):
-                w = out_idx[j]
+            o = np.uint64(out_off[v])  # unsigned indices: no wraparound code
+            for j in range(o, o + np.uint64(out_deg[v])):
+                w = np.uint64(out_idx[j])
                 if flags[w] == 0:
                     flags[w] = 1
                     F[m] = w

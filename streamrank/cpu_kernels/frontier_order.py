@@ -81,10 +81,11 @@ def build(n, g, inv, loops, mv):
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
     e = 0
     for p in range(n):
-        v = order[p]
+        v = np.uint64(order[p])
         m_off[p] = e
-        for j in range(in_off[v], in_off[v] + in_deg[v]):
-            m_idx[e] = pos[in_idx[j]]
+        o = np.uint64(in_off[v])
+        for j in range(o, o + np.uint64(in_deg[v])):
+            m_idx[e] = pos[np.uint64(in_idx[j])]
             e += 1
         m_end[p] = e
         invp[p] = inv[v]
@@ -154,7 +155,7 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
     if mstate[BUILT] < 0:
         build(n, g, inv, loops, mv)
     for p in range(n):
-        v = order[p]
+        v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
         xp[p] = x[v]
         cp[p] = c[v]
         cprevp[p] = c[v]
@@ -167,7 +168,7 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
     back in id order."""
     order = mv[0]
     for p in range(n):
-        v = order[p]
+        v = np.uint64(order[p])
         x[v] = xp[p]
         c[v] = cp[p]
         cprev[v] = cp[p]
@@ -186,50 +187,56 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
     bhi = min(blo + block, n)
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
+    # unsigned indices: Numba adds no negative-index wraparound to their loads (with signed ones
+    # it did, about a third of the pass's time)
+    ublo = np.uint64(blo)
     width = np.uint64(bhi - blo)
+    one = np.uint64(1)
+    two = np.uint64(2)
     for k in range(blo // CHUNK, nchunks(bhi)):
         m = 0.0
         s = 0.0
         keep_in = 0
         push = 0
         count = 0
-        for p in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+        for pi in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+            p = np.uint64(pi)
             sp = np.int64(keepp[p])
             low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
-            o = m_off[p]
-            e = m_end[p]
-            deg = e - o
+            o = np.uint64(m_off[p])
+            e = np.uint64(m_end[p])
+            deg = np.int64(e - o)
             a0 = 0.0
             a1 = 0.0
             l1 = 0.0
             j = o
             if multi:
-                while j + 1 < e:
-                    q0 = m_idx[j]
-                    q1 = m_idx[j + 1]
-                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
-                    c1 = cp[q1] if np.uint64(q1 - blo) < width else cprevp[q1]
+                while j + one < e:
+                    q0 = np.uint64(m_idx[j])
+                    q1 = np.uint64(m_idx[j + one])
+                    c0 = cp[q0] if q0 - ublo < width else cprevp[q0]
+                    c1 = cp[q1] if q1 - ublo < width else cprevp[q1]
                     a0 += abs(c0)
                     a1 += abs(c1)
                     low = min(low, c0)
                     l1 = min(l1, c1)
-                    j += 2
+                    j += two
                 if j < e:
-                    q0 = m_idx[j]
-                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
+                    q0 = np.uint64(m_idx[j])
+                    c0 = cp[q0] if q0 - ublo < width else cprevp[q0]
                     a0 += abs(c0)
                     low = min(low, c0)
             else:
-                while j + 1 < e:
-                    c0 = cp[m_idx[j]]
-                    c1 = cp[m_idx[j + 1]]
+                while j + one < e:
+                    c0 = cp[np.uint64(m_idx[j])]
+                    c1 = cp[np.uint64(m_idx[j + one])]
                     a0 += abs(c0)
                     a1 += abs(c1)
                     low = min(low, c0)
                     l1 = min(l1, c1)
-                    j += 2
+                    j += two
                 if j < e:
-                    c0 = cp[m_idx[j]]
+                    c0 = cp[np.uint64(m_idx[j])]
                     a0 += abs(c0)
                     low = min(low, c0)
             acc = a0 + a1

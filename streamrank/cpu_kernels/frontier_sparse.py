@@ -116,13 +116,13 @@ def _push_marks(lo, hi, F, g, status, sel, flags, out, p, claim):
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     for i in range(lo, hi):
         if status[i] & sel:
-            v = F[i]
-            o = out_off[v]
-            for j in range(o, o + out_deg[v]):
+            v = np.uint64(F[i])  # unsigned indices: no wraparound code
+            o = np.uint64(out_off[v])
+            for j in range(o, o + np.uint64(out_deg[v])):
                 w = out_idx[j]
-                if flags[w] == 0:
+                if flags[np.uint64(w)] == 0:
                     if claim:
-                        flags[w] = 1
+                        flags[np.uint64(w)] = 1
                     out[p] = w
                     p += 1
     return p
@@ -135,12 +135,12 @@ def _repull_pruned(lo, hi, F, g, status, flags, last_spread, stamp, out, p, clai
     in_off, in_deg, in_idx = g[0], g[1], g[2]
     for i in range(lo, hi):
         if status[i] & PRUNE:
-            w = F[i]
+            w = np.uint64(F[i])
             if flags[w] != 0:
                 continue
-            o = in_off[w]
-            for j in range(o, o + in_deg[w]):
-                if last_spread[in_idx[j]] == stamp:
+            o = np.uint64(in_off[w])
+            for j in range(o, o + np.uint64(in_deg[w])):
+                if last_spread[np.uint64(in_idx[j])] == stamp:
                     if claim:
                         flags[w] = 1
                     out[p] = w
@@ -206,13 +206,13 @@ def mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, pa
                     pulled, pulled_count)
     for k in range(nch):
         for j in range(cand_start[k], cand_start[k] + cand_count[k]):
-            w = cand[j]
+            w = np.uint64(cand[j])
             if flags[w] == 0:
                 flags[w] = 1
                 Fnext[m] = w
                 m += 1
         for j in range(k * CHUNK, k * CHUNK + pulled_count[k]):
-            w = pulled[j]
+            w = np.uint64(pulled[j])
             if flags[w] == 0:
                 flags[w] = 1
                 Fnext[m] = w
