@@ -17,9 +17,10 @@ The mirror is built (:func:`build`, one pass over the in-edges) by the first den
 reload and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes
 the position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
 ones, are rewritten, in place when they do not grow, else at the end of the used part of
-``m_idx``; when that runs out of room the mirror becomes invalid and the next dense pass
-rebuilds it (``m_idx`` has room for twice the edges). So a batch that stays sparse pays only its
-own rows, and the O(E) build is rare.
+``m_idx``; when that runs out of room (``m_idx`` has room for twice the edges), or when the rows
+left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow the pass), the
+mirror becomes invalid and the next dense pass rebuilds it compact. So a batch that stays sparse
+pays only its own rows, and the O(E) build is rare (every few dozen batches on sx-mathoverflow).
 
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
 of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
@@ -46,9 +47,13 @@ from .common import CHUNK, block_size, nchunks, solved_value
 ORDER_BUCKETS = 64
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
+#: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
+#: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
+#: up to a tenth slower on sx-mathoverflow).
+COMPACT = 32
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
-#: of ``m_idx``.
-BUILT, USED = 0, 1
+#: of ``m_idx``, entries of its rows (the edges).
+BUILT, USED, LIVE = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
@@ -93,6 +98,7 @@ def build(n, g, inv, loops, mv):
         outdp[p] = out_deg[v]
     mstate[BUILT] = n
     mstate[USED] = e
+    mstate[LIVE] = e
 
 
 @njit(cache=True, inline="always")
@@ -102,6 +108,7 @@ def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
     p = pos[v]
     d = in_deg[v]
     o = m_off[p]
+    mstate[LIVE] += d - (m_end[p] - o)
     if d > m_end[p] - o:  # it grew: to the end of the used part
         o = mstate[USED]
         if o + d > m_idx.shape[0]:
@@ -131,7 +138,7 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     for dsts in (ins_dst, del_dst):
         for v in dsts:
             ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
-    if not ok:
+    if not ok or mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
         mstate[BUILT] = -1
         return
     mstate[BUILT] = n_after
