@@ -204,7 +204,6 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
         m = 0.0
         s = 0.0
         keep_in = 0
-        push = 0
         count = 0
         for pi in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
             p = np.uint64(pi)
@@ -268,14 +267,28 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
             cp[p] = -cv if spreads != 0 else cv
             count += a
             keep_in += deg * kept
-            push += outdp[p] * spreads
             m = max(m, ad)
             s += d
         part_max[k] = m
         part_sum[k] = s
         part_keep_in[k] = keep_in
-        part_push[k] = push
+        part_push[k] = 0  # the caller sums the spreaders' out-edges when it needs them (spread_out_edges)
         part_count[k] = count
+
+
+@njit(cache=True)
+def spread_out_edges(n, mv, cp):
+    """The out-edges of the vertices that spread in the latest dense pass (the sign bits of
+    ``cp``, as :func:`dense_order` leaves them). The pass itself does not sum them: their
+    out-degree, added where a vertex spread, compiled to a branch that mispredicted (a tenth of
+    the pass), and the frontier loop needs the sum only when the kept vertices' in-edges alone
+    do not decide the next representation."""
+    outdp = mv[9]
+    bits = cp.view(np.int64)
+    push = 0
+    for p in range(n):
+        push += outdp[p] & (bits[p] >> 63)  # no branch: the sign bit spread to a mask
+    return push
 
 
 @njit(cache=True, parallel=True)
