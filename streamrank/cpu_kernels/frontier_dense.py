@@ -42,11 +42,11 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
     for v in range(k * CHUNK, min(k * CHUNK + CHUNK, n)):
-        o = in_off[v]
+        o = np.uint64(in_off[v])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
         sp = np.int64(keep[v])
-        for j in range(o, o + in_deg[v]):
-            cu = c[in_idx[j]]
+        for j in range(o, o + np.uint64(in_deg[v])):
+            cu = c[np.uint64(in_idx[j])]
             acc += abs(cu)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
         a = np.int64(sp != 0)

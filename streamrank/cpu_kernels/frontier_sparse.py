@@ -45,11 +45,11 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
     new_push = 0
     pruned_in = 0
     for i in range(lo, hi):
-        v = F[i]
+        v = np.uint64(F[i])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
-        o = in_off[v]
-        for j in range(o, o + in_deg[v]):
-            acc += c[in_idx[j]]
+        o = np.uint64(in_off[v])
+        for j in range(o, o + np.uint64(in_deg[v])):
+            acc += c[np.uint64(in_idx[j])]
         loop = np.float64(loops[v])
         new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
@@ -86,7 +86,7 @@ def commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, stamp):
     """Write the new values (after every read of the iteration), unmark the pruned, stamp the
     spreaders' ``last_spread``."""
     for i in range(lo, hi):
-        v = F[i]
+        v = np.uint64(F[i])
         val = xnew[i]
         x[v] = val
         c[v] = val * inv[v]

@@ -68,9 +68,9 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
     s = 0.0
     for v in range(lo, hi):
         acc = 0.0
-        o = in_off[v]
-        for j in range(o, o + in_deg[v]):
-            acc += c[in_idx[j]]
+        o = np.uint64(in_off[v])  # unsigned indices: no wraparound code (frontier_order._dense_block)
+        for j in range(o, o + np.uint64(in_deg[v])):
+            acc += c[np.uint64(in_idx[j])]
         val = closed_form(acc, base, alpha, selfloop, out_deg, v)
         xnew[v] = val
         d = abs(val - x[v])
