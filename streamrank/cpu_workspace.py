@@ -79,7 +79,7 @@ class FrontierWorkspace:
         # invalid until the first dense pass builds it
         self.m_off, self.m_end = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
         self.m_idx = np.empty(0, dtype=np.int32)
-        self.mstate = np.array([-1, 0], dtype=np.int64)
+        self.mstate = np.array([-1, 0, 0], dtype=np.int64)
         self.cprevp, self.invp = np.empty(cap), np.empty(cap)
         self.loopsp = np.empty(cap, dtype=np.uint8)
         self.outdp = np.empty(cap, dtype=np.int64)

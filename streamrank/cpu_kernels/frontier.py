@@ -21,12 +21,13 @@ result is the same for any thread count.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .common import CHUNK, PARALLEL_EDGES, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
 from .frontier_gs import marked_first, sparse_gs
-from .frontier_order import dense_order, enter, leave
+from .frontier_order import dense_order, enter, leave, spread_out_edges
 from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, sparse_par
 
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
@@ -146,12 +147,14 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         if err / total < tol:
             converged = True
             break
+        if block is not None and dense and grow and keep_in <= DENSE_WEIGHT * num_edges:
+            push = spread_out_edges(n, mv, cnew)  # the Gauss-Seidel dense pass leaves push to this
         next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
             if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
                 for i in range(nf):
                     if status[i] & SPREAD:
-                        v = F[i]
+                        v = np.uint64(F[i])
                         c[v] = -c[v]
                         if gs:
                             cprev[v] = c[v]
@@ -188,7 +191,7 @@ def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
     and pays O(n) here."""
     if not dense:
         for i in range(nf):
-            flags[F[i]] = 0
+            flags[np.uint64(F[i])] = 0
         return
     for v in range(n):
         x0[v] = x[v]

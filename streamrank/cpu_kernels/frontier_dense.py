@@ -42,11 +42,11 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
     for v in range(k * CHUNK, min(k * CHUNK + CHUNK, n)):
-        o = in_off[v]
+        o = np.uint64(in_off[v])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
         sp = np.int64(keep[v])
-        for j in range(o, o + in_deg[v]):
-            cu = c[in_idx[j]]
+        for j in range(o, o + np.uint64(in_deg[v])):
+            cu = c[np.uint64(in_idx[j])]
             acc += abs(cu)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
         a = np.int64(sp != 0)
@@ -110,8 +110,9 @@ def to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F):
             if gs:
                 cprev[v] = c[v]
             last_spread[v] = stamp
-            for j in range(out_off[v], out_off[v] + out_deg[v]):
-                w = out_idx[j]
+            o = np.uint64(out_off[v])  # unsigned indices: no wraparound code
+            for j in range(o, o + np.uint64(out_deg[v])):
+                w = np.uint64(out_idx[j])
                 if flags[w] == 0:
                     flags[w] = 1
                     F[m] = w

@@ -59,17 +59,17 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
     push = 0
     new_push = 0
     pruned_in = 0
-    for i in range(lo, hi):
-        v = F[i]
+    for i in range(np.uint64(lo), np.uint64(hi)):
+        v = np.uint64(F[i])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
-        o = in_off[v]
+        o = np.uint64(in_off[v])
         if multi:
-            for j in range(o, o + in_deg[v]):
-                u = in_idx[j]
+            for j in range(o, o + np.uint64(in_deg[v])):
+                u = np.uint64(in_idx[j])
                 acc += c[u] if owner[u] == code else cprev[u]
         else:
-            for j in range(o, o + in_deg[v]):
-                acc += c[in_idx[j]]
+            for j in range(o, o + np.uint64(in_deg[v])):
+                acc += c[np.uint64(in_idx[j])]
         loop = np.float64(loops[v])
         new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
@@ -114,7 +114,7 @@ def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops,
     code = code0 + b
     if multi:
         for i in range(lo, hi):
-            owner[F[i]] = code
+            owner[np.uint64(F[i])] = code
     for k in range(lo // CHUNK, nchunks(hi)):
         _sparse_range(k * CHUNK, min(k * CHUNK + CHUNK, hi), k, multi, code, F, g, inv, c, cprev, owner, loops, x,
                       status, flags, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
@@ -148,7 +148,7 @@ def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flag
             _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
                           stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
     for i in range(nf):  # on one thread: a copy is cheap next to the blocks, and a parallel loop costs compile time
-        v = F[i]
+        v = np.uint64(F[i])
         cprev[v] = c[v]
 
 

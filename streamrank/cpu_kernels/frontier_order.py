@@ -17,9 +17,10 @@ The mirror is built (:func:`build`, one pass over the in-edges) by the first den
 reload and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes
 the position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
 ones, are rewritten, in place when they do not grow, else at the end of the used part of
-``m_idx``; when that runs out of room the mirror becomes invalid and the next dense pass
-rebuilds it (``m_idx`` has room for twice the edges). So a batch that stays sparse pays only its
-own rows, and the O(E) build is rare.
+``m_idx``; when that runs out of room (``m_idx`` has room for twice the edges), or when the rows
+left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow the pass), the
+mirror becomes invalid and the next dense pass rebuilds it compact. So a batch that stays sparse
+pays only its own rows, and the O(E) build is rare (every few dozen batches on sx-mathoverflow).
 
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
 of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
@@ -46,9 +47,13 @@ from .common import CHUNK, block_size, nchunks, solved_value
 ORDER_BUCKETS = 64
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
+#: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
+#: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
+#: up to a tenth slower on sx-mathoverflow).
+COMPACT = 32
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
-#: of ``m_idx``.
-BUILT, USED = 0, 1
+#: of ``m_idx``, entries of its rows (the edges).
+BUILT, USED, LIVE = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
@@ -81,10 +86,11 @@ def build(n, g, inv, loops, mv):
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
     e = 0
     for p in range(n):
-        v = order[p]
+        v = np.uint64(order[p])
         m_off[p] = e
-        for j in range(in_off[v], in_off[v] + in_deg[v]):
-            m_idx[e] = pos[in_idx[j]]
+        o = np.uint64(in_off[v])
+        for j in range(o, o + np.uint64(in_deg[v])):
+            m_idx[e] = pos[np.uint64(in_idx[j])]
             e += 1
         m_end[p] = e
         invp[p] = inv[v]
@@ -92,6 +98,7 @@ def build(n, g, inv, loops, mv):
         outdp[p] = out_deg[v]
     mstate[BUILT] = n
     mstate[USED] = e
+    mstate[LIVE] = e
 
 
 @njit(cache=True, inline="always")
@@ -101,6 +108,7 @@ def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
     p = pos[v]
     d = in_deg[v]
     o = m_off[p]
+    mstate[LIVE] += d - (m_end[p] - o)
     if d > m_end[p] - o:  # it grew: to the end of the used part
         o = mstate[USED]
         if o + d > m_idx.shape[0]:
@@ -130,7 +138,7 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     for dsts in (ins_dst, del_dst):
         for v in dsts:
             ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
-    if not ok:
+    if not ok or mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
         mstate[BUILT] = -1
         return
     mstate[BUILT] = n_after
@@ -154,7 +162,7 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
     if mstate[BUILT] < 0:
         build(n, g, inv, loops, mv)
     for p in range(n):
-        v = order[p]
+        v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
         xp[p] = x[v]
         cp[p] = c[v]
         cprevp[p] = c[v]
@@ -167,7 +175,7 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
     back in id order."""
     order = mv[0]
     for p in range(n):
-        v = order[p]
+        v = np.uint64(order[p])
         x[v] = xp[p]
         c[v] = cp[p]
         cprev[v] = cp[p]
@@ -186,50 +194,55 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
     bhi = min(blo + block, n)
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
+    # unsigned indices: Numba adds no negative-index wraparound to their loads (with signed ones
+    # it did, about a third of the pass's time)
+    ublo = np.uint64(blo)
     width = np.uint64(bhi - blo)
+    one = np.uint64(1)
+    two = np.uint64(2)
     for k in range(blo // CHUNK, nchunks(bhi)):
         m = 0.0
         s = 0.0
         keep_in = 0
-        push = 0
         count = 0
-        for p in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+        for pi in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+            p = np.uint64(pi)
             sp = np.int64(keepp[p])
             low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
-            o = m_off[p]
-            e = m_end[p]
-            deg = e - o
+            o = np.uint64(m_off[p])
+            e = np.uint64(m_end[p])
+            deg = np.int64(e - o)
             a0 = 0.0
             a1 = 0.0
             l1 = 0.0
             j = o
             if multi:
-                while j + 1 < e:
-                    q0 = m_idx[j]
-                    q1 = m_idx[j + 1]
-                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
-                    c1 = cp[q1] if np.uint64(q1 - blo) < width else cprevp[q1]
+                while j + one < e:
+                    q0 = np.uint64(m_idx[j])
+                    q1 = np.uint64(m_idx[j + one])
+                    c0 = cp[q0] if q0 - ublo < width else cprevp[q0]
+                    c1 = cp[q1] if q1 - ublo < width else cprevp[q1]
                     a0 += abs(c0)
                     a1 += abs(c1)
                     low = min(low, c0)
                     l1 = min(l1, c1)
-                    j += 2
+                    j += two
                 if j < e:
-                    q0 = m_idx[j]
-                    c0 = cp[q0] if np.uint64(q0 - blo) < width else cprevp[q0]
+                    q0 = np.uint64(m_idx[j])
+                    c0 = cp[q0] if q0 - ublo < width else cprevp[q0]
                     a0 += abs(c0)
                     low = min(low, c0)
             else:
-                while j + 1 < e:
-                    c0 = cp[m_idx[j]]
-                    c1 = cp[m_idx[j + 1]]
+                while j + one < e:
+                    c0 = cp[np.uint64(m_idx[j])]
+                    c1 = cp[np.uint64(m_idx[j + one])]
                     a0 += abs(c0)
                     a1 += abs(c1)
                     low = min(low, c0)
                     l1 = min(l1, c1)
-                    j += 2
+                    j += two
                 if j < e:
-                    c0 = cp[m_idx[j]]
+                    c0 = cp[np.uint64(m_idx[j])]
                     a0 += abs(c0)
                     low = min(low, c0)
             acc = a0 + a1
@@ -254,14 +267,28 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
             cp[p] = -cv if spreads != 0 else cv
             count += a
             keep_in += deg * kept
-            push += outdp[p] * spreads
             m = max(m, ad)
             s += d
         part_max[k] = m
         part_sum[k] = s
         part_keep_in[k] = keep_in
-        part_push[k] = push
+        part_push[k] = 0  # the caller sums the spreaders' out-edges when it needs them (spread_out_edges)
         part_count[k] = count
+
+
+@njit(cache=True)
+def spread_out_edges(n, mv, cp):
+    """The out-edges of the vertices that spread in the latest dense pass (the sign bits of
+    ``cp``, as :func:`dense_order` leaves them). The pass itself does not sum them: their
+    out-degree, added where a vertex spread, compiled to a branch that mispredicted (a tenth of
+    the pass), and the frontier loop needs the sum only when the kept vertices' in-edges alone
+    do not decide the next representation."""
+    outdp = mv[9]
+    bits = cp.view(np.int64)
+    push = 0
+    for p in range(n):
+        push += outdp[p] & (bits[p] >> 63)  # no branch: the sign bit spread to a mask
+    return push
 
 
 @njit(cache=True, parallel=True)

@@ -45,11 +45,11 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
     new_push = 0
     pruned_in = 0
     for i in range(lo, hi):
-        v = F[i]
+        v = np.uint64(F[i])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
-        o = in_off[v]
-        for j in range(o, o + in_deg[v]):
-            acc += c[in_idx[j]]
+        o = np.uint64(in_off[v])
+        for j in range(o, o + np.uint64(in_deg[v])):
+            acc += c[np.uint64(in_idx[j])]
         loop = np.float64(loops[v])
         new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
@@ -86,7 +86,7 @@ def commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, stamp):
     """Write the new values (after every read of the iteration), unmark the pruned, stamp the
     spreaders' ``last_spread``."""
     for i in range(lo, hi):
-        v = F[i]
+        v = np.uint64(F[i])
         val = xnew[i]
         x[v] = val
         c[v] = val * inv[v]
@@ -116,13 +116,13 @@ def _push_marks(lo, hi, F, g, status, sel, flags, out, p, claim):
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     for i in range(lo, hi):
         if status[i] & sel:
-            v = F[i]
-            o = out_off[v]
-            for j in range(o, o + out_deg[v]):
+            v = np.uint64(F[i])  # unsigned indices: no wraparound code
+            o = np.uint64(out_off[v])
+            for j in range(o, o + np.uint64(out_deg[v])):
                 w = out_idx[j]
-                if flags[w] == 0:
+                if flags[np.uint64(w)] == 0:
                     if claim:
-                        flags[w] = 1
+                        flags[np.uint64(w)] = 1
                     out[p] = w
                     p += 1
     return p
@@ -135,12 +135,12 @@ def _repull_pruned(lo, hi, F, g, status, flags, last_spread, stamp, out, p, clai
     in_off, in_deg, in_idx = g[0], g[1], g[2]
     for i in range(lo, hi):
         if status[i] & PRUNE:
-            w = F[i]
+            w = np.uint64(F[i])
             if flags[w] != 0:
                 continue
-            o = in_off[w]
-            for j in range(o, o + in_deg[w]):
-                if last_spread[in_idx[j]] == stamp:
+            o = np.uint64(in_off[w])
+            for j in range(o, o + np.uint64(in_deg[w])):
+                if last_spread[np.uint64(in_idx[j])] == stamp:
                     if claim:
                         flags[w] = 1
                     out[p] = w
@@ -206,13 +206,13 @@ def mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, pa
                     pulled, pulled_count)
     for k in range(nch):
         for j in range(cand_start[k], cand_start[k] + cand_count[k]):
-            w = cand[j]
+            w = np.uint64(cand[j])
             if flags[w] == 0:
                 flags[w] = 1
                 Fnext[m] = w
                 m += 1
         for j in range(k * CHUNK, k * CHUNK + pulled_count[k]):
-            w = pulled[j]
+            w = np.uint64(pulled[j])
             if flags[w] == 0:
                 flags[w] = 1
                 Fnext[m] = w

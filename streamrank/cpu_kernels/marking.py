@@ -8,6 +8,7 @@ batch: the cost is the out-degrees of the vertices visited, nothing per vertex o
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 _SCANNED = 2  # flags bit: this source's out-neighbours were marked already
@@ -21,13 +22,14 @@ _SCANNED = 2  # flags bit: this source's out-neighbours were marked already
 @njit(cache=True)
 def _mark_out_neighbours_of(g, flags, F, nf, sources):
     out_off, out_deg, out_idx = g[3], g[4], g[5]
-    for s in sources:
+    for s0 in sources:
+        s = np.uint64(s0)  # unsigned indices: no wraparound code (frontier_order._dense_block)
         if flags[s] & _SCANNED:
             continue
         flags[s] |= _SCANNED
-        o = out_off[s]
-        for j in range(o, o + out_deg[s]):
-            v = out_idx[j]
+        o = np.uint64(out_off[s])
+        for j in range(o, o + np.uint64(out_deg[s])):
+            v = np.uint64(out_idx[j])
             if flags[v] & 1 == 0:
                 flags[v] |= 1
                 F[nf] = v

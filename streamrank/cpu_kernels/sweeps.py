@@ -68,9 +68,9 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
     s = 0.0
     for v in range(lo, hi):
         acc = 0.0
-        o = in_off[v]
-        for j in range(o, o + in_deg[v]):
-            acc += c[in_idx[j]]
+        o = np.uint64(in_off[v])  # unsigned indices: no wraparound code (frontier_order._dense_block)
+        for j in range(o, o + np.uint64(in_deg[v])):
+            acc += c[np.uint64(in_idx[j])]
         val = closed_form(acc, base, alpha, selfloop, out_deg, v)
         xnew[v] = val
         d = abs(val - x[v])
@@ -104,7 +104,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected,
     inv = inverse_degrees(out_deg, n, selfloop, par)
     loops = np.empty(n, dtype=np.uint8)
     find_loops(g[0], g[1], g[2], n, loops)
-    mstate = np.empty(2, dtype=np.int64)
+    mstate = np.empty(3, dtype=np.int64)
     mv = (order, pos, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
           np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=np.uint8),
           np.empty(n, dtype=np.int64))
