@@ -169,9 +169,9 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             log(f"fraction {frac:g}, {algo}: base graph {eng.graph.num_vertices} vertices, "
                 f"{eng.graph.num_edges} edges")
             rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "converged", "ran")}
-            # The timed pass: batch after batch with nothing else on the device in between (an
-            # oracle run between two batches evicts the graph from the GPU's L2 and slows the
-            # next ones: 0.33-0.34 against 0.42-0.60 ms per 5-line batch, docs/GPU.md).
+            # The timed pass: batch after batch with nothing else on the device in between (with
+            # an oracle run after every 5th batch, 5-line batches took 0.42-0.60 ms against
+            # 0.33-0.34 without, docs/GPU.md; likely the graph's arrays leaving the GPU's L2).
             for s, d in batches:
                 step = eng.apply(_batch(s, d))
                 rec["graph_ms"].append(step.graph_ms)
