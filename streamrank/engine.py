@@ -42,7 +42,10 @@ class StepResult:
         On the CPU with DT, DF or DF-P, ``rank.x`` is the engine's live iterate (advanced in
         place by the next batch); copy it to keep it.
     graph_ms, rank_ms : float
-        Wall time of the graph update and of the rank update (device work included).
+        Wall time of the graph update and of the rank update (device work included). A small
+        GPU batch runs both with one host wait (:mod:`streamrank.gpu_step`): then ``graph_ms``
+        is the time until the graph update had finished on the device (CUDA events) plus its
+        bookkeeping, and ``rank_ms`` the rest of the batch's wall time.
     """
 
     seq: int

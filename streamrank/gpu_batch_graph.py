@@ -136,9 +136,12 @@ class BatchGraphs:
         :attr:`unavailable` set) when this device or driver refuses it."""
         side = self.side
         side.synchronize()  # sync: the side stream is idle before a capture (it only ever captures)
+        # thread-local: CUDA calls of other threads (the daemon's fetch and checkpoint threads)
+        # neither break the capture nor are refused while it runs
+        mode = getattr(self.cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
         try:
             with side:
-                side.begin_capture()
+                side.begin_capture(mode=mode)
                 try:
                     queue()
                 finally:

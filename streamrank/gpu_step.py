@@ -41,7 +41,7 @@ STEP_ALGORITHMS = ("df", "dfp", "auto")
 
 @dataclass
 class OneSyncStep:
-    """A batch applied by :func:`apply_one_sync`.
+    """A batch applied by :meth:`OneSyncStepper.apply`.
 
     ``graph_ms`` is the host time until the graph kernel was queued plus the device time until
     it finished (CUDA events) plus the graph's bookkeeping after the wait; ``total_ms`` the wall
@@ -55,7 +55,8 @@ class OneSyncStep:
 
 
 class OneSyncStepper:
-    """Reusable events of :func:`apply_one_sync` for one engine (created on the GPU only)."""
+    """One engine's one-wait batches: the timing events, the captured graphs and counts (created on
+    the GPU only)."""
 
     def __init__(self, cp):
         self.cp = cp
