@@ -86,7 +86,8 @@ class BatchGraphs:
         self.ins[:m] = batch.insert
         key = (int(ids.keys.data.ptr), int(ids.vals.data.ptr), int(ids.mask), int(ids.external_buffer.data.ptr),
                *(int(a.data.ptr) for a in (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx)),
-               int(out.idx.shape[0]), int(inn.idx.shape[0]), int(fast.work.data.ptr), int(fast.counters.data.ptr))
+               int(out.idx.shape[0]), int(inn.idx.shape[0]), int(fast.work.data.ptr), int(fast.counters.data.ptr),
+               fast.host_ptr)
         if key != self._g_key:
             self._g = self._capture(lambda: self._queue_g(fast, ids, out, inn))
             if self._g is None:
