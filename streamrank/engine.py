@@ -238,10 +238,10 @@ class Engine:
         known = len(self.string_ids) if self.string_ids is not None else 0
         try:
             encoded = self._encode(batch)
-            step = self._one_sync(encoded, t0)
-            if step is not None:
-                return self._finish_step(step.changes, step.rank, step.graph_ms, step.total_ms - step.graph_ms)
-            if self._stepper is not None and not self._stepper.last_fit:
+            if self._one_sync_eligible(encoded):
+                step = self._stepper.apply(self.graph, encoded, self.x, self.algorithm, self.config, self._rank, t0)
+                if step is not None:
+                    return self._finish_step(step.changes, step.rank, step.graph_ms, step.total_ms - step.graph_ms)
                 changes = self.graph.apply(encoded, fast=False)  # the fast launch did not fit: re-plan
             else:
                 changes = self.graph.apply(encoded)  # the store moves the batch to its backend
@@ -264,23 +264,14 @@ class Engine:
         self.seq += 1
         return StepResult(self.seq, changes, res, graph_ms, rank_ms)
 
-    def _one_sync(self, batch: EdgeBatch, t0: float):
-        """The batch with one host wait (:mod:`streamrank.gpu_step`) when it qualifies (GPU, a
-        small batch, DF/DF-P, or ``auto`` choosing DF-P whatever the batch's applied size); None
-        otherwise, and when the batch did not fit the graph store's reserved room (then nothing
-        changed and :attr:`_stepper`'s ``last_fit`` is False)."""
+    def _one_sync_eligible(self, batch: EdgeBatch) -> bool:
+        """Whether the batch runs with one host wait (:mod:`streamrank.gpu_step`): GPU, a small
+        batch, DF/DF-P, or ``auto`` choosing DF-P whatever the batch's applied size."""
         if self._stepper is None:
-            return None
-        self._stepper.last_fit = True
-        algorithm = self.algorithm
-        m = len(batch)
-        if self.policy is not None and not self.policy.dfp_for_any(m):
-            return None
-        if not self._stepper.eligible(self.graph, batch, algorithm):
-            return None
-        step = self._stepper.apply(self.graph, batch, self.x, algorithm, self.config, self._rank, t0)
-        self._stepper.last_fit = step is not None
-        return step
+            return False
+        if self.policy is not None and not self.policy.dfp_for_any(len(batch)):
+            return False
+        return self._stepper.eligible(self.graph, batch, self.algorithm)
 
     def _take(self, res: RankResult):
         self.x = res.x

@@ -28,13 +28,6 @@ from .result import RankResult
 #: STREAMRANK_CUDA_GRAPHS=0 queues them call by call.
 CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
 
-
-class _NoGraphs:
-    unavailable = "switched off (STREAMRANK_CUDA_GRAPHS=0)"
-
-
-_NO_GRAPHS = _NoGraphs()
-
 #: Algorithms that can run behind a pending graph update.
 STEP_ALGORITHMS = ("df", "dfp", "auto")
 
@@ -62,10 +55,8 @@ class OneSyncStepper:
         self.cp = cp
         self.start = cp.cuda.Event()
         self.graph_done = cp.cuda.Event()
-        #: The two captured CUDA graphs a host batch replays (STREAMRANK_CUDA_GRAPHS=0: none).
-        self.graphs = BatchGraphs(cp) if CUDA_GRAPHS else _NO_GRAPHS
-        #: False after :meth:`apply` found that the batch did not fit the reserved room.
-        self.last_fit = True
+        #: The captured CUDA graphs a host batch replays (None: STREAMRANK_CUDA_GRAPHS=0).
+        self.graphs = BatchGraphs(cp) if CUDA_GRAPHS else None
         #: Batches applied with one wait, and fast launches that did not fit (then applied the
         #: usual way).
         self.steps = 0
@@ -93,14 +84,12 @@ class OneSyncStepper:
         """
         cp = self.cp
         stream = cp.cuda.get_current_stream()
-        replay = self.graphs if self.graphs.unavailable is None and not isinstance(batch.src, cp.ndarray) else None
+        # a device batch is passed to the graph update by address: nothing to replay
+        replay = None if isinstance(batch.src, cp.ndarray) else self.graphs
         try:
             self.start.record(stream)
             t_graph = time.perf_counter()
-            pending = replay.graph_update(graph, batch) if replay is not None else None
-            if pending is None:  # a device batch, or no capture here: queued call by call
-                replay = None
-                pending = graph.launch_fast(batch)
+            pending = graph.launch_fast(batch, replay=replay)
         except cp.cuda.memory.OutOfMemoryError as exc:  # before the kernel was queued
             raise GraphCapacityError(f"out of device memory queueing a batch of {len(batch):,} edges: {exc}; "
                                      "nothing was changed") from exc

@@ -322,12 +322,6 @@ class GpuGraph(RoomKeeping):
                 f"{mib(self.nbytes)}: {exc}; nothing was changed. Use a device with more memory, or the "
                 f"CPU (--device cpu), or apply smaller batches") from exc
 
-    def fast_updater(self) -> FastUpdater:
-        """The fused kernel's scratch, counters and pinned memory (made at the first use)."""
-        if self._fast is None:
-            self._fast = FastUpdater(self.xp)
-        return self._fast
-
     def fast_eligible(self, m: int) -> bool:
         """Whether a batch of ``m`` edges takes the fast path (one fused kernel)."""
         return self._fast_eligible(m)
@@ -345,10 +339,12 @@ class GpuGraph(RoomKeeping):
         self._stage("fast update")
         return self.finish_fast(pending)
 
-    def launch_fast(self, batch: EdgeBatch) -> PendingFast:
+    def launch_fast(self, batch: EdgeBatch, *, replay=None) -> PendingFast:
         """Queue the fused kernel of the fast path for ``batch`` (a host or device batch for which
-        :meth:`fast_eligible` holds; a host batch goes up through the pinned staging buffer) and
-        the copy of its counters, without waiting.
+        :meth:`fast_eligible` holds; a host batch goes up through the pinned staging buffer, and
+        is replayed from a captured CUDA graph when ``replay``, a
+        :class:`~streamrank.gpu_batch_graph.BatchGraphs`, is given) and the copy of its counters,
+        without waiting.
 
         Until :meth:`finish_fast` has run (after a synchronization of the current stream) the
         store's host-side bookkeeping (vertex count, ends of the edge arrays) is that of before
@@ -360,7 +356,7 @@ class GpuGraph(RoomKeeping):
             self._fast = FastUpdater(self.xp)
         n = self.num_vertices
         room = min(self._vcap - n, self.ids.room)
-        changes = self._fast.launch(batch, self.ids, self._out, self._in, n, room)
+        changes = self._fast.launch(batch, self.ids, self._out, self._in, n, room, replay=replay)
         return PendingFast(n, len(batch), changes, self._fast.counters)
 
     def finish_fast(self, pending: PendingFast):

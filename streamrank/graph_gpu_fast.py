@@ -32,6 +32,8 @@ FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
 _NAMES = ("fast_update", "fast_update_hdr")
 _COUNTERS = 16
+#: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
+_HEADER = 64
 # Counter slots (C_* in graph_fast_update.cu; the first four are also read by frontier_loop.cu).
 _OVERFLOW, _NEW, _INS, _DEL, _DUP, _PRESENT, _ABSENT, _OUT_END, _IN_END = range(9)
 #: Overflow bits (FU_OVER_* in the kernel), for messages and tests.
@@ -140,74 +142,93 @@ class FastUpdater:
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
         self.kernel = get_kernel(_CU, "fast_update", _NAMES)  # compiled once per process
-        #: The same update reading the batch and its sizes from a header in device memory (the
-        #: form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
+        #: The same update reading the batch and its sizes from the staged header (a host batch;
+        #: the form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
         self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES)
-        # a host batch goes up in one asynchronous copy: src, dst (int64) and insert (bool)
-        self._stage_mem = cp.cuda.alloc_pinned_memory(17 * FAST_MAX_EDGES)
-        self._stage_host = np.frombuffer(self._stage_mem, dtype=np.uint8, count=17 * FAST_MAX_EDGES)
-        self._stage_i64 = np.frombuffer(self._stage_mem, dtype=np.int64, count=2 * FAST_MAX_EDGES)
-        self._stage_dev = cp.empty(17 * FAST_MAX_EDGES, dtype=cp.uint8)
+        # A host batch goes up in one asynchronous copy of a fixed layout (fast_update_hdr): a
+        # header (batch size, vertex count, room, ends of idx, address of the changes buffer),
+        # then src and dst (int64) and the insert flags, FAST_MAX_EDGES entries each.
+        fm = FAST_MAX_EDGES
+        self.stage_bytes = _HEADER + 17 * fm
+        self._stage_mem = cp.cuda.alloc_pinned_memory(self.stage_bytes)
+        mem = self._stage_mem
+        self._header = np.frombuffer(mem, dtype=np.int64, count=8)
+        self._src = np.frombuffer(mem, dtype=np.int64, count=fm, offset=_HEADER)
+        self._dst = np.frombuffer(mem, dtype=np.int64, count=fm, offset=_HEADER + 8 * fm)
+        self._ins = np.frombuffer(mem, dtype=np.uint8, count=fm, offset=_HEADER + 16 * fm)
+        self._stage_dev = cp.empty(self.stage_bytes, dtype=cp.uint8)
         # addresses cached: reading them costs about a microsecond each
-        self._stage_host_ptr = int(self._stage_host.ctypes.data)
+        self._stage_host_ptr = int(self._header.ctypes.data)
         self._stage_dev_ptr = int(self._stage_dev.data.ptr)
         self.host_ptr = int(self.host.ctypes.data)
         self._counters_ptr = int(self.counters.data.ptr)
         self._keep = None
 
-    def stage(self, src, dst, insert) -> tuple:
-        """Host arrays of one batch (at most FAST_MAX_EDGES edges) to the device through one
-        pinned buffer and one asynchronous copy (the previous batch's copy has completed: every
-        batch ends with a sync). Returns the device addresses of src, dst (int64) and insert
-        (bool); the copy is ordered before anything queued after it."""
-        m = int(src.shape[0])
+    def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes) -> None:
+        """Write a host batch (at most FAST_MAX_EDGES edges) and its header into the pinned
+        staging buffer (the previous batch's copy from it has completed: every batch ends with a
+        sync); :meth:`queue_staged` queues its copy and the update."""
+        m = len(batch)
+        h = self._header
+        h[0], h[1], h[2], h[3], h[4], h[5] = m, n, room, out_end, in_end, int(changes.data.ptr)
         # typed views of the pinned buffer: the assignments convert, no temporary arrays
-        self._stage_i64[:m] = src
-        self._stage_i64[m: 2 * m] = dst
-        self._stage_host[16 * m: 17 * m] = insert
-        stream = self.cp.cuda.get_current_stream()
-        self.cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, 17 * m, 1, stream.ptr)
-        d = self._stage_dev_ptr
-        return d, d + 8 * m, d + 16 * m
+        self._src[:m] = batch.src
+        self._dst[:m] = batch.dst
+        self._ins[:m] = batch.insert
 
-    def run(self, batch, ids, out, inn, n: int, room: int) -> FastOutcome:
-        """Launch the fused kernel on ``batch`` (1..FAST_MAX_EDGES edges, host or device arrays)
-        and read its counters (the one host sync).
+    def staged_key(self, ids, out, inn) -> tuple:
+        """Every address and size :meth:`queue_staged` passes to the device (a captured copy of
+        that work stays valid while this key is the same)."""
+        return (int(ids.keys.data.ptr), int(ids.vals.data.ptr), int(ids.mask), int(ids.external_buffer.data.ptr),
+                *(int(a.data.ptr) for a in (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx)),
+                int(out.idx.shape[0]), int(inn.idx.shape[0]), self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
 
-        ``ids`` is the :class:`streamrank.idmap_gpu.GpuIdMap`, ``out``/``inn`` the directions
-        (:class:`streamrank.graph_gpu_lists.Direction`), ``n`` the vertex count and ``room`` the
-        new vertices that fit (vertex rows, id map).
-        """
-        changes = self.launch(batch, ids, out, inn, n, room)
-        self.cp.cuda.get_current_stream().synchronize()  # sync: the one host round trip of a fast batch (16 counters)
-        return self.outcome(changes)
+    def queue_staged(self, ids, out, inn) -> None:
+        """Queue the copy of the staged batch, ``fast_update_hdr`` and the copy of the counters
+        into pinned memory: only fixed addresses, so a CUDA graph can capture it
+        (:mod:`streamrank.gpu_batch_graph`)."""
+        cp = self.cp
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
+        launch(self.kernel_hdr, 1, FAST_THREADS,
+               (self._stage_dev, ids.keys, ids.vals, ids.mask, ids.external_buffer,
+                out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
+                inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
+                self.work, np.int64(self.work.nbytes), self.counters))
+        self._queue_counters(stream)
 
-    def launch(self, batch, ids, out, inn, n: int, room: int):
+    def _queue_counters(self, stream) -> None:
+        self.cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
+                                         2, stream.ptr)  # 2: device to host; read after the caller's sync
+
+    def launch(self, batch, ids, out, inn, n: int, room: int, replay=None):
         """Queue the fused kernel and the copy of its counters into pinned memory, without
-        waiting; returns the device buffer of the changes. A host batch goes up through
-        :meth:`stage`. :meth:`outcome` reads the counters once the stream has been synchronized
-        (by the caller, possibly after more work was queued)."""
+        waiting; returns the device buffer of the changes. A host batch is staged
+        (:meth:`stage`, :meth:`queue_staged`), replayed from a captured graph when ``replay``
+        (:class:`streamrank.gpu_batch_graph.BatchGraphs`) is given; a device batch is passed by
+        address. :meth:`outcome` reads the counters once the stream has been synchronized (by the
+        caller, possibly after more work was queued)."""
         cp = self.cp
         m = int(batch.src.shape[0])
-        if isinstance(batch.src, cp.ndarray):
-            keep = (cp.ascontiguousarray(batch.src, dtype=cp.int64), cp.ascontiguousarray(batch.dst, dtype=cp.int64),
-                    cp.ascontiguousarray(batch.insert, dtype=cp.bool_))
-            self._keep = keep  # alive until the kernel has read them (the next launch is after a sync)
-            ptrs = tuple(int(a.data.ptr) for a in keep)
-        else:
-            ptrs = self.stage(batch.src, batch.dst, batch.insert)
         changes = cp.empty(4 * m, dtype=cp.int64)  # from the memory pool: no sync
+        if not isinstance(batch.src, cp.ndarray):
+            self.stage(batch, n, room, out.end, inn.end, changes)
+            queue = lambda: self.queue_staged(ids, out, inn)  # noqa: E731
+            if replay is None or not replay.replay("graph", self.staged_key(ids, out, inn), queue):
+                queue()
+            return changes
+        keep = (cp.ascontiguousarray(batch.src, dtype=cp.int64), cp.ascontiguousarray(batch.dst, dtype=cp.int64),
+                cp.ascontiguousarray(batch.insert, dtype=cp.bool_))
+        self._keep = keep  # alive until the kernel has read them (the next launch is after a sync)
         args = (
-            np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.int32(m),
+            *keep, np.int32(m),
             ids.keys, ids.vals, ids.mask, ids.external_buffer, np.int32(n), np.int32(room),
             out.off, out.deg, out.cap, out.idx, np.int64(out.end), np.int64(out.idx.shape[0]),
             inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.end), np.int64(inn.idx.shape[0]),
             self.work, np.int64(self.work.nbytes), changes, self.counters,
         )
         launch(self.kernel, 1, FAST_THREADS, args)
-        stream = cp.cuda.get_current_stream()
-        cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
-                                    2, stream.ptr)  # 2: device to host; read after the caller's sync
+        self._queue_counters(cp.cuda.get_current_stream())
         return changes
 
     def outcome(self, changes) -> FastOutcome:

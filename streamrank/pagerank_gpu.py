@@ -40,8 +40,7 @@ from .errors import InvalidArgumentError, KernelError, StreamrankError
 from .gpu_launch import _cupy, launch, sm_count
 from .graph_gpu import GpuGraph
 from .rank_gpu import frontier_loop
-from .rank_gpu.frontier_loop import (_frontier_loop, _status_buffers, launch_loop, loop_outcome, loop_parts,
-                                     pending_batch, queue_status)
+from .rank_gpu.frontier_loop import _frontier_loop, launch_loop, loop_outcome, pending_batch
 from .rank_gpu.iterations import _Iterations
 from .rank_gpu.state import (_CTYPE, _FINISH_THREADS, _SORTED, _THREADS, _args_bytes, _as_prev, _clear_marks, _grid,
                              _init, _kernel, _mark_direct, _mark_out_neighbours, _partition, _partition_sorted,
@@ -315,16 +314,9 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
     ws = _workspace(graph, config.dtype, n_max)
     x = cp.empty(n_max, dtype=config.dtype)  # sliced to the vertex count after the sync
     flood = int(_AUTO_FLOOD * n_prev) if algorithm == "auto" else None
-    if replay is not None and replay.unavailable is None:
-        k, grid, image = loop_parts(graph, ws, x, xp_, pending_batch(pending), config, mode, flood)
-        args = _wrap(lambda: replay.rank_update(k, grid, image, ws, _status_buffers(ws)[4]))
-        if args is not None:
-            return PendingRank(algorithm, mode, ws, x, args, config)
-        # the capture was refused: queue the loop call by call
-    args = _wrap(lambda: launch_loop(graph, ws, x, xp_, pending_batch(pending), config, mode, flood))
+    args = _wrap(lambda: launch_loop(graph, ws, x, xp_, pending_batch(pending), config, mode, flood, replay))
     if args is None:
         return None
-    queue_status(ws)
     return PendingRank(algorithm, mode, ws, x, args, config)
 
 

@@ -6,10 +6,11 @@ sx-mathoverflow protocol (self-loop) or uniform dangling.
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
         python3 examples/gpu_profiling/batch_host_timeline.py
 """
-import os, sys, time, functools, collections
+import os, sys, time
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
+from _clock import TIMES, wrap  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 from streamrank.batch import EdgeBatch
 from streamrank import pagerank_gpu, graph_gpu, graph_gpu_fast, engine as engm
@@ -18,20 +19,15 @@ import cupy as cp
 
 replay = replay_from_env()
 eng, dang, size = replay.engine, replay.dangling, replay.size
+eng._stepper = None  # the two synchronized steps this script profiles (one_sync_ab.py: the one-wait batch)
 def nxt():
     return replay.next_batch(size)
-T = collections.defaultdict(list)
-def wrap(obj, name, label):
-    f = getattr(obj, name)
-    @functools.wraps(f)
-    def w(*a, **kw):
-        t = time.perf_counter_ns(); r = f(*a, **kw); T[label].append((time.perf_counter_ns() - t) / 1e3); return r
-    setattr(obj, name, w)
+T = TIMES
 wrap(engm.Engine, "apply", "Engine.apply")
 wrap(graph_gpu.GpuGraph, "apply", " GpuGraph.apply")
 wrap(graph_gpu.GpuGraph, "_apply_fast", "  _apply_fast")
 wrap(graph_gpu_fast.FastUpdater, "stage", "  FastUpdater.stage")
-wrap(graph_gpu_fast.FastUpdater, "run", "   FastUpdater.run (launch+sync)")
+wrap(graph_gpu_fast.FastUpdater, "launch", "   FastUpdater.launch")
 wrap(graph_gpu.GpuGraph, "_ensure_room", "   _ensure_room")
 wrap(graph_gpu.GpuGraph, "_maybe_compact", "   _maybe_compact")
 wrap(EdgeBatch, "from_arrays", " EdgeBatch.from_arrays")
@@ -43,7 +39,6 @@ wrap(pagerank_gpu, "_workspace", "   _workspace")
 wrap(pagerank_gpu, "_frontier_loop", "   _frontier_loop")
 wrap(fl, "_lists_bytes", "    _lists_bytes")
 wrap(fl, "_args_bytes", "    _args_bytes")
-wrap(fl, "_upload", "    _upload")
 wrap(fl, "queue_status", "    queue_status")
 wrap(fl, "loop_outcome", "    loop_outcome")
 orig_lk = fl._loop_kernel

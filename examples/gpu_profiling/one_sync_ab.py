@@ -8,8 +8,6 @@ device clock, ``LOOP_TICKS``).
     SXMO=.device-data/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 BATCHES=450 PYTHONPATH=. \
         python3 examples/gpu_profiling/one_sync_ab.py
 """
-import collections
-import functools
 import os
 import sys
 import time
@@ -18,6 +16,7 @@ import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
+from _clock import TIMES, wrap  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 
 import cupy as cp  # noqa: E402
@@ -55,26 +54,13 @@ print(f"  graphs: steps {stepper.steps}, captures {stepper.graphs.captures}, una
 
 # ---- where the one-wait batch's time goes
 eng._stepper = stepper
-T = collections.defaultdict(list)
-
-
-def wrap(obj, name, label):
-    f = getattr(obj, name)
-
-    @functools.wraps(f)
-    def w(*a, **kw):
-        t = time.perf_counter_ns()
-        r = f(*a, **kw)
-        T[label].append((time.perf_counter_ns() - t) / 1e3)
-        return r
-    setattr(obj, name, w)
+T = TIMES
 
 
 wrap(engm.Engine, "apply", "Engine.apply")
 wrap(gpu_step.OneSyncStepper, "apply", " OneSyncStepper.apply")
-wrap(gpu_batch_graph.BatchGraphs, "graph_update", "  BatchGraphs.graph_update (replay G)")
-wrap(gpu_batch_graph.BatchGraphs, "rank_update", "   BatchGraphs.rank_update (replay R)")
-wrap(pagerank_gpu, "loop_parts", "   loop_parts (argument image)")
+wrap(gpu_batch_graph.BatchGraphs, "replay", "   BatchGraphs.replay")
+wrap(fl, "loop_parts", "    loop_parts (argument image)")
 wrap(graph_gpu.GpuGraph, "launch_fast", "  GpuGraph.launch_fast")
 wrap(graph_gpu_fast.FastUpdater, "stage", "    FastUpdater.stage")
 wrap(graph_gpu_fast.FastUpdater, "launch", "   FastUpdater.launch")
@@ -82,8 +68,7 @@ wrap(pagerank_gpu, "launch_update", "  launch_update")
 wrap(pagerank_gpu, "_workspace", "   _workspace")
 wrap(fl, "_lists_bytes", "    _lists_bytes")
 wrap(fl, "_args_bytes", "    _args_bytes")
-wrap(fl, "_upload", "    _upload")
-wrap(pagerank_gpu, "queue_status", "   queue_status")
+wrap(fl, "queue_status", "   queue_status")
 wrap(graph_gpu.GpuGraph, "finish_fast", "  GpuGraph.finish_fast")
 wrap(graph_gpu.GpuGraph, "_ensure_room", "   _ensure_room")
 wrap(pagerank_gpu, "finish_update", "  finish_update")

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..gpu_launch import _cupy, launch, sm_count
 from ..kernels.loader import get_kernel, resident_blocks
-from .state import _CTYPE, _PAIR_CNT, _THREADS, _args_bytes, _kernel, _upload
+from .state import _CTYPE, _PAIR_CNT, _THREADS, _UPLOAD_BYTES, _args_bytes, _kernel
 
 _LOOP_CU = "frontier_loop.cu"
 #: DF/DF-P run their whole iteration loop in one cooperative launch (``frontier_loop.cu``);
@@ -113,7 +113,6 @@ def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None)
     args = launch_loop(graph, ws, x, x_prev, host_batch(ws, cp, changes), config, mode, flood)
     if args is None:
         return None
-    queue_status(ws)
     cp.cuda.get_current_stream().synchronize()  # sync: the loop's status, frontier sizes and sum(x) (one wait per batch)
     return loop_outcome(graph, ws, config, args)
 
@@ -137,24 +136,37 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
     return k, grid, head + bytes(_LISTS_OFFSET - len(head)) + lists
 
 
-def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None):
-    """Queue the cooperative loop (no wait). Returns the device argument buffer, or None when
-    cooperative launches are unavailable (nothing was queued; :data:`loop_unavailable`)."""
+def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None, replay=None):
+    """Queue the cooperative loop and the copy of its results into pinned memory (no wait;
+    :func:`loop_outcome` reads them after the caller's synchronization). The argument image goes
+    up from the workspace's fixed pinned slot (one loop per workspace is in flight: its results
+    are read before the next is queued), so that ``replay``
+    (:class:`streamrank.gpu_batch_graph.BatchGraphs`) can replay the three steps from a captured
+    graph. Returns the device argument buffer, or None when cooperative launches are
+    unavailable (nothing was queued; :data:`loop_unavailable`)."""
     global loop_unavailable
     if loop_unavailable is not None:
         return None
-    cp = graph.xp
     try:
         k, grid, image = loop_parts(graph, ws, x, x_prev, batch, config, mode, flood)
-        buf = _upload(cp, ws, [(0, image)])
-        ptr = int(buf.data.ptr)  # addresses, not array views: a view costs microseconds
-        k((grid,), (_THREADS,), (np.uint64(ptr), np.uint64(ptr + _LISTS_OFFSET)))
+        ws.loop_image_host[: len(image)] = np.frombuffer(image, dtype=np.uint8)
+        dev = ws.loop_image_dev_ptr
+
+        def queue():
+            stream = graph.xp.cuda.get_current_stream()
+            graph.xp.cuda.runtime.memcpyAsync(dev, ws.loop_image_host_ptr, _UPLOAD_BYTES, 1, stream.ptr)
+            k((grid,), (_THREADS,), (np.uint64(dev), np.uint64(dev + _LISTS_OFFSET)))
+            queue_status(ws)
+
+        key = (id(k), grid, dev, ws.results_ptr, _status_buffers(ws)[4], int(ws.hist.shape[0]))
+        if replay is None or not replay.replay("rank", key, queue):
+            queue()
     except InvalidArgumentError:
         raise
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"
         return None
-    return buf
+    return ws.loop_image_dev
 
 
 def loop_outcome(graph, ws, config, args):

@@ -105,6 +105,12 @@ class _Workspace:
         self.upload_dev_ptr = [int(d.data.ptr) for d in self.upload_dev]
         self.upload_done = [cp.cuda.Event(disable_timing=True) for _ in range(_UPLOAD_SLOTS)]
         self.upload_next = 0
+        # the cooperative loop's argument image: a fixed slot (a captured graph replays its copy)
+        self.loop_image_host = np.frombuffer(cp.cuda.alloc_pinned_memory(_UPLOAD_BYTES), dtype=np.uint8,
+                                             count=_UPLOAD_BYTES)
+        self.loop_image_host_ptr = int(self.loop_image_host.ctypes.data)
+        self.loop_image_dev = cp.zeros(_UPLOAD_BYTES, dtype=cp.uint8)
+        self.loop_image_dev_ptr = int(self.loop_image_dev.data.ptr)
 
     def resize_results(self, cp, n_hist: int) -> None:
         """The results a run writes, in one device block so that one copy brings them back:
