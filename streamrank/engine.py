@@ -204,9 +204,19 @@ class Engine:
         self.x = x
         return n - before
 
-    def recompute(self) -> RankResult:
-        """Replace the ranks with a static computation of the current graph."""
-        res = self._rank.static_pagerank(self.graph, config=self.config)
+    def recompute(self, *, config: RankConfig | None = None) -> RankResult:
+        """Replace the ranks with a static computation of the current graph.
+
+        Parameters
+        ----------
+        config : RankConfig, optional
+            Settings for this computation only (default: the engine's). The published DF-P
+            protocol starts from base ranks converged to the iteration cap (its tolerance is
+            1e-100): ``replace(engine.config, tol=0.0)``.
+        """
+        if config is not None and not isinstance(config, RankConfig):
+            raise InvalidArgumentError(f"config must be a RankConfig, got {type(config).__name__}")
+        res = self._rank.static_pagerank(self.graph, config=self.config if config is None else config)
         self._take(res)
         return res
 

@@ -263,3 +263,18 @@ def test_warm_matches_oracle_and_returns_the_local_form(device, dangling):
     warm.algorithm = "dfp"
     warm.apply(EdgeBatch.from_arrays(rng.integers(0, 530, 40), rng.integers(0, 530, 40)))
     assert l1_error(warm.ranks()[1], oracle_pagerank(warm.graph, dangling=dangling)) < 1e-5
+
+
+def test_recompute_with_its_own_settings(device):
+    # the temporal protocol's base ranks: tol 0 runs to the iteration cap, past the engine's tol
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 400, 2000), rng.integers(0, 400, 2000)
+    eng = engine(device, "dfp", src, dst, dangling="self-loop")
+    ref = oracle_pagerank(eng.graph, dangling="self-loop")
+    loose = l1_error(eng.ranks()[1], ref)
+    res = eng.recompute(config=RankConfig(dangling="self-loop", tol=0.0, max_iter=300))
+    assert res.iterations == 300 and not res.converged
+    assert l1_error(eng.ranks()[1], ref) < min(loose, 1e-12)
+    assert eng.config.tol == 1e-10  # the engine's own settings are unchanged
+    with pytest.raises(InvalidArgumentError):
+        eng.recompute(config={"tol": 0.0})

@@ -9,7 +9,8 @@ reference implementation (``shared/anchors``, run by ``shared/tools/seed-dfp-ben
 - then, for every batch fraction ``f`` and starting again from the base graph, ``batches``
   consecutive insert-only batches of ``int(f * lines)`` lines each (present edges are no-ops);
 - alpha 0.85, float64, L-infinity tolerance 1e-10, frontier and prune tolerances 1e-6 (the
-  command's defaults).
+  command's defaults); the base graph's ranks converged to the iteration cap, as the reference's
+  (its tolerance for them is 1e-100).
 
 With ``dangling="self-loop"`` (the published setting: every vertex has a self-loop) a line
 ``u u`` of the file adds nothing in the reference (the loop is already there), so it is skipped
@@ -18,7 +19,9 @@ here too; with ``dangling="uniform"`` (standard PageRank) such lines are ordinar
 Every batch is applied through :class:`streamrank.engine.Engine` (graph update, then rank
 update, each timed with a device synchronization at its end), and its L1 error is taken against
 the float64 oracle of the graph after the batch (cuGraph where installed, else a cuSPARSE power
-iteration on the GPU, else SciPy), untimed. The reference's figures, when its output
+iteration on the GPU, else SciPy), untimed. In self-loop mode the L1 error is also taken in the
+reference's own form, the iterate scaled by ``(1 - alpha) / n`` without normalizing
+(``l1_unnormalized_median``): the reference publishes that, we publish ``x / sum(x)``. The reference's figures, when its output
 (``--reference-log``) comes from the same device call, are put beside ours with the ratio
 (reference ms per batch over ours; its timer covers the rank computation only, ours the graph
 update too).
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -168,7 +171,8 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             report["graph"].update(vertices=eng.graph.num_vertices, base_edges=eng.graph.num_edges)
             log(f"fraction {frac:g}, {algo}: base graph {eng.graph.num_vertices} vertices, "
                 f"{eng.graph.num_edges} edges")
-            rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "converged", "ran")}
+            rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "l1_unnormalized",
+                                   "converged", "ran")}
             # The timed pass: batch after batch with nothing else on the device in between (with
             # an oracle run after every 5th batch, 5-line batches took 0.42-0.60 ms against
             # 0.33-0.34 without, docs/GPU.md; likely the graph's arrays leaving the GPU's L2).
@@ -190,7 +194,10 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                 step = check.apply(_batch(s, d))
                 same = same and step.rank.iterations == rec["iterations"][b]
                 if (b + 1) % int(opts.error_every) == 0 or b + 1 == len(batches):
-                    rec["l1"].append(l1_error(check.ranks()[1], oracle(check.graph)))
+                    exact = oracle(check.graph)
+                    rec["l1"].append(l1_error(check.ranks()[1], exact))
+                    if cfg.dangling == "self-loop":
+                        rec["l1_unnormalized"].append(l1_error(_unnormalized(check, cfg), exact))
             rows.append(_row(frac, size, algo, rec, seed))
             r = rows[-1]
             r["same_iterations"] = bool(same)
@@ -202,11 +209,22 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
 
 
 def _base_engine(Engine, backend, algo, cfg, base, verts):
-    """An engine on the base graph (its static ranks computed), the device idle after it."""
+    """An engine on the base graph, the device idle after it. As in the reference, the base ranks
+    are converged to the iteration cap (its tolerance is 1e-100), so every batch starts from the
+    exact ranks of the base graph and its error is its own."""
     eng = Engine(backend, algo, config=cfg)
     eng.load_edges(base[0], base[1], vertices=verts)
+    eng.recompute(config=replace(cfg, tol=0.0))
     backend.synchronize()
     return eng
+
+
+def _unnormalized(eng, cfg):
+    """The ranks in the reference's form: ``x (1 - alpha) / n`` in self-loop mode, where the exact
+    solution sums to ``n / (1 - alpha)``; the reference publishes its iterate without
+    normalizing, where we divide by ``sum(x)`` (docs/GPU.md, "The L1 error and the reference")."""
+    x = np.asarray(eng.backend.to_host(eng.x), dtype=np.float64)  # device-to-host copy on the GPU
+    return x * ((1.0 - cfg.alpha) / x.shape[0])
 
 
 def _batch(s, d):
@@ -222,7 +240,9 @@ def _row(frac, size, algo, rec, seed) -> dict:
            "inserted_median": med("inserted"), "graph_ms_median": med("graph_ms"),
            "rank_ms_median": med("rank_ms"), "total_ms_median": float(np.median(total)),
            "total_ms_p95": float(np.percentile(total, 95)), "iterations_median": med("iterations"),
-           "l1_median": med("l1"), "l1_max": float(np.max(rec["l1"])), "converged": all(rec["converged"]),
+           "l1_median": med("l1"), "l1_max": float(np.max(rec["l1"])),
+           "l1_unnormalized_median": med("l1_unnormalized") if rec["l1_unnormalized"] else None,
+           "converged": all(rec["converged"]),
            "batches": len(rec["converged"]), "error_checks": len(rec["l1"]),
            "ran": {k: rec["ran"].count(k) for k in sorted(set(rec["ran"]))}}
     ref = _reference_for(seed, frac)
@@ -247,7 +267,8 @@ def _reference_for(seed, frac):
 TEMPORAL_COLUMNS = [
     ("fraction", "fraction"), ("batch_lines", "lines"), ("algorithm", "algorithm"),
     ("graph_ms_median", "graph ms"), ("rank_ms_median", "rank ms"), ("total_ms_median", "total ms"),
-    ("iterations_median", "iters"), ("l1_median", "L1 err"), ("reference_ms", "ref ms"),
+    ("iterations_median", "iters"), ("l1_median", "L1 err"), ("l1_unnormalized_median", "L1 x(1-a)/N"),
+    ("reference_ms", "ref ms"),
     ("reference_iterations", "ref iters"), ("reference_error", "ref err"), ("ratio_vs_reference", "x ref"),
 ]
 
