@@ -31,6 +31,11 @@ FAST_THREADS = 1024
 FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
 _NAMES = ("fast_update", "fast_update_hdr")
+#: Compile options of the fused kernel: warp barriers between the bitonic stages that stay within
+#: a warp (knob STREAMRANK_FAST_WARP_SORT, default 1), the per-step device clock for profiling
+#: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
+_OPTIONS = (f"-DFU_WARP_SORT={int(os.environ.get('STREAMRANK_FAST_WARP_SORT', '1') != '0')}",
+            f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}")
 _COUNTERS = 16
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
@@ -141,10 +146,10 @@ class FastUpdater:
         self.counters = cp.zeros(_COUNTERS, dtype=cp.int64)
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
-        self.kernel = get_kernel(_CU, "fast_update", _NAMES)  # compiled once per process
+        self.kernel = get_kernel(_CU, "fast_update", _NAMES, _OPTIONS)  # compiled once per process
         #: The same update reading the batch and its sizes from the staged header (a host batch;
         #: the form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
-        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES)
+        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _OPTIONS)
         # A host batch goes up in one asynchronous copy of a fixed layout (fast_update_hdr): a
         # header (batch size, vertex count, room, ends of idx, address of the changes buffer),
         # then src and dst (int64) and the insert flags, FAST_MAX_EDGES entries each.
@@ -230,6 +235,11 @@ class FastUpdater:
         launch(self.kernel, 1, FAST_THREADS, args)
         self._queue_counters(cp.cuda.get_current_stream())
         return changes
+
+    def ticks(self):
+        """Profiling (STREAMRANK_FAST_TICKS=1): the last launch's device clock (ns) at its start and
+        after its steps 1, 2, 3, 4 (out), 4 (in) and 5, as a host array (a device-to-host copy)."""
+        return self.work[:56].view(self.cp.uint64).get()
 
     def outcome(self, changes) -> FastOutcome:
         """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""

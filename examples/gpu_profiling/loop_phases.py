@@ -18,20 +18,26 @@ eng, dang, size = replay.engine, replay.dangling, replay.size
 def nxt():
     return replay.next_batch(size)
 ticks = cp.zeros(3 * 600 + 4, dtype=cp.uint64); fl.LOOP_TICKS = ticks
-R, P, D, I, M, F = [], [], [], [], [], []
-for b in range(40):
+R, P, D, I, M, F, T = [], [], [], [], [], [], []
+for b in range(int(os.environ.get("BATCHES", "40"))):
     st = eng.apply(nxt())
     it = st.rank.iterations
     t = ticks[: 3 * it + 4].get().astype(np.int64) / 1e3
-    I.append(t[1] - t[0]); M.append(t[2] - t[1])
+    I.append(t[1] - t[0]); M.append(t[2] - t[1]); T.append(t[3 + 3 * it] - t[0])
     for i in range(it):
         s0, r1, p1, nx = t[3 + 3 * i], t[4 + 3 * i], t[5 + 3 * i], t[6 + 3 * i]
         R.append(r1 - s0); P.append(p1 - r1); D.append(nx - p1); F.append(st.rank.affected[i])
-    if b < 2:
+    if b < 2 and not os.environ.get("QUIET"):
         print(f"batch {b}: I {I[-1]:.1f} us, M {M[-1]:.1f} us; per iteration (frontier: R/P/decide us):")
         print("   ", [(int(st.rank.affected[i]), round(t[4+3*i]-t[3+3*i],1), round(t[5+3*i]-t[4+3*i],1), round(t[6+3*i]-t[5+3*i],1)) for i in range(it)])
 F = np.array(F); R, P, D = map(np.array, (R, P, D))
-print(f"== {dang} SIZE={size}: phase I {np.median(I):.1f} us, phase M {np.median(M):.1f} us")
+try:
+    k, grid = fl._loop_kernel("float64", int(dang == "self-loop"), 2)
+    print(f"loop grid (dfp): {grid} blocks of 256, {k.num_regs} registers per thread")
+except Exception as exc:  # noqa: BLE001 (profiling output only)
+    print(f"loop grid: {exc}")
+print(f"== {dang} SIZE={size}: phase I {np.median(I):.1f} us, phase M {np.median(M):.1f} us; "
+      f"the loop per batch {np.median(T):.1f} us (median; {np.mean(T):.1f} mean), {len(R) / len(T):.1f} iterations")
 for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
     m = (F >= lo) & (F < hi)
     if m.any():

@@ -16,17 +16,19 @@
 //            thread per vertex);
 //            kept vertices go to F(i+1), vertices whose out-neighbours need marking
 //            to the flag pair G(i mod 2) (split by out-degree); block results (max |dx|, sum dx)
-//            to part[i mod 2];
+//            into the accumulators of iteration i (one atomicMax and one atomicAdd per block,
+//            into one of SR_SPREAD copies);
 //   barrier
 //   phase P: commit cn -> c for F(i); mark the out-neighbours of G(i mod 2) into F(i+1) (group or
 //            thread per flagged vertex of small out-degree by the same rule, block per large); thread 0
 //            of the grid zeroes the counters of F(i+2) and G((i+1) mod 2), which nobody reads or
 //            writes during this phase;
 //   barrier
-//   decide:  every block reduces part[i mod 2] in the same order (so all blocks agree bit for
-//            bit): sum(x) += sum dx; stop when max|dx| / sum(x) < tol, F(i+1) is empty or
-//            max_iter is reached. part is double-buffered because a fast block may already be in
-//            phase R of the next iteration while a slow one still reads this iteration's results.
+//   decide:  warp 0 of every block combines the accumulators' copies, exactly (integers), so
+//            all blocks agree bit for bit: sum(x) += sum dx; stop when max|dx| / sum(x) < tol, F(i+1) is empty or
+//            max_iter is reached. Three accumulator pairs rotate: a fast block may already add
+//            into those of iteration i+1 while a slow one still reads iteration i's, and threads
+//            of block 0 zero those of iteration i+2 in phase P of iteration i.
 // Three frontier pairs rotate so that the counters of the pair about to be written can be zeroed
 // without another barrier. On exit the affected flags of the last frontier are cleared, unless
 // the frontier grew past `handover` vertices: then the loop stops (status[3] = pair + 1) and the
@@ -53,6 +55,20 @@ namespace cg = cooperative_groups;
 #ifndef SR_GROUP
 #define SR_GROUP 8
 #endif
+// Blocks of 256 threads that must fit one multiprocessor at once (the compiler keeps the registers
+// per thread under 65,536 / (256 * SR_MIN_BLOCKS)); the launch puts up to
+// STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident (-DSR_MIN_BLOCKS=...;
+// 4 caps the registers at 64, which made phase R slower than the 3 blocks of 85 it costs).
+#ifndef SR_MIN_BLOCKS
+#define SR_MIN_BLOCKS 3
+#endif
+// The iteration's sum dx is accumulated over the blocks in fixed point with this many fraction
+// bits (2^-32, about 2.3e-10 per block result; integer additions are exact, so the sum does not
+// depend on the order in which the blocks add and every run decides the same).
+#define SR_FIXED 4294967296.0
+// Copies of each accumulator: the blocks' atomics spread over them (one address for all would
+// serialize about 1,000 of them at the end of a busy phase R); warp 0 combines the copies.
+#define SR_SPREAD 32
 
 // The lists of the loop and the batch, in one device struct (streamrank.pagerank_gpu packs it).
 template <typename I, typename V>
@@ -61,8 +77,10 @@ struct LoopLists {
   int* front_cnt[3];  // each pair's counters: [0] small, [1] large
   I* flags[4];        // flag pairs 0, 1: small (out-degree < switch), large
   int* flag_cnt[2];
-  double* part;       // [gridDim.x] sums of x at the start, then [2][2][gridDim.x]: per parity,
-                      // the blocks' max |dx|, then their sum dx
+  double* part;       // [gridDim.x] sums of x at the start, then the iterations' accumulators
+                      // (8 bytes each), [3][2][SR_SPREAD], rotating: max |dx| (the bits of a
+                      // non-negative double, atomicMax) and sum dx in fixed point (SR_FIXED,
+                      // atomicAdd), block b adding into copy b mod SR_SPREAD
   long long handover; // stop and hand over when a frontier exceeds this many vertices
   long long warp_limit;  // lists up to this long take a group of lanes per vertex, not a thread
   const V* x_prev;    // the previous ranks (n_prev entries; new vertices start at 1)
@@ -97,7 +115,7 @@ __device__ __forceinline__ unsigned long long device_ns() {
 //   barrier
 //   then the iterations described above.
 template <typename I, typename V, int SELF, int MODE>
-__global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __restrict__ args,
+__global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankArgs<I, V>* __restrict__ args,
                                                      const LoopLists<I, V>* __restrict__ lists) {
   __shared__ double scratch[32];
   __shared__ V vscratch[32];
@@ -120,7 +138,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
   w.base = V(1);  // the local form
   w.cur = 0;
   double* const init_part = L.part;
-  double* const iter_part = L.part + nblocks;
+  unsigned long long* const acc = reinterpret_cast<unsigned long long*>(L.part + nblocks);  // [3][2][SR_SPREAD]
   long long n_all = a.n, n_ins = L.n_ins, n_del = L.n_del;
   if (L.counts) {  // the batch's sizes from the graph update on the device (no host round trip)
     if (L.counts[0] != 0) return;  // uniform: the graph update overflowed and changed nothing
@@ -137,6 +155,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     a.status[0] = a.status[1] = a.status[2] = a.status[3] = 0;
     a.base[0] = 1.0;
   }
+  if (blockIdx.x == 0 && threadIdx.x < 6 * SR_SPREAD) acc[threadIdx.x] = 0;
   double s0 = 0.0;
   for (long long v = tid; v < n_all; v += stride) {
     const V xv = v < L.n_prev ? L.x_prev[v] : V(1);
@@ -215,7 +234,7 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     I* flag_small = L.flags[2 * par];
     I* flag_large = L.flags[2 * par + 1];
     int* flag_cnt = L.flag_cnt[par];
-    double* part = iter_part + static_cast<long long>(par) * 2 * nblocks;
+    unsigned long long* const it_acc = acc + 2 * SR_SPREAD * (it % 3);  // max copies, then sum copies
 
     // ---- phase R: rank update of the frontier
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
@@ -273,9 +292,11 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
     }
     lmax = sr::block_max(lmax, scratch);
     lsum = sr::block_sum(lsum, scratch);
-    if (threadIdx.x == 0) {
-      part[blockIdx.x] = lmax;
-      part[nblocks + blockIdx.x] = lsum;
+    if (threadIdx.x == 0) {  // results unused: reductions the memory system does without waiting
+      const int copy = blockIdx.x % SR_SPREAD;
+      if (lmax > 0.0) atomicMax(&it_acc[copy], static_cast<unsigned long long>(__double_as_longlong(lmax)));
+      const long long q = llrint(lsum * SR_FIXED);
+      if (q != 0) atomicAdd(&it_acc[SR_SPREAD + copy], static_cast<unsigned long long>(q));
     }
     grid.sync();  // every rank update, append and block result of phase R is visible
     if (L.ticks && tid == 0) L.ticks[4 + 3 * it] = device_ns();
@@ -328,28 +349,36 @@ __global__ void __launch_bounds__(256) frontier_loop(const RankArgs<I, V>* __res
       L.flag_cnt[1 - par][0] = 0;
       L.flag_cnt[1 - par][1] = 0;
     }
+    if (blockIdx.x == 0 && threadIdx.x < 2 * SR_SPREAD) {  // iteration i+2's, read last in iteration i-1
+      acc[2 * SR_SPREAD * ((it + 2) % 3) + threadIdx.x] = 0;
+    }
     grid.sync();  // F(i+1) is complete; the counters of F(i+2) and G(i+1) are zero
     if (L.ticks && tid == 0) L.ticks[5 + 3 * it] = device_ns();
 
-    // ---- decide (identically in every block)
-    double m = 0.0, s = 0.0;
-    for (int j = threadIdx.x; j < nblocks; j += blockDim.x) {
-      m = fmax(m, part[j]);
-      s += part[nblocks + j];
-    }
-    m = sr::block_max(m, scratch);
-    s = sr::block_sum(s, scratch);
-    if (threadIdx.x == 0) {
-      total += s;
-      const long long next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
-      const bool conv = (total > 0.0 && m / total < a.tol) || next == 0;
-      if (blockIdx.x == 0) {
-        a.hist[it] = static_cast<int>(n0 + n1);
-        a.status[1] = it + 1;
-        a.status[2] = conv ? 1 : 0;
-        a.total[0] = total;
+    // ---- decide (identically in every block): warp 0 combines the copies (exact: integer max and
+    // sum), thread 0 decides
+    if (threadIdx.x < 32) {
+      unsigned long long mx = lane < SR_SPREAD ? __ldcg(&it_acc[lane]) : 0ULL;
+      long long sm = lane < SR_SPREAD ? static_cast<long long>(__ldcg(&it_acc[SR_SPREAD + lane])) : 0LL;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long mo = __shfl_down_sync(SR_FULL_MASK, mx, o);
+        mx = mo > mx ? mo : mx;
+        sm += __shfl_down_sync(SR_FULL_MASK, sm, o);
       }
-      stop_code = (conv || it + 1 >= a.max_iter) ? 1 : (next > L.handover ? 2 : 0);
+      if (threadIdx.x == 0) {
+        const double m = __longlong_as_double(static_cast<long long>(mx));
+        total += static_cast<double>(sm) * (1.0 / SR_FIXED);
+        const long long next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
+        const bool conv = (total > 0.0 && m / total < a.tol) || next == 0;
+        if (blockIdx.x == 0) {
+          a.hist[it] = static_cast<int>(n0 + n1);
+          a.status[1] = it + 1;
+          a.status[2] = conv ? 1 : 0;
+          a.total[0] = total;
+        }
+        stop_code = (conv || it + 1 >= a.max_iter) ? 1 : (next > L.handover ? 2 : 0);
+      }
     }
     __syncthreads();
     code = stop_code;

@@ -32,6 +32,16 @@
 #define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
 #define FU_SHORT 64                 // membership: lists this short are scanned by one thread
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
+// Warp barriers between the bitonic stages that stay within a warp (NVRTC option
+// -DFU_WARP_SORT=..., knob STREAMRANK_FAST_WARP_SORT).
+#ifndef FU_WARP_SORT
+#define FU_WARP_SORT 1
+#endif
+// Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
+// (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
+#ifndef FU_TICKS
+#define FU_TICKS 0
+#endif
 
 // Counter slots (int64), one launch's result.
 #define C_OVERFLOW 0   // 0: applied; else FU_OVER_* bits, and nothing was written
@@ -68,6 +78,7 @@ struct FuDir {
 
 // Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
 struct FuWork {
+  unsigned long long ticks[8];           // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5
   long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), (src, dst) order
   long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
   unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
@@ -84,6 +95,19 @@ struct FuWork {
   int blist[2 * FU_MAX];                 //   by the whole block
   FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
 };
+
+__device__ __forceinline__ void fu_tick(FuWork* w, int k) {
+#if FU_TICKS
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    w->ticks[k] = t;
+  }
+#else
+  (void)w;
+  (void)k;
+#endif
+}
 
 // Exclusive block-wide prefix sum of one value per thread (blockDim.x == FU_THREADS); `total`
 // gets the sum. Every thread must call it (it synchronizes).
@@ -133,6 +157,9 @@ __device__ __forceinline__ T block_scan_items(T (&v)[K], T* scratch) {
 
 // Sort perm[0, P) ascending by `less` (a strict total order; P a power of two), bitonic network
 // over the block. The caller synchronizes before (perm written); it ends synchronized.
+// Thread t owns entries t and t + FU_THREADS, so a stage of distance j < 32 pairs entries of one
+// warp's chunk of 32: between two such stages the warp waits only for itself (FU_WARP_SORT 1;
+// 30 of the 45 barriers of a 512-entry sort; 0: a block barrier after every stage).
 template <typename Less>
 __device__ __forceinline__ void block_bitonic(int* perm, int P, Less less) {
   for (int k = 2; k <= P; k <<= 1) {
@@ -148,7 +175,12 @@ __device__ __forceinline__ void block_bitonic(int* perm, int P, Less less) {
           }
         }
       }
-      __syncthreads();
+      const int next = j > 1 ? j >> 1 : k;  // the distance of the next stage
+      if (FU_WARP_SORT && j < 32 && next < 32) {
+        __syncwarp();  // this stage and the next touch only this warp's chunks
+      } else {
+        __syncthreads();
+      }
     }
   }
   __syncthreads();  // also when P == 1
@@ -386,6 +418,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     return;  // uniform: the condition is the same for every thread
   }
   FuWork* w = reinterpret_cast<FuWork*>(work);
+  fu_tick(w, 0);
 
   // ---------------------------------------------------------------- 1. collapse
   int P = 1;
@@ -452,6 +485,8 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     }
   }
 
+  fu_tick(w, 1);  // (before the barrier below: thread 0's own lookups done)
+
   // ---------------------------------------------------------------- 2. new vertex ids
   // Positions p of the interleaved sequence src0, dst0, src1, ... of the collapsed insertions.
   const int L = 2 * nI;
@@ -506,6 +541,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   if (tid == 0 && nNew > room) s_over |= FU_OVER_VERTICES;
   __syncthreads();
+  fu_tick(w, 2);
   if (s_over != 0) {  // uniform (read after the barrier, written before it)
     if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
     return;
@@ -561,6 +597,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     if (k < nD) w->dpos[k] = w->dok[k] ? bpre[j] : -1;
   }
   __syncthreads();
+  fu_tick(w, 3);
   const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
 
   // ---------------------------------------------------------------- 4. sort and plan per direction
@@ -661,6 +698,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       if (end + tail > size) s_over |= dir == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
     }
     __syncthreads();  // sh_a / sh_perm free for the next direction; D complete
+    fu_tick(w, 4 + dir);
   }
   if (s_over != 0) {  // uniform (read after the barrier above)
     if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
@@ -699,6 +737,10 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   if (tid == 0) {
     write_counters(counters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa, out_end + sh_tail[0],
                    in_end + sh_tail[1]);
+  }
+  if (FU_TICKS) {
+    __syncthreads();  // profiling only: every commit done
+    fu_tick(w, 6);
   }
 }
 

@@ -18,13 +18,15 @@ from ..kernels.loader import get_kernel, resident_blocks
 from .state import _CTYPE, _PAIR_CNT, _THREADS, _UPLOAD_BYTES, _args_bytes, _kernel
 
 _LOOP_CU = "frontier_loop.cu"
+#: The loop's per-iteration accumulators after its block sums: 3 rotating x 2 x SR_SPREAD (32).
+_ACCUMULATORS = 3 * 2 * 32
 #: DF/DF-P run their whole iteration loop in one cooperative launch (``frontier_loop.cu``);
 #: STREAMRANK_FRONTIER_LOOP=0 turns that off (the launch sequence of pagerank.cu then runs every
 #: iteration, as it does for frontiers past the hand-over size).
 _LOOP = os.environ.get("STREAMRANK_FRONTIER_LOOP", "1") != "0"
 #: Blocks per multiprocessor of the cooperative loop (fewer: cheaper grid barriers; more: more
 #: vertices in flight), capped by what is resident. Knob STREAMRANK_LOOP_BLOCKS_PER_SM.
-_LOOP_BLOCKS_PER_SM = int(os.environ.get("STREAMRANK_LOOP_BLOCKS_PER_SM", "2"))
+_LOOP_BLOCKS_PER_SM = int(os.environ.get("STREAMRANK_LOOP_BLOCKS_PER_SM", "4"))
 #: The loop hands over to the launch sequence when a frontier exceeds this many vertices per
 #: resident thread of the loop's grid (knob STREAMRANK_LOOP_HANDOVER).
 _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
@@ -81,8 +83,8 @@ def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, batc
     takes a warp per vertex, and the batch (previous ranks, changed edges: :func:`host_batch` or
     :func:`pending_batch`)."""
     key = (grid, int(handover), int(warp_limit))
-    if ws.loop_part is None or ws.loop_part.shape[0] < 5 * grid:
-        ws.loop_part = cp.zeros(5 * grid, dtype=cp.float64)
+    if ws.loop_part is None or ws.loop_part.shape[0] < grid + _ACCUMULATORS:  # block sums, accumulators
+        ws.loop_part = cp.zeros(grid + _ACCUMULATORS, dtype=cp.float64)
         ws.loop_prefix = None
     if ws.loop_prefix is None or ws.loop_prefix[0] != key:  # the workspace's part, packed once
         base = int(ws.cnt.data.ptr)

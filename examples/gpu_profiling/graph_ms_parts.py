@@ -1,0 +1,85 @@
+"""What the one-wait batch's ``graph_ms`` is made of (docs/GPU.md, issue 10's graph-update
+target), per batch on the sx-mathoverflow replay: the engine's host work before the graph update
+is queued, the host time of queueing it (staging + graph replay), the device events from the
+batch's start to the graph kernel's end, and the graph's bookkeeping after the wait. GPU only.
+
+    SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZES=5,50,506 BATCHES=100 PYTHONPATH=. \
+        python3 examples/gpu_profiling/graph_ms_parts.py
+
+Under ``ncu --kernel-name regex:fast_update`` the same run gives the kernel's own duration.
+"""
+import os, sys, time
+import numpy as np
+sys.path.insert(0, ".")
+sys.path.insert(0, os.path.dirname(__file__))
+from _clock import TIMES, wrap  # noqa: E402
+from _sxmo import replay_from_env  # noqa: E402
+import cupy as cp  # noqa: E402
+from streamrank import gpu_batch_graph, graph_gpu, graph_gpu_fast, gpu_step  # noqa: E402
+
+sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506").split(",")]
+batches = int(os.environ.get("BATCHES", "100"))
+os.environ["SIZE"] = str(sizes[0])
+replay = replay_from_env()
+eng = replay.engine
+stepper = eng._stepper
+assert stepper is not None, "the one-wait path is off (STREAMRANK_ONE_SYNC=0?)"
+
+pre = []
+_apply = gpu_step.OneSyncStepper.apply
+
+
+def timed_apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0):
+    pre.append((time.perf_counter() - t0) * 1e6)
+    return _apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0)
+
+
+gpu_step.OneSyncStepper.apply = timed_apply
+wrap(graph_gpu.GpuGraph, "launch_fast", "launch_fast")
+wrap(graph_gpu.GpuGraph, "finish_fast", "finish_fast")
+# the pieces of both
+PIECES = [(graph_gpu_fast.FastUpdater, "launch", " FastUpdater.launch"),
+          (graph_gpu_fast.FastUpdater, "stage", "  stage"), (graph_gpu_fast.FastUpdater, "staged_key", "  staged_key"),
+          (gpu_batch_graph.BatchGraphs, "replay", "  BatchGraphs.replay"),
+          (graph_gpu_fast.FastUpdater, "outcome", " outcome"), (graph_gpu.GpuGraph, "_maybe_compact", " _maybe_compact"),
+          (graph_gpu.GpuGraph, "_ensure_room", " _ensure_room")]
+for obj, name, label in PIECES:
+    wrap(obj, name, label)
+_changes = graph_gpu.AppliedChanges
+
+
+def timed_changes(*a, **kw):
+    t = time.perf_counter_ns()
+    r = _changes(*a, **kw)
+    TIMES[" AppliedChanges (4 slices)"].append((time.perf_counter_ns() - t) / 1e3)
+    return r
+
+
+graph_gpu.AppliedChanges = timed_changes
+ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
+STEPS = ["1 collapse + lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit"]
+print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, dangling {replay.dangling}")
+print("lines | graph_ms | engine before queueing | queueing (host) | start -> graph kernel end (events) "
+      "| bookkeeping | total ms  (medians, us unless said)")
+for size in sizes:
+    for _ in range(5):  # warm: this size's captures
+        eng.apply(replay.next_batch(size))
+    pre.clear()
+    TIMES.clear()
+    gms, ev, tot, steps = [], [], [], []
+    for _ in range(batches):
+        st = eng.apply(replay.next_batch(size))
+        gms.append(st.graph_ms * 1e3)
+        tot.append((st.graph_ms + st.rank_ms))
+        ev.append(cp.cuda.get_elapsed_time(stepper.start, stepper.graph_done) * 1e3)
+        if ticks:
+            steps.append(np.diff(eng.graph._fast.ticks().astype(np.int64)) / 1e3)
+    med = lambda a: float(np.median(a))  # noqa: E731
+    print(f"{size} | {med(gms):.1f} | {med(pre):.1f} | {med(TIMES['launch_fast']):.1f} | {med(ev):.1f} | "
+          f"{med(TIMES['finish_fast']):.1f} | {med(tot):.3f}")
+    print("   host pieces (us): " + ", ".join(f"{lab.strip()} {med(TIMES[lab]):.1f}" for _, _, lab in PIECES
+                                               + [(0, 0, " AppliedChanges (4 slices)")] if TIMES[lab]))
+    if steps:
+        m = np.median(np.asarray(steps), axis=0)
+        print("   kernel steps (us, device clock): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
+              + f"; sum {m.sum():.1f}")
