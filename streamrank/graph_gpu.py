@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from .batch import EdgeBatch
-from .changes import AppliedChanges
+from .changes import AppliedChanges, SectionChanges
 from .device_memory import check_max_bytes, mib
 from .errors import GraphCapacityError, InvalidArgumentError
 from .gpu_launch import BLOCK, _cupy, grid_for_warps, launch
@@ -371,11 +371,9 @@ class GpuGraph(RoomKeeping):
         self.ids.note_added(res.new_vertices)
         self._out.end, self._in.end = res.out_end, res.in_end
         self._num_edges += res.inserted - res.deleted
-        buf, ni, nd = res.changes, res.inserted, res.deleted
         dropped = {"duplicate": res.duplicate, "present_insertion": res.present_insertion,
                    "absent_deletion": res.absent_deletion}
-        changes = AppliedChanges(buf[:ni], buf[m:m + ni], buf[2 * m:2 * m + nd], buf[3 * m:3 * m + nd],
-                                 n, n + res.new_vertices, m, dropped)
+        changes = SectionChanges(res.changes, m, res.inserted, res.deleted, n, n + res.new_vertices, m, dropped)
         self.version += 1
         self.last_changes = changes
         self.fast_batches += 1

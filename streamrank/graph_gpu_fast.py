@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,8 +40,9 @@ _OPTIONS = (f"-DFU_WARP_SORT={int(os.environ.get('STREAMRANK_FAST_WARP_SORT', '1
 _COUNTERS = 16
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
-# Counter slots (C_* in graph_fast_update.cu; the first four are also read by frontier_loop.cu).
-_OVERFLOW, _NEW, _INS, _DEL, _DUP, _PRESENT, _ABSENT, _OUT_END, _IN_END = range(9)
+# Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
+# frontier_loop.cu) in FastOutcome's field order: overflow, new vertices, applied insertions,
+# applied deletions, duplicates, present insertions, absent deletions, out end, in end.
 #: Overflow bits (FU_OVER_* in the kernel), for messages and tests.
 OVERFLOW_REASONS = {1: "vertex room", 2: "out-direction tail", 4: "in-direction tail", 8: "arguments"}
 
@@ -101,12 +103,13 @@ class FastUpdate:
         return cls(enabled=flag in ("1", "on", "true", "yes"), max_edges=cap)
 
 
-@dataclass(frozen=True)
-class FastOutcome:
+class FastOutcome(NamedTuple):
     """What one launch did (the counters), and the device buffer of the changes.
 
     ``overflow`` is 0 when the batch was applied, else FU_OVER_* bits (nothing was written).
-    ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m.
+    ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m. (A named
+    tuple, as :class:`PendingFast`: built once per batch on the host's critical path, where a
+    frozen dataclass costs a few microseconds.)
     """
 
     overflow: int
@@ -121,8 +124,7 @@ class FastOutcome:
     changes: object
 
 
-@dataclass(frozen=True)
-class PendingFast:
+class PendingFast(NamedTuple):
     """A fast-path launch whose counters have not been read yet (:meth:`GpuGraph.launch_fast`).
 
     ``counters`` is the device array the kernel fills (int64: [0] overflow bits, [1] new
@@ -168,6 +170,8 @@ class FastUpdater:
         self.host_ptr = int(self.host.ctypes.data)
         self._counters_ptr = int(self.counters.data.ptr)
         self._keep = None
+        #: (arrays, key) of the last staged_key: the arrays held, the key their addresses gave
+        self._key = None
 
     def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes) -> None:
         """Write a host batch (at most FAST_MAX_EDGES edges) and its header into the pinned
@@ -184,9 +188,17 @@ class FastUpdater:
     def staged_key(self, ids, out, inn) -> tuple:
         """Every address and size :meth:`queue_staged` passes to the device (a captured copy of
         that work stays valid while this key is the same)."""
-        return (int(ids.keys.data.ptr), int(ids.vals.data.ptr), int(ids.mask), int(ids.external_buffer.data.ptr),
-                *(int(a.data.ptr) for a in (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx)),
-                int(out.idx.shape[0]), int(inn.idx.shape[0]), self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
+        arrays = (ids.keys, ids.vals, ids.external_buffer, out.off, out.deg, out.cap, out.idx, inn.off, inn.deg,
+                  inn.cap, inn.idx)
+        held = self._key
+        # the same array objects (held here, so none was freed and its address reused) have the
+        # same addresses and sizes: skip reading them again (about 6 us a batch)
+        if held is not None and all(a is b for a, b in zip(arrays, held[0])):
+            return held[1]
+        key = (*(int(a.data.ptr) for a in arrays), int(ids.mask), int(out.idx.shape[0]), int(inn.idx.shape[0]),
+               self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
+        self._key = (arrays, key)
+        return key
 
     def queue_staged(self, ids, out, inn) -> None:
         """Queue the copy of the staged batch, ``fast_update_hdr`` and the copy of the counters
@@ -243,6 +255,4 @@ class FastUpdater:
 
     def outcome(self, changes) -> FastOutcome:
         """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""
-        c = [int(v) for v in self.host[:9]]
-        return FastOutcome(c[_OVERFLOW], c[_NEW], c[_INS], c[_DEL], c[_DUP], c[_PRESENT], c[_ABSENT],
-                           c[_OUT_END], c[_IN_END], changes)
+        return FastOutcome(*self.host[:9].tolist(), changes)  # the counters in FastOutcome's order

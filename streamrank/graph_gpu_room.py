@@ -65,8 +65,9 @@ class RoomKeeping:
             return
         n, rv = self.num_vertices, self.fast.vertices
         half = self.fast.slots // 2 + 1
-        tails = (d.idx.shape[0] - d.end for d in (self._out, self._in))
-        if self._vcap - n >= rv and self.ids.room >= rv and min(tails) >= half:
+        out, inn = self._out, self._in
+        if (self._vcap - n >= rv and self.ids.room >= rv and out.idx.shape[0] - out.end >= half
+                and inn.idx.shape[0] - inn.end >= half):
             return  # the room is there (the steady state): no memory check, nothing to grow
         vcap = max(n + rv, 2 * self._vcap, 16) if self._vcap - n < rv else self._vcap
         steps = [(self.ids.growth_bytes(rv), lambda: self.ids.reserve(rv)),

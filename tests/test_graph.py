@@ -275,3 +275,21 @@ def test_packed_collapse_equals_lexsort(device, seed):
     assert a[3] == b[3] and a[3] > 0
     for x, y in zip(a[:3], b[:3]):
         assert np.array_equal(_host(x), _host(y))
+
+
+def test_section_changes_slice_their_buffer_on_first_use():
+    from streamrank.changes import AppliedChanges, SectionChanges
+
+    m = 5  # the fused kernel's layout: ins_src, ins_dst, del_src, del_dst at 0, m, 2m, 3m
+    buf = np.arange(4 * m, dtype=np.int64)
+    dropped = {"duplicate": 1, "present_insertion": 0, "absent_deletion": 2}
+    lazy = SectionChanges(buf, m, 3, 2, 10, 12, m, dropped)
+    assert lazy.num_insertions == 3 and lazy.num_deletions == 2 and lazy.num_new_vertices == 2
+    assert "ins_src" not in vars(lazy)  # the counts needed no slice
+    plain = AppliedChanges(buf[:3], buf[5:8], buf[10:12], buf[15:17], 10, 12, m, dropped)
+    for name in ("ins_src", "ins_dst", "del_src", "del_dst"):
+        assert np.array_equal(getattr(lazy, name), getattr(plain, name)), name
+    assert lazy.summary() == plain.summary() and not lazy.empty
+    assert lazy.ins_src is lazy.ins_src  # sliced once, then kept
+    with pytest.raises(AttributeError):
+        lazy.no_such_field  # noqa: B018

@@ -45,17 +45,18 @@ PIECES = [(graph_gpu_fast.FastUpdater, "launch", " FastUpdater.launch"),
           (graph_gpu.GpuGraph, "_ensure_room", " _ensure_room")]
 for obj, name, label in PIECES:
     wrap(obj, name, label)
-_changes = graph_gpu.AppliedChanges
+_changes_name = "SectionChanges" if hasattr(graph_gpu, "SectionChanges") else "AppliedChanges"  # (older checkouts)
+_changes = getattr(graph_gpu, _changes_name)
 
 
 def timed_changes(*a, **kw):
     t = time.perf_counter_ns()
     r = _changes(*a, **kw)
-    TIMES[" AppliedChanges (4 slices)"].append((time.perf_counter_ns() - t) / 1e3)
+    TIMES[" changes"].append((time.perf_counter_ns() - t) / 1e3)
     return r
 
 
-graph_gpu.AppliedChanges = timed_changes
+setattr(graph_gpu, _changes_name, timed_changes)
 ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse + lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit"]
 print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, dangling {replay.dangling}")
@@ -78,7 +79,7 @@ for size in sizes:
     print(f"{size} | {med(gms):.1f} | {med(pre):.1f} | {med(TIMES['launch_fast']):.1f} | {med(ev):.1f} | "
           f"{med(TIMES['finish_fast']):.1f} | {med(tot):.3f}")
     print("   host pieces (us): " + ", ".join(f"{lab.strip()} {med(TIMES[lab]):.1f}" for _, _, lab in PIECES
-                                               + [(0, 0, " AppliedChanges (4 slices)")] if TIMES[lab]))
+                                               + [(0, 0, " changes")] if TIMES[lab]))
     if steps:
         m = np.median(np.asarray(steps), axis=0)
         print("   kernel steps (us, device clock): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
