@@ -249,9 +249,10 @@ class FastUpdater:
         return changes
 
     def ticks(self):
-        """Profiling (STREAMRANK_FAST_TICKS=1): the last launch's device clock (ns) at its start and
-        after its steps 1, 2, 3, 4 (out), 4 (in) and 5, as a host array (a device-to-host copy)."""
-        return self.work[:56].view(self.cp.uint64).get()
+        """Profiling (STREAMRANK_FAST_TICKS=1): the last launch's device clock (ns) at its start,
+        after its steps 1, 2, 3, 4 (out), 4 (in) and 5, after step 1's sort, after step 4 (out)'s
+        sort and after its writes, as a host array (a device-to-host copy)."""
+        return self.work[:80].view(self.cp.uint64).get()
 
     def outcome(self, changes) -> FastOutcome:
         """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""

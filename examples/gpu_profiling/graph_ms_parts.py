@@ -58,7 +58,8 @@ def timed_changes(*a, **kw):
 
 setattr(graph_gpu, _changes_name, timed_changes)
 ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
-STEPS = ["1 collapse + lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit"]
+STEPS = ["1 collapse + lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
+         "(1's sort)", "(4 out: sort)", "(4 out: writes)", "(4 out: plan)"]
 print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, dangling {replay.dangling}")
 print("lines | graph_ms | engine before queueing | queueing (host) | start -> graph kernel end (events) "
       "| bookkeeping | total ms  (medians, us unless said)")
@@ -74,7 +75,8 @@ for size in sizes:
         tot.append((st.graph_ms + st.rank_ms))
         ev.append(cp.cuda.get_elapsed_time(stepper.start, stepper.graph_done) * 1e3)
         if ticks:
-            steps.append(np.diff(eng.graph._fast.ticks().astype(np.int64)) / 1e3)
+            t = eng.graph._fast.ticks().astype(np.int64)
+            steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], t[9] - t[8], t[4] - t[9]]]) / 1e3)
     med = lambda a: float(np.median(a))  # noqa: E731
     print(f"{size} | {med(gms):.1f} | {med(pre):.1f} | {med(TIMES['launch_fast']):.1f} | {med(ev):.1f} | "
           f"{med(TIMES['finish_fast']):.1f} | {med(tot):.3f}")
@@ -83,4 +85,4 @@ for size in sizes:
     if steps:
         m = np.median(np.asarray(steps), axis=0)
         print("   kernel steps (us, device clock): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
-              + f"; sum {m.sum():.1f}")
+              + f"; steps 1-5 {m[:6].sum():.1f}")
