@@ -33,6 +33,11 @@
 #define FU_SHORT 64                 // membership: lists this short are scanned by one thread
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
 #define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
+// Warp barriers between the bitonic stages that stay within a warp (NVRTC option
+// -DFU_WARP_SORT=..., knob STREAMRANK_FAST_WARP_SORT).
+#ifndef FU_WARP_SORT
+#define FU_WARP_SORT 1
+#endif
 // Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
 // (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
 #ifndef FU_TICKS
@@ -152,102 +157,32 @@ __device__ __forceinline__ T block_scan_items(T (&v)[K], T* scratch) {
   return total;
 }
 
-// The block's bitonic sorts keep the entries in registers: thread t holds entries t and
-// t + FU_THREADS. A stage of distance j < 32 pairs entries of one warp (exchanged with shuffles,
-// no barrier), j = FU_THREADS pairs a thread's own two entries, the others go through shared
-// memory (a store, a barrier, a load, a barrier). 35 of the 45 stages of a 512-entry sort are
-// shuffles. (Earlier forms: a permutation sorted by keys read through it, 16 us for 512 entries
-// at 0.36 us a stage; keys and payload moved in shared memory, 12.5 us.)
-// Entries of step 1's sort: (src, dst, arrival index); padding (index >= m) sorts last.
-struct SortKey3 {
-  long long a, b;
-  int x;
-};
-__device__ __forceinline__ bool before(const SortKey3& p, const SortKey3& q) {
-  return p.a != q.a ? p.a < q.a : (p.b != q.b ? p.b < q.b : p.x < q.x);
-}
-__device__ __forceinline__ SortKey3 shfl_xor(const SortKey3& p, int j) {
-  return {__shfl_xor_sync(SR_FULL_MASK, p.a, j), __shfl_xor_sync(SR_FULL_MASK, p.b, j),
-          __shfl_xor_sync(SR_FULL_MASK, p.x, j)};
-}
-struct SortArrays3 {  // the shared arrays the entries pass through (and end in, position-indexed)
-  long long* a;
-  long long* b;
-  int* x;
-  __device__ __forceinline__ void store(int e, const SortKey3& v) const {
-    a[e] = v.a;
-    b[e] = v.b;
-    x[e] = v.x;
-  }
-  __device__ __forceinline__ SortKey3 load(int e) const { return {a[e], b[e], x[e]}; }
-};
-// Entries of step 4's sorts: (key, element); keys are distinct, padding keys are FU_KEY_MAX.
-struct SortKey2 {
-  long long k;
-  int x;
-};
-__device__ __forceinline__ bool before(const SortKey2& p, const SortKey2& q) { return p.k < q.k; }
-__device__ __forceinline__ SortKey2 shfl_xor(const SortKey2& p, int j) {
-  return {__shfl_xor_sync(SR_FULL_MASK, p.k, j), __shfl_xor_sync(SR_FULL_MASK, p.x, j)};
-}
-struct SortArrays2 {
-  long long* k;
-  int* x;
-  __device__ __forceinline__ void store(int e, const SortKey2& v) const {
-    k[e] = v.k;
-    x[e] = v.x;
-  }
-  __device__ __forceinline__ SortKey2 load(int e) const { return {k[e], x[e]}; }
-};
-
-// Entry e (holding v) after comparing with its partner o at distance j in merge size k: the lower
-// entry of an ascending pair keeps the smaller (before() is strict: equal entries stay put).
-template <typename K>
-__device__ __forceinline__ void bitonic_keep(K& v, const K& o, int e, int j, int k) {
-  const bool keep_min = ((e & j) == 0) == ((e & k) == 0);
-  if (keep_min ? before(o, v) : before(v, o)) v = o;
-}
-
-// Sort entries v[0] (position threadIdx.x) and v[1] (position threadIdx.x + FU_THREADS) of the
-// P positions (a power of two, at most 2 * FU_THREADS) ascending; every thread calls it. Ends
-// with the sorted entries stored position-indexed in `arr`, synchronized.
-template <typename K, typename A>
-__device__ __forceinline__ void block_sort(K (&v)[2], int P, const A& arr) {
-  const int t = threadIdx.x;
-  const int nq = P > FU_THREADS ? 2 : 1;  // entries per thread in use (uniform)
+// Bitonic network over positions [0, P) (P a power of two) of position-indexed shared arrays:
+// cas(i, l, up), for i < l, compares the entries at i and l and swaps them when they are out of
+// order for the direction `up` (ascending when true). The keys move with their payload, so every
+// access is at i or i ^ j (no bank conflicts, no indirection; sorting a permutation by keys read
+// through it took 0.36 us a stage, 16 us for 512 entries). The caller synchronizes before (the
+// arrays written); it ends synchronized.
+// Thread t owns entries t and t + FU_THREADS, so a stage of distance j < 32 pairs entries of one
+// warp's chunk of 32: between two such stages the warp waits only for itself (FU_WARP_SORT 1;
+// 30 of the 45 barriers of a 512-entry sort; 0: a block barrier after every stage).
+template <typename Cas>
+__device__ __forceinline__ void block_bitonic(int P, Cas cas) {
   for (int k = 2; k <= P; k <<= 1) {
     for (int j = k >> 1; j > 0; j >>= 1) {
-      if (j == FU_THREADS) {  // (P == 2 * FU_THREADS, k == P: ascending) a thread's own pair
-        if (before(v[1], v[0])) {
-          const K tmp = v[0];
-          v[0] = v[1];
-          v[1] = tmp;
-        }
-      } else if (j >= 32) {
-        for (int q = 0; q < nq; ++q) {
-          const int e = t + q * FU_THREADS;
-          if (e < P) arr.store(e, v[q]);
-        }
-        __syncthreads();  // every entry stored
-        for (int q = 0; q < nq; ++q) {
-          const int e = t + q * FU_THREADS;
-          if (e < P) bitonic_keep(v[q], arr.load(e ^ j), e, j, k);
-        }
-        __syncthreads();  // every partner read before the next stores
+      for (int i = threadIdx.x; i < P; i += FU_THREADS) {
+        const int l = i ^ j;
+        if (l > i) cas(i, l, (i & k) == 0);
+      }
+      const int next = j > 1 ? j >> 1 : k;  // the distance of the next stage
+      if (FU_WARP_SORT && j < 32 && next < 32) {
+        __syncwarp();  // this stage and the next touch only this warp's chunks
       } else {
-        for (int q = 0; q < nq; ++q) {  // the whole warp shuffles; lanes past P ignore the result
-          const int e = t + q * FU_THREADS;
-          const K o = shfl_xor(v[q], j);
-          if (e < P) bitonic_keep(v[q], o, e, j, k);
-        }
+        __syncthreads();
       }
     }
   }
-  for (int q = 0; q < nq; ++q) {
-    const int e = t + q * FU_THREADS;
-    if (e < P) arr.store(e, v[q]);
-  }
-  __syncthreads();  // the sorted entries are in arr
+  __syncthreads();  // also when P == 1
 }
 
 // Whether want is among list[base, base + d): one thread, 8 loads in flight per round.
@@ -489,11 +424,10 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   // src, dst and arrival index; padding (arrival index >= m) sorts last.
   int P = 1;
   while (P < m) P <<= 1;
-  SortKey3 e3[2];
-#pragma unroll
-  for (int q = 0; q < 2; ++q) {
-    const int i = tid + q * FU_THREADS;
-    e3[q] = {i < m ? bsrc[i] : FU_KEY_MAX, i < m ? bdst[i] : FU_KEY_MAX, i};
+  for (int i = tid; i < P; i += FU_THREADS) {
+    sh_a[i] = i < m ? bsrc[i] : FU_KEY_MAX;
+    sh_b[i] = i < m ? bdst[i] : FU_KEY_MAX;
+    sh_perm[i] = i;
   }
   if (tid == 0) {
     s_over = 0;
@@ -504,7 +438,20 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     sh_tail[0] = 0;
     sh_tail[1] = 0;
   }
-  block_sort(e3, P, SortArrays3{sh_a, sh_b, sh_perm});  // synchronizes (also the flags above)
+  __syncthreads();
+  block_bitonic(P, [&](int i, int l, bool up) {
+    const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
+    const int xi = sh_perm[i], xl = sh_perm[l];
+    const bool after = ai != al ? ai > al : (bi != bl ? bi > bl : xi > xl);  // entry i sorts after l
+    if (after == up) {
+      sh_a[i] = al;
+      sh_a[l] = ai;
+      sh_b[i] = bl;
+      sh_b[l] = bi;
+      sh_perm[i] = xl;
+      sh_perm[l] = xi;
+    }
+  });
   fu_tick(w, 7);
   // Survivor at sorted position r: the last of its pair. Two scans number the surviving
   // insertions and deletions in (src, dst) order.
@@ -683,16 +630,22 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
         sh_a[nDa + w->ipos[k]] = dir == 0 ? (a << 32) | b : (b << 32) | a;
       }
     }
-    __syncthreads();  // element x's key in sh_a[x] (deletions first, then insertions)
-    SortKey2 e2[2];
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int i = tid + q * FU_THREADS;
-      e2[q] = {i < c ? sh_a[i] : FU_KEY_MAX, i};  // padding sorts last (keys are below 2^63 - 1)
+    for (int i = tid; i < Pc; i += FU_THREADS) {
+      sh_perm[i] = i;
+      if (i >= c) sh_a[i] = FU_KEY_MAX;  // padding sorts last (keys are below 2^63 - 1)
     }
-    __syncthreads();  // read before block_sort stores over sh_a
-    // sorted in place: sh_a[r] the r-th key, sh_perm[r] its element
-    block_sort(e2, Pc, SortArrays2{sh_a, sh_perm});
+    __syncthreads();
+    // sorted in place: sh_a[r] the r-th key, sh_perm[r] its element (deletions first, then insertions)
+    block_bitonic(Pc, [&](int i, int l, bool up) {
+      const long long ki = sh_a[i], kl = sh_a[l];
+      if ((ki > kl) == up) {  // keys are distinct (or both padding)
+        const int xi = sh_perm[i], xl = sh_perm[l];
+        sh_a[i] = kl;
+        sh_a[l] = ki;
+        sh_perm[i] = xl;
+        sh_perm[l] = xi;
+      }
+    });
     if (dir == 0) fu_tick(w, 8);
     int pre[2];
 #pragma unroll
