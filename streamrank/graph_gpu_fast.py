@@ -32,11 +32,9 @@ FAST_THREADS = 1024
 FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
 _NAMES = ("fast_update", "fast_update_hdr")
-#: Compile options of the fused kernel: warp barriers between the bitonic stages that stay within
-#: a warp (knob STREAMRANK_FAST_WARP_SORT, default 1), the per-step device clock for profiling
+#: Compile options of the fused kernel: the per-step device clock for profiling
 #: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
-_OPTIONS = (f"-DFU_WARP_SORT={int(os.environ.get('STREAMRANK_FAST_WARP_SORT', '1') != '0')}",
-            f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}")
+_OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",)
 _COUNTERS = 16
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64

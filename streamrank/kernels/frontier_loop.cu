@@ -66,9 +66,12 @@ namespace cg = cooperative_groups;
 // bits (2^-32, about 2.3e-10 per block result; integer additions are exact, so the sum does not
 // depend on the order in which the blocks add and every run decides the same).
 #define SR_FIXED 4294967296.0
-// Copies of each accumulator: the blocks' atomics spread over them (one address for all would
-// serialize about 1,000 of them at the end of a busy phase R); warp 0 combines the copies.
+// Copies of each accumulator, at most 32: the blocks' atomics spread over them (one address for
+// all added about 2 us to a busy phase R); warp 0 combines the copies (NVRTC option
+// -DSR_SPREAD=..., streamrank/rank_gpu/frontier_loop.py sizes the buffer from the same value).
+#ifndef SR_SPREAD
 #define SR_SPREAD 32
+#endif
 
 // The lists of the loop and the batch, in one device struct (streamrank.pagerank_gpu packs it).
 template <typename I, typename V>

@@ -33,11 +33,6 @@
 #define FU_SHORT 64                 // membership: lists this short are scanned by one thread
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
 #define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
-// Warp barriers between the bitonic stages that stay within a warp (NVRTC option
-// -DFU_WARP_SORT=..., knob STREAMRANK_FAST_WARP_SORT).
-#ifndef FU_WARP_SORT
-#define FU_WARP_SORT 1
-#endif
 // Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
 // (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
 #ifndef FU_TICKS
@@ -163,9 +158,6 @@ __device__ __forceinline__ T block_scan_items(T (&v)[K], T* scratch) {
 // access is at i or i ^ j (no bank conflicts, no indirection; sorting a permutation by keys read
 // through it took 0.36 us a stage, 16 us for 512 entries). The caller synchronizes before (the
 // arrays written); it ends synchronized.
-// Thread t owns entries t and t + FU_THREADS, so a stage of distance j < 32 pairs entries of one
-// warp's chunk of 32: between two such stages the warp waits only for itself (FU_WARP_SORT 1;
-// 30 of the 45 barriers of a 512-entry sort; 0: a block barrier after every stage).
 template <typename Cas>
 __device__ __forceinline__ void block_bitonic(int P, Cas cas) {
   for (int k = 2; k <= P; k <<= 1) {
@@ -174,12 +166,7 @@ __device__ __forceinline__ void block_bitonic(int P, Cas cas) {
         const int l = i ^ j;
         if (l > i) cas(i, l, (i & k) == 0);
       }
-      const int next = j > 1 ? j >> 1 : k;  // the distance of the next stage
-      if (FU_WARP_SORT && j < 32 && next < 32) {
-        __syncwarp();  // this stage and the next touch only this warp's chunks
-      } else {
-        __syncthreads();
-      }
+      __syncthreads();
     }
   }
   __syncthreads();  // also when P == 1
@@ -471,22 +458,13 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   const int nI = block_scan_items<2, int>(ipre, sh_iscan);
   const int nD = block_scan_items<2, int>(dpre, sh_iscan);
-  long long ends[4];  // src, dst of this thread's two survivors, looked up together
-  bool look[4];
-  int ids[4];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int r = 2 * tid + j;
-    ends[2 * j] = surv[j] ? sh_a[r] : 0;
-    ends[2 * j + 1] = surv[j] ? sh_b[r] : 0;
-    look[2 * j] = look[2 * j + 1] = surv[j];
-  }
-  sr::hash_find_n<4>(hkeys, hvals, hmask, ends, look, ids);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     if (!surv[j]) continue;
-    const long long s = ends[2 * j], d = ends[2 * j + 1];
-    const int us = ids[2 * j], vs = ids[2 * j + 1];
+    const int r = 2 * tid + j;
+    const long long s = sh_a[r], d = sh_b[r];
+    const int us = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, s));
+    const int vs = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, d));
     if (sins[j]) {
       const int k = ipre[j];
       w->isrc[k] = s;

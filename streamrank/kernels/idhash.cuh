@@ -31,45 +31,6 @@ __device__ __forceinline__ long long hash_find(const long long* keys, const int*
   }
 }
 
-// hash_find for N keys at once (those with want[j]; out[j] = their ids or -1, else -1): the probes
-// of one round are loaded together, so the lookups of one thread overlap their latencies instead
-// of waiting for each other.
-template <int N>
-__device__ __forceinline__ void hash_find_n(const long long* keys, const int* vals, unsigned long long mask,
-                                            const long long (&key)[N], const bool (&want)[N], int (&out)[N]) {
-  unsigned long long h[N];
-  long long slot[N];
-  bool open[N];
-#pragma unroll
-  for (int j = 0; j < N; ++j) {
-    h[j] = hash_mix(key[j]) & mask;
-    open[j] = want[j];
-    slot[j] = -1;
-  }
-  bool any = true;
-  while (any) {
-    long long k[N];
-#pragma unroll
-    for (int j = 0; j < N; ++j) k[j] = open[j] ? keys[h[j]] : 0;
-    any = false;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      if (!open[j]) continue;
-      if (k[j] == key[j]) {
-        slot[j] = static_cast<long long>(h[j]);
-        open[j] = false;
-      } else if (k[j] == SR_HASH_EMPTY) {
-        open[j] = false;
-      } else {
-        h[j] = (h[j] + 1) & mask;
-        any = true;
-      }
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < N; ++j) out[j] = slot[j] >= 0 ? vals[slot[j]] : -1;
-}
-
 // Insert `key` -> `val` (concurrent inserts of distinct keys are safe: a slot is claimed with
 // atomicCAS). A key already present gets its value overwritten.
 __device__ __forceinline__ void hash_insert(long long* keys, int* vals, unsigned long long mask,

@@ -18,8 +18,10 @@ from ..kernels.loader import get_kernel, resident_blocks
 from .state import _CTYPE, _PAIR_CNT, _THREADS, _UPLOAD_BYTES, _args_bytes, _kernel
 
 _LOOP_CU = "frontier_loop.cu"
-#: The loop's per-iteration accumulators after its block sums: 3 rotating x 2 x SR_SPREAD (32).
-_ACCUMULATORS = 3 * 2 * 32
+#: Copies of each per-iteration accumulator of the loop (SR_SPREAD, at most 32); its buffer holds
+#: the block sums of phase I, then 3 rotating sets x 2 accumulators x this many copies.
+_SPREAD = 32
+_ACCUMULATORS = 3 * 2 * _SPREAD
 #: DF/DF-P run their whole iteration loop in one cooperative launch (``frontier_loop.cu``);
 #: STREAMRANK_FRONTIER_LOOP=0 turns that off (the launch sequence of pagerank.cu then runs every
 #: iteration, as it does for frontiers past the hand-over size).
@@ -196,7 +198,7 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}",
-                    f"-DSR_MARK_PACKED={_LOOP_MARK_PACKED}"), cooperative=True)
+                    f"-DSR_MARK_PACKED={_LOOP_MARK_PACKED}", f"-DSR_SPREAD={_SPREAD}"), cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
