@@ -4,9 +4,10 @@ A dense pass reads every in-edge, vertex after vertex. In id order its cost is n
 the vertices: the inner loop's trip count (the in-degree) changes from one vertex to the next, so
 its exit mispredicts about once per vertex, and the in-edges of the gapped store
 (:mod:`.gapped_csr`) lie in segments with room between them. The Gauss-Seidel entries therefore
-run their dense passes over a *mirror*: the vertices in the *sweep order* (descending in-degree,
-capped at ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts, which the predictor
-learns), each vertex's in-neighbours renamed to their positions in that order, rows
+run their dense passes over a *mirror*: the vertices in the *sweep order* (:mod:`.sweep_order`:
+descending in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts,
+which the predictor learns; on a graph of several blocks the last block gets the vertices whose
+stale reads of the other blocks cost least), each vertex's in-neighbours renamed to their positions in that order, rows
 ``m_idx[m_off[p] : m_end[p]]`` laid out in position order, and the per-vertex arrays the pass
 reads in position order: ``invp``, ``loopsp``, ``outdp`` kept with the mirror, the iterate, the
 contributions and the kept flags gathered (:func:`enter`) when a run of dense passes starts and
@@ -42,9 +43,6 @@ from numba import njit, prange
 
 from .common import CHUNK, block_size, nchunks, solved_value
 
-#: In-degrees from ``ORDER_BUCKETS - 1`` on share the sweep order's first bucket (long loops
-#: mispredict their exit once per many edges).
-ORDER_BUCKETS = 64
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
@@ -54,28 +52,6 @@ COMPACT = 32
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges).
 BUILT, USED, LIVE = 0, 1, 2
-
-
-@njit(cache=True, inline="always")
-def _bucket(d):
-    return ORDER_BUCKETS - 1 - min(d, ORDER_BUCKETS - 1)  # descending in-degree
-
-
-@njit(cache=True)
-def sweep_order(in_deg, n, order, pos):
-    """The sweep order of ``n`` vertices: ``order`` (position -> id) by descending in-degree,
-    capped at ``ORDER_BUCKETS - 1``, ties by id (a counting sort), ``pos`` its inverse."""
-    start = np.zeros(ORDER_BUCKETS + 1, dtype=np.int64)
-    for v in range(n):
-        start[_bucket(in_deg[v]) + 1] += 1
-    for b in range(ORDER_BUCKETS):
-        start[b + 1] += start[b]
-    for v in range(n):
-        b = _bucket(in_deg[v])
-        p = start[b]
-        start[b] = p + 1
-        order[p] = v
-        pos[v] = p
 
 
 @njit(cache=True)
