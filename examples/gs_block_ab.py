@@ -3,7 +3,8 @@
 The CPU frontier loop cuts its Gauss-Seidel steps into blocks of at most ``GS_BLOCK`` entries
 (:mod:`streamrank.cpu_kernels.frontier_gs`); one thread runs a block, and a vertex reads the other
 blocks' values as they were when the iteration began. A graph with fewer vertices than one block
-(sx-mathoverflow: 24.8 k) runs its dense passes on one thread. This replays a file with DF-P for
+runs its dense passes on one thread (sx-mathoverflow, 24.8 k vertices: two blocks of the default
+16,384, one of 32,768). This replays a file with DF-P for
 each block size and thread count given (``GS_BLOCK`` replaced for the run, in the kernels' calls and
 in the store's sweep order, :mod:`streamrank.cpu_kernels.sweep_order`; the block size, not the
 thread count, decides the ranks) and prints per-batch medians: time (graph update included),
