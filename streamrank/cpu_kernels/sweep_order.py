@@ -16,8 +16,8 @@ cycle passes through them, a stale read only delays them by one pass), then thos
 in-edges from other vertices (they read nothing that changes), then the fewest in-edges from
 other vertices first; ties by id. Within the last block the sinks go last (they then read the
 block's fresh values); every block is in the plain order otherwise. On sx-mathoverflow (two
-blocks) this takes 17 iterations per batch (median) instead of 20. A graph within one block keeps the
-plain order.
+blocks) this takes 17 iterations per batch (median) instead of 20. A graph within one block
+keeps the plain order.
 
 The order is a function of the degrees, the self-loop flags and ``block`` only (never of the
 thread count); the store computes it at each layout (:meth:`streamrank.graph.CpuGraph.sweep_order`).
