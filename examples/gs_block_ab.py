@@ -3,8 +3,10 @@
 The CPU frontier loop cuts its Gauss-Seidel steps into blocks of at most ``GS_BLOCK`` entries
 (:mod:`streamrank.cpu_kernels.frontier_gs`); one thread runs a block, and a vertex reads the other
 blocks' values as they were when the iteration began. A graph with fewer vertices than one block
-(sx-mathoverflow: 24.8 k) runs its dense passes on one thread. This replays a file with DF-P for
-each block size and thread count given (``GS_BLOCK`` replaced for the run; the block size, not the
+runs its dense passes on one thread (sx-mathoverflow, 24.8 k vertices: two blocks of the default
+16,384, one of 32,768). This replays a file with DF-P for
+each block size and thread count given (``GS_BLOCK`` replaced for the run, in the kernels' calls and
+in the store's sweep order, :mod:`streamrank.cpu_kernels.sweep_order`; the block size, not the
 thread count, decides the ranks) and prints per-batch medians: time (graph update included),
 iterations and vertex updates, and the L1 error against the SciPy oracle at the end::
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from streamrank import EdgeBatch, Engine, RankConfig
 from streamrank import pagerank_cpu
+from streamrank.cpu_kernels import common as kernel_common
 from streamrank.cpu_threads import ENV as THREADS_ENV
 from streamrank.oracle import oracle_pagerank
 from streamrank.replay import BUNDLED_GRAPH, read_stream
@@ -76,12 +79,12 @@ def main(argv=None) -> int:
     default = pagerank_cpu.GS_BLOCK
     try:
         for block in blocks:
-            pagerank_cpu.GS_BLOCK = block
+            pagerank_cpu.GS_BLOCK = kernel_common.GS_BLOCK = block  # the kernels' and the store's order's
             for t in threads:
                 nb, ms, it, upd, l1 = _run(stream, args.batches, size, t)
                 print(f"{block:14d}  {t:14d}  {nb:14d}  {ms:14.3f}  {it:14.1f}  {upd:14.0f}  {l1:14.2e}", flush=True)
     finally:
-        pagerank_cpu.GS_BLOCK = default
+        pagerank_cpu.GS_BLOCK = kernel_common.GS_BLOCK = default
     return 0
 
 

@@ -22,7 +22,8 @@ import numpy as np
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .cpu_kernels import gapped_csr as csr
-from .cpu_kernels.frontier_order import sweep_order
+from .cpu_kernels import common as kernel_common
+from .cpu_kernels.sweep_order import sweep_order
 from .device_memory import check_fits, check_max_bytes
 from .errors import InvalidArgumentError
 from .idmap import IdMap
@@ -218,9 +219,11 @@ class CpuGraph:
         """``(order, pos)``: the vertices in the sweep order of the CPU Gauss-Seidel dense passes
         (position -> id) and its inverse (int32; :mod:`.cpu_kernels.frontier_order`). Each layout
         (a bulk load, a rebuild, a restore without a saved order) sorts the vertices by descending
-        in-degree, ties by id, and increments :attr:`order_version`; a vertex added later takes
-        the position equal to its id. A property of the store, so that the ranks do not depend on
-        which workspace computed them."""
+        in-degree, ties by id (on a graph of several Gauss-Seidel blocks the last block gets the
+        vertices whose stale reads cost least: :mod:`.cpu_kernels.sweep_order`), and increments
+        :attr:`order_version`; a vertex added later takes the position equal to its id. A
+        property of the store, so that the ranks do not depend on which workspace computed
+        them."""
         n = self.num_vertices
         return self._order[:n], self._pos[:n]
 
@@ -375,7 +378,9 @@ class CpuGraph:
         self._out.lay_out(n, *_sorted_pairs(s, d))
         self._in.lay_out(n, *_sorted_pairs(d, s))
         self._num_edges = int(s.shape[0])
-        sweep_order(self._in.deg, n, self._order, self._pos)
+        loops = np.zeros(n, dtype=np.uint8)
+        loops[s[s == d]] = 1
+        sweep_order(self._in.deg, self._out.deg, loops, n, kernel_common.GS_BLOCK, self._order, self._pos)
         self.order_version += 1
 
     # ------------------------------------------------------------------ checkpoints

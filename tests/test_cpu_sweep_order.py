@@ -8,7 +8,11 @@ import pytest
 
 from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
-from streamrank.cpu_kernels import frontier_order
+from streamrank.cpu_kernels import common as kernel_common
+from streamrank.cpu_kernels import frontier_order, sweep_order
+from streamrank.cpu_kernels.common import block_size
+from streamrank.cpu_kernels.sweeps import gs_iterate
+from streamrank.cpu_threads import threads_set
 from streamrank.cpu_workspace import FrontierWorkspace
 from streamrank.errors import InvalidArgumentError
 from streamrank.graph import CpuGraph
@@ -17,7 +21,7 @@ from streamrank.rmat import rmat_edges
 
 
 def _expected_order(in_deg):
-    bucket = np.minimum(in_deg, frontier_order.ORDER_BUCKETS - 1)
+    bucket = np.minimum(in_deg, sweep_order.ORDER_BUCKETS - 1)
     return np.argsort(-bucket, kind="stable").astype(np.int32)
 
 
@@ -34,6 +38,55 @@ def test_layout_sorts_by_in_degree_and_new_vertices_go_last():
     np.testing.assert_array_equal(order[:n], before)  # positions stay until the next layout
     np.testing.assert_array_equal(order[n:], np.arange(n, n + 3))
     np.testing.assert_array_equal(pos[order], np.arange(g.num_vertices))
+
+
+def _expected_split_order(in_deg, out_deg, loops, block):
+    """The order of a graph of several blocks (cpu_kernels.sweep_order), in NumPy: the last block
+    takes the sinks, then the sources, then the fewest in-edges from others (ties by id); in it
+    the sinks go last; the plain order within each group."""
+    n = in_deg.shape[0]
+    bs = block_size(n, block)
+    nb = -(-n // bs)
+    assert nb > 1
+    tail = n - bs * (nb - 1)
+    own = loops.astype(np.int64)
+    key = np.where(out_deg - own == 0, 0, np.where(in_deg - own == 0, 1, 2 + in_deg - own))
+    last = np.zeros(n, dtype=bool)
+    last[np.lexsort((np.arange(n), key))[:tail]] = True
+    group = np.where(last, np.where(key == 0, 2, 1), 0)
+    bucket = np.minimum(in_deg, sweep_order.ORDER_BUCKETS - 1)
+    return np.lexsort((np.arange(n), -bucket, group)).astype(np.int32), last, key
+
+
+@pytest.mark.parametrize("block", [512, 1024, 2048])
+def test_a_graph_of_several_blocks_puts_the_cheapest_stale_readers_last(block, monkeypatch):
+    """The last Gauss-Seidel block reads the others' values of the pass's start: it gets the
+    vertices without out-edges to others (no cycle through them), then those without in-edges
+    from others, then the fewest in-edges from others; a graph within one block keeps the plain
+    order. The store's layout cuts by the kernels' GS_BLOCK."""
+    s, d = rmat_edges(12, 4, seed=5)
+    rng = np.random.default_rng(6)
+    sinks = rng.integers(0, 4096, 300)  # no out-edges to others: some only a self-loop
+    keep = ~np.isin(s, sinks) | (s == d)
+    loops = np.arange(0, 4096, 7)
+    s, d = np.concatenate([s[keep], loops]), np.concatenate([d[keep], loops])
+    monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
+    g = CpuGraph.from_edges(s, d)
+    n = g.num_vertices
+    own = np.zeros(n, dtype=np.uint8)
+    es, ed = g.edges()
+    own[es[es == ed]] = 1
+    expected, last, key = _expected_split_order(g.in_degree, g.out_degree, own, block)
+    order, pos = g.sweep_order
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(pos[order], np.arange(n))
+    tail = int(last.sum())
+    assert set(order[n - tail:].tolist()) == set(np.flatnonzero(last).tolist())  # the last block exactly
+    assert key[order[n - tail:]].max() <= key[order[:n - tail]].min()  # the cheapest stale readers
+    assert (key[order[n - tail:]] == 0).sum() > 0 and key[order[-1]] == 0  # sinks, and they go last
+    monkeypatch.setattr(kernel_common, "GS_BLOCK", 1 << 14)  # one block: the plain order
+    g = CpuGraph.from_edges(s, d)
+    np.testing.assert_array_equal(g.sweep_order[0], _expected_order(g.in_degree))
 
 
 def test_state_keeps_the_order():
@@ -111,3 +164,51 @@ def test_mirror_stays_exact_and_ranks_match_a_fresh_workspace(room, monkeypatch)
         x_kept, x_fresh = r_kept.x, r_fresh.x
     assert built >= 10  # the batches went dense: the mirror was in use
     assert rebuilt >= 1  # room 1: m_idx filled up; the default room: rows moved away (COMPACT)
+
+
+def _reference_sweep(s, d, n, x, order, block, alpha=0.85):
+    """One Gauss-Seidel sweep of the local form (uniform mode) in the sweep order, by the textbook
+    rule: a vertex reads the values its block updated before it, every other value as the sweep
+    began; an explicit self-loop divided out."""
+    out_deg = np.bincount(s, minlength=n)
+    inv = np.where(out_deg > 0, 1.0 / np.maximum(out_deg, 1), 0.0)
+    loop = np.zeros(n)
+    loop[s[s == d]] = 1.0
+    ins = [[] for _ in range(n)]
+    for u, v in zip(s.tolist(), d.tolist()):
+        if u != v:
+            ins[v].append(u)
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    bs = block_size(n, block)
+    c_start = x * inv
+    c = c_start.copy()
+    new = x.copy()
+    for p in range(n):
+        v = order[p]
+        acc = sum(c[u] if pos[u] // bs == p // bs and pos[u] < p else c_start[u] for u in ins[v])
+        new[v] = (1.0 + alpha * acc) / (1.0 - loop[v] * alpha * inv[v])
+        c[v] = new[v] * inv[v]
+    return new
+
+
+@pytest.mark.parametrize("block", [512, 1024, 4096])
+def test_a_sweep_of_several_blocks_reads_its_own_block_fresh_and_the_others_from_its_start(block, monkeypatch):
+    """The dense pass keeps block 0's values in ``cp`` and the other blocks' in ``cprevp`` while it
+    runs (frontier_order._dense_block) and joins them after: one sweep from a random start
+    (Static's gs_iterate, max_iter 1) matches the textbook rule, with 1, 2 and 4 blocks, on one
+    and two threads."""
+    monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
+    s, d = rmat_edges(11, 6, seed=9)
+    s, d = np.concatenate([s, np.arange(0, 2048, 5)]), np.concatenate([d, np.arange(0, 2048, 5)])
+    g = CpuGraph.from_edges(s, d)
+    n = g.num_vertices
+    es, ed = g.edges()
+    x = np.random.default_rng(3).uniform(0.5, 2.0, n)
+    order, pos = g.sweep_order
+    expected = _reference_sweep(es, ed, n, x, order, block)
+    for threads in (1, 2):
+        with threads_set(threads):
+            got = gs_iterate(g.kernel_arrays(), g.num_edges, x, 0.85, False, 0.0, block, 1,
+                             np.zeros(1, dtype=np.int64), order, pos)[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-12)

@@ -12,6 +12,7 @@ from streamrank.batch import EdgeBatch
 from streamrank.config import ALGORITHMS, UPDATE_ORDERS, RankConfig
 from streamrank.cpu_workspace import FrontierWorkspace
 from streamrank.graph import CpuGraph
+from streamrank.cpu_kernels import common as kernel_common
 from streamrank.cpu_kernels.common import GS_BLOCK, PARALLEL_EDGES
 from streamrank.engine import Engine
 from streamrank.metrics import l1_error
@@ -51,9 +52,11 @@ ORDER_IDS = ["jacobi", "gauss-seidel", "gauss-seidel-blocks"]
 
 @pytest.fixture(params=ORDERS, ids=ORDER_IDS)
 def order(request, monkeypatch):
-    """The update order; the block size is set where the CPU engine reads it."""
+    """The update order; the block size is set where the CPU engine reads it and where the store's
+    layout cuts its sweep order (cpu_kernels.sweep_order: the last block's vertices chosen)."""
     name, block = request.param
     monkeypatch.setattr(pagerank_cpu, "GS_BLOCK", block)
+    monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
     return name
 
 

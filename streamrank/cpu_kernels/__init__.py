@@ -3,6 +3,7 @@
 * :mod:`.sweeps` — full sweeps (Static, ND, the standard-form "warm" iteration);
 * :mod:`.frontier` — the frontier loop of DT / DF / DF-P, with its two steps
   :mod:`.frontier_sparse` (the frontier as a list) and :mod:`.frontier_dense` (one fused pass);
+* :mod:`.sweep_order` — the vertex order of the Gauss-Seidel dense passes (the store computes it);
 * :mod:`.marking` — the vertices a batch affects (DF/DF-P initial marking, DT reachability);
 * :mod:`.workspace` — the per-batch upkeep of the frontier workspace
   (:class:`streamrank.cpu_workspace.FrontierWorkspace`): new vertices, changed out-degrees;

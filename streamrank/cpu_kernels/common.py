@@ -22,8 +22,10 @@ CHUNK = 512
 PARALLEL_EDGES = 1 << 15
 #: Gauss-Seidel block: frontier entries (or vertex ids) updated in order by one thread, a
 #: multiple of ``CHUNK`` (:mod:`.frontier_gs`). Fixed, so results do not depend on the thread
-#: count; passed to the kernels as an argument.
-GS_BLOCK = 1 << 15
+#: count; passed to the kernels as an argument. 16,384: a graph of 16-32 k vertices (sx-mathoverflow)
+#: runs its dense passes as two blocks, on two threads (:mod:`.sweep_order` chooses the second
+#: block's vertices so that the iterations grow little).
+GS_BLOCK = 1 << 14
 
 
 @njit(cache=True, inline="always")

@@ -4,9 +4,10 @@ A dense pass reads every in-edge, vertex after vertex. In id order its cost is n
 the vertices: the inner loop's trip count (the in-degree) changes from one vertex to the next, so
 its exit mispredicts about once per vertex, and the in-edges of the gapped store
 (:mod:`.gapped_csr`) lie in segments with room between them. The Gauss-Seidel entries therefore
-run their dense passes over a *mirror*: the vertices in the *sweep order* (descending in-degree,
-capped at ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts, which the predictor
-learns), each vertex's in-neighbours renamed to their positions in that order, rows
+run their dense passes over a *mirror*: the vertices in the *sweep order* (:mod:`.sweep_order`:
+descending in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts,
+which the predictor learns; on a graph of several blocks the last block gets the vertices whose
+stale reads of the other blocks cost least), each vertex's in-neighbours renamed to their positions in that order, rows
 ``m_idx[m_off[p] : m_end[p]]`` laid out in position order, and the per-vertex arrays the pass
 reads in position order: ``invp``, ``loopsp``, ``outdp`` kept with the mirror, the iterate, the
 contributions and the kept flags gathered (:func:`enter`) when a run of dense passes starts and
@@ -42,9 +43,6 @@ from numba import njit, prange
 
 from .common import CHUNK, block_size, nchunks, solved_value
 
-#: In-degrees from ``ORDER_BUCKETS - 1`` on share the sweep order's first bucket (long loops
-#: mispredict their exit once per many edges).
-ORDER_BUCKETS = 64
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
@@ -54,28 +52,6 @@ COMPACT = 32
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges).
 BUILT, USED, LIVE = 0, 1, 2
-
-
-@njit(cache=True, inline="always")
-def _bucket(d):
-    return ORDER_BUCKETS - 1 - min(d, ORDER_BUCKETS - 1)  # descending in-degree
-
-
-@njit(cache=True)
-def sweep_order(in_deg, n, order, pos):
-    """The sweep order of ``n`` vertices: ``order`` (position -> id) by descending in-degree,
-    capped at ``ORDER_BUCKETS - 1``, ties by id (a counting sort), ``pos`` its inverse."""
-    start = np.zeros(ORDER_BUCKETS + 1, dtype=np.int64)
-    for v in range(n):
-        start[_bucket(in_deg[v]) + 1] += 1
-    for b in range(ORDER_BUCKETS):
-        start[b + 1] += start[b]
-    for v in range(n):
-        b = _bucket(in_deg[v])
-        p = start[b]
-        start[b] = p + 1
-        order[p] = v
-        pos[v] = p
 
 
 @njit(cache=True)
@@ -183,12 +159,23 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
 
 
 @njit(cache=True, error_model='numpy')
-def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+def _dense_block(b, block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                  part_count):
-    """Block ``b`` (positions ``[b * block, ...)``; ``multi``: there are other blocks), chunk by
-    chunk (partials per chunk), in place (as :func:`.frontier_gs._dense_range` with positions
-    for ids)."""
+    """Block ``b`` of ``nb`` (positions ``[b * block, ...)``), chunk by chunk (partials per chunk), in
+    place (as :func:`.frontier_gs._dense_range` with positions for ids).
+
+    Where the values live during a pass of several blocks (``cp == cprevp`` at its start): block 0
+    updates ``cp`` in place, the other blocks update ``cprevp`` in place, so that each array keeps
+    the pass-start values of the blocks that do not write it. Block 0 then reads ``cp`` alone,
+    with no test per in-edge: its own range fresh, the others' from the pass's start (it runs the
+    code of a single block, on sx-mathoverflow the larger share of the pass); with two blocks,
+    block 1 reads ``cprevp`` alone the same way; with more, a block ``b > 0`` reads ``cprevp`` for
+    its own range and block 0's, ``cp`` for the rest. :func:`dense_order` joins the two arrays
+    after the pass. The values read are those of the textbook rule (own block fresh, other blocks
+    from the pass's start), bit for bit."""
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    cur = cp if b == 0 else cprevp  # the array this block updates in place
+    multi = b > 0 and nb > 2  # reads from two arrays, chosen per in-edge
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
     blo = b * block
     bhi = min(blo + block, n)
@@ -198,6 +185,7 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
     # it did, about a third of the pass's time)
     ublo = np.uint64(blo)
     width = np.uint64(bhi - blo)
+    first = np.uint64(block)  # block 0's end
     one = np.uint64(1)
     two = np.uint64(2)
     for k in range(blo // CHUNK, nchunks(bhi)):
@@ -220,8 +208,8 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
                 while j + one < e:
                     q0 = np.uint64(m_idx[j])
                     q1 = np.uint64(m_idx[j + one])
-                    c0 = cp[q0] if q0 - ublo < width else cprevp[q0]
-                    c1 = cp[q1] if q1 - ublo < width else cprevp[q1]
+                    c0 = cur[q0] if (q0 - ublo < width) | (q0 < first) else cp[q0]
+                    c1 = cur[q1] if (q1 - ublo < width) | (q1 < first) else cp[q1]
                     a0 += abs(c0)
                     a1 += abs(c1)
                     low = min(low, c0)
@@ -229,20 +217,20 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
                     j += two
                 if j < e:
                     q0 = np.uint64(m_idx[j])
-                    c0 = cp[q0] if q0 - ublo < width else cprevp[q0]
+                    c0 = cur[q0] if (q0 - ublo < width) | (q0 < first) else cp[q0]
                     a0 += abs(c0)
                     low = min(low, c0)
             else:
                 while j + one < e:
-                    c0 = cp[np.uint64(m_idx[j])]
-                    c1 = cp[np.uint64(m_idx[j + one])]
+                    c0 = cur[np.uint64(m_idx[j])]
+                    c1 = cur[np.uint64(m_idx[j + one])]
                     a0 += abs(c0)
                     a1 += abs(c1)
                     low = min(low, c0)
                     l1 = min(l1, c1)
                     j += two
                 if j < e:
-                    c0 = cp[np.uint64(m_idx[j])]
+                    c0 = cur[np.uint64(m_idx[j])]
                     a0 += abs(c0)
                     low = min(low, c0)
             acc = a0 + a1
@@ -250,7 +238,7 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
             sp |= np.int64(low < 0.0)
             # the sum read the own value where the vertex has a loop (frontier_gs._dense_range)
             loop = np.float64(loopsp[p])
-            new = solved_value(acc - loop * abs(cp[p]), loop, alpha, selfloop, invp[p])
+            new = solved_value(acc - loop * abs(cur[p]), loop, alpha, selfloop, invp[p])
             a = np.int64(sp != 0)
             old = xp[p]
             val = new if a != 0 else old
@@ -262,9 +250,9 @@ def _dense_block(b, block, multi, n, g, mv, cp, xp, keepp, sticky, alpha, selflo
             spreads = a & grow_i & np.int64(ad > ftol * top)
             keepp[p] = np.uint8(kept)
             cv = val * invp[p]
-            if sticky and math.copysign(1.0, cp[p]) < 0.0:
+            if sticky and math.copysign(1.0, cur[p]) < 0.0:
                 spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
-            cp[p] = -cv if spreads != 0 else cv
+            cur[p] = -cv if spreads != 0 else cv
             count += a
             keep_in += deg * kept
             m = max(m, ad)
@@ -295,7 +283,7 @@ def spread_out_edges(n, mv, cp):
 def _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                part_count):
     for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
-        _dense_block(np.int64(b), block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+        _dense_block(np.int64(b), block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                      part_count)
 
 
@@ -311,9 +299,11 @@ def dense_order(n, block, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ft
                    part_count)
     else:
         for b in range(nb):
-            _dense_block(b, block, nb > 1, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune,
+            _dense_block(b, block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune,
                          parts, part_count)
-    if nb > 1:  # a single block never reads cprevp
+    if nb > 1:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
         cprevp = mv[6]
-        for p in range(n):
+        for p in range(block):
             cprevp[p] = cp[p]
+        for p in range(block, n):
+            cp[p] = cprevp[p]
