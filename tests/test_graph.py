@@ -293,3 +293,4 @@ def test_section_changes_slice_their_buffer_on_first_use():
     assert lazy.ins_src is lazy.ins_src  # sliced once, then kept
     with pytest.raises(AttributeError):
         lazy.no_such_field  # noqa: B018
+

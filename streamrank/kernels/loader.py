@@ -9,6 +9,7 @@ and CuPy's on-disk cache keeps the compiled binaries between processes.
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 
 from ..errors import BackendUnavailableError, KernelError
@@ -24,6 +25,26 @@ def source_of(filename: str) -> str:
     if not path.is_file():
         raise KernelError(f"no CUDA source {filename!r} in {KERNEL_DIR}")
     return path.read_text()
+
+
+def headers_digest(directory: Path) -> str:
+    """A digest of every ``.cuh`` header in ``directory`` (names and contents).
+
+    CuPy's on-disk cache keys a module by its code and options, not by the files the code
+    includes, so an edit to a header alone (a new release of this package, say) would load a
+    binary compiled from the old header. :func:`load_module` appends this digest to the code as
+    a comment: any header change compiles every module again.
+    """
+    h = hashlib.sha256()
+    for path in sorted(Path(directory).glob("*.cuh")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def _headers_stamp() -> str:
+    return f"\n// streamrank headers {headers_digest(KERNEL_DIR)}\n"
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,7 +74,7 @@ def load_module(filename: str, name_expressions: tuple, options: tuple = (), coo
         import cupy
     except Exception as exc:
         raise BackendUnavailableError(f"CuPy is needed for the CUDA kernels: {exc}") from exc
-    code = source_of(filename)
+    code = source_of(filename) + _headers_stamp()  # the headers' digest: see headers_digest
     opts = _DEFAULT_OPTIONS + (f"-I{KERNEL_DIR}",) + tuple(options)
     if "--use_fast_math" in opts and any(o == "-DSTREAMRANK_PRECISE" for o in options):
         opts = tuple(o for o in opts if o != "--use_fast_math")

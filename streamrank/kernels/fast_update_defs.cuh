@@ -1,0 +1,103 @@
+// The fused small-batch graph update (graph_fast_update.cu): its sizes, counter slots, overflow
+// bits, and the scratch layout of one launch (FuDir, FuWork) with the helpers that write it.
+#pragma once
+
+#include "common.cuh"
+
+#define FU_THREADS 1024             // the block; the scans below assume exactly 32 warps
+#define FU_MAX 2048                 // largest batch (edges); 2 * FU_THREADS
+#define FU_TEMP (4 * FU_MAX)        // slots of the temporary table of unknown ids (load <= 1/2)
+#define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
+#define FU_SHORT 64                 // membership: lists this short are scanned by one thread
+#define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
+#define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
+// Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
+// (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
+#ifndef FU_TICKS
+#define FU_TICKS 0
+#endif
+
+// Counter slots (int64), one launch's result.
+#define C_OVERFLOW 0   // 0: applied; else FU_OVER_* bits, and nothing was written
+#define C_NEW 1        // new vertices
+#define C_INS 2        // applied insertions
+#define C_DEL 3        // applied deletions
+#define C_DUP 4        // in-batch duplicates collapsed
+#define C_PRESENT 5    // insertions of present edges (dropped)
+#define C_ABSENT 6     // deletions of absent edges (dropped)
+#define C_OUT_END 7    // used end of the out-direction idx after the batch
+#define C_IN_END 8     // used end of the in-direction idx after the batch
+#define C_COUNT 16
+
+#define FU_OVER_VERTICES 1   // more new vertices than the room reserved (vertex arrays, id map)
+#define FU_OVER_OUT_TAIL 2   // relocated out-lists do not fit in the reserved tail of idx
+#define FU_OVER_IN_TAIL 4    // the same for the in-direction
+#define FU_OVER_ARGS 8       // batch size, block size or workspace outside what this kernel handles
+
+namespace {
+
+// One direction's applied changes, sorted, and their plan (entries of group leaders only, except
+// key / ins / ipos which hold every sorted position).
+struct FuDir {
+  long long key[FU_MAX];    // sorted keys u << 32 | t
+  long long noff[FU_MAX];   // leader: offset of the relocated list in the tail, else -1
+  int ins[FU_MAX];          // 1 = insertion, 0 = deletion
+  int ipos[FU_MAX + 1];     // insertions before sorted position r
+  int gend[FU_MAX];         // leader: end of its group
+  int d0[FU_MAX];           // leader: degree before the batch
+  int kd[FU_MAX];           // leader: deletions in the group
+  int ki[FU_MAX];           // leader: insertions in the group
+  int ncap[FU_MAX];         // leader: capacity of the relocated list
+};
+
+// Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
+struct FuWork {
+  unsigned long long ticks[16];          // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5;
+                                         // [7] after step 1's sort; step 4 (out): [8] after its sort, [9] after its D writes
+  long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), (src, dst) order
+  long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
+  unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
+  int tmin[FU_TEMP];                     //   its first position in the interleaved sequence
+  int tval[FU_TEMP];                     //   its new internal id
+  int pslot[2 * FU_MAX];                 // position -> its slot in the temporary table
+  int iu[FU_MAX], iv[FU_MAX];            // insertions' internal ids (-1, then new ids)
+  int du[FU_MAX], dv[FU_MAX];            // deletions' internal ids (-1: unknown)
+  int iok[FU_MAX], dok[FU_MAX];          // applied (insertion absent / deletion present)?
+  int ipos[FU_MAX], dpos[FU_MAX];        // index among the applied insertions / deletions, or -1
+  int mlist[FU_MAX];                     // queries (q as in step 3) left to the warps
+  int tlist[2 * FU_MAX];                 // groups ((dir << 16) | leader) committed by one thread
+  int wlist[2 * FU_MAX];                 //   by one warp
+  int blist[2 * FU_MAX];                 //   by the whole block
+  FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
+};
+
+__device__ __forceinline__ void fu_tick(FuWork* w, int k) {
+#if FU_TICKS
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    w->ticks[k] = t;
+  }
+#else
+  (void)w;
+  (void)k;
+#endif
+}
+
+__device__ __forceinline__ void write_counters(long long* counters, long long overflow, long long nnew,
+                                               long long nins, long long ndel, long long dup,
+                                               long long present, long long absent, long long out_end,
+                                               long long in_end) {
+  counters[C_OVERFLOW] = overflow;
+  counters[C_NEW] = nnew;
+  counters[C_INS] = nins;
+  counters[C_DEL] = ndel;
+  counters[C_DUP] = dup;
+  counters[C_PRESENT] = present;
+  counters[C_ABSENT] = absent;
+  counters[C_OUT_END] = out_end;
+  counters[C_IN_END] = in_end;
+  for (int i = C_IN_END + 1; i < C_COUNT; ++i) counters[i] = 0;
+}
+
+}  // namespace
