@@ -275,21 +275,23 @@ class CpuGraph:
         what = f"a batch of {received:,} edges ({plan.count:,} new vertices)"
         id_bytes = self.ids.growth_bytes(plan.count)
         # vertex rows first: longer rows (zero past the vertex count) change no vertex or edge
-        check_fits(id_bytes + self._rows_bytes(n_after), xp=np, held=self.nbytes, limit=self.max_bytes, what=what)
+        held = self.nbytes if self._max_bytes is not None else 0  # host memory: only the limit is checked
+        check_fits(id_bytes + self._rows_bytes(n_after), xp=np, held=held, limit=self._max_bytes, what=what)
         self._grow_vertices(n_after)
         changed = del_src.shape[0] or ins_src.shape[0]
         rebuild = changed and ins_src.shape[0] + del_src.shape[0] > max(self._num_edges // 4, 1024)
         if rebuild:
             lists = self._rebuild_bytes(n_after, int(ins_src.shape[0]))
         elif changed:
-            out_pairs = (*_sorted_pairs(del_src, del_dst), *_sorted_pairs(ins_src, ins_dst))
-            in_pairs = (*_sorted_pairs(del_dst, del_src), *_sorted_pairs(ins_dst, ins_src))
+            sides = batch_plan.sorted_sides(del_src, del_dst, ins_src, ins_dst)  # as _sorted_pairs (distinct)
+            out_pairs, in_pairs = sides[:4], sides[4:]
             plan_out = self._out.plan_update(n_after, out_pairs[0], out_pairs[2])
             plan_in = self._in.plan_update(n_after, in_pairs[0], in_pairs[2])
             lists = plan_out.nbytes + plan_in.nbytes
         else:
             lists = 0
-        check_fits(id_bytes + lists, xp=np, held=self.nbytes, limit=self.max_bytes, what=what)
+        held = self.nbytes if self._max_bytes is not None else 0  # the rows may have grown
+        check_fits(id_bytes + lists, xp=np, held=held, limit=self._max_bytes, what=what)
 
         # Commit.
         self.ids.commit_add(plan)

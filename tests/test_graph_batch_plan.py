@@ -74,3 +74,19 @@ def test_insert_sorted_matches_np_insert():
         k, v = batch_plan.insert_sorted(keys, vals, add, add_vals)
         np.testing.assert_array_equal(k, np.insert(keys, at, add))
         np.testing.assert_array_equal(v, np.insert(vals, at, add_vals))
+
+
+def test_sorted_sides_match_lexsort():
+    from streamrank.graph import _sorted_pairs
+
+    rng = np.random.default_rng(2)
+    for size in (0, 1, 7, 300):
+        pairs = np.unique(rng.integers(0, 2**31 - 1, (2 * size + 1, 2)), axis=0)[:size]
+        rng.shuffle(pairs)
+        s, d = pairs[:size // 2, 0], pairs[:size // 2, 1]
+        s2, d2 = pairs[size // 2:, 0], pairs[size // 2:, 1]
+        want = (*_sorted_pairs(s, d), *_sorted_pairs(s2, d2), *_sorted_pairs(d, s), *_sorted_pairs(d2, s2))
+        got = batch_plan.sorted_sides(s, d, s2, d2)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+            assert a.dtype == np.int64

@@ -204,3 +204,24 @@ def insert_sorted(keys, vals, add_keys, add_vals):
             out_v[w] = vals[i]
             i += 1
     return out_k, out_v
+
+
+@njit(cache=True)
+def _by_pair(own, nbr):
+    """``(own, nbr)`` of distinct pairs of internal ids (below ``2**31``) sorted by (own, nbr)."""
+    key = (own << 31) | nbr
+    key = np.sort(key)
+    return key >> 31, key & 0x7FFFFFFF
+
+
+@njit(cache=True)
+def sorted_sides(del_src, del_dst, ins_src, ins_dst):
+    """The deletions and insertions of a batch (distinct edges, internal ids) sorted for the
+    out-CSR, by (src, dst), and for the in-CSR, by (dst, src): ``(out deletions' src, dst,
+    out insertions' src, dst, in deletions' dst, src, in insertions' dst, src)``, what
+    ``lexsort`` gives for distinct pairs, in one call."""
+    a, b = _by_pair(del_src, del_dst)
+    c, d = _by_pair(ins_src, ins_dst)
+    e, f = _by_pair(del_dst, del_src)
+    g, h = _by_pair(ins_dst, ins_src)
+    return a, b, c, d, e, f, g, h
