@@ -24,6 +24,41 @@ from ..id_plan import DEGREE_ORDER_MIN
 MAX_EDGES = DEGREE_ORDER_MIN // 2
 
 
+@njit(cache=True)
+def _argsort(a):
+    """Stable argsort of the int64 ``a`` (bottom-up merge sort): the order ``np.argsort(a,
+    kind="mergesort")`` gives. Written out because Numba's sorts cost seconds of compile time on a
+    cold cache (about 4 s for this module's five), for batches of a few dozen edges."""
+    n = a.shape[0]
+    idx = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if a[idx[j]] < a[idx[i]]:  # ties keep the left run first: stable
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
 @njit(cache=True, inline="always")
 def _find(keys, vals, x):
     """``vals`` at the position of ``x`` in the sorted ``keys``; -1 where absent."""
@@ -91,8 +126,8 @@ def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, 
     """
     n = src.shape[0]
     # the last op of each pair: stable sorts by dst, then by src, give (src, dst, arrival) order
-    o1 = np.argsort(dst, kind="mergesort")
-    o2 = np.argsort(src[o1], kind="mergesort")
+    o1 = _argsort(dst)
+    o2 = _argsort(src[o1])
     order = o1[o2]
     m = 0
     n_ins = 0
@@ -147,7 +182,7 @@ def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, 
             new_ids[k] = both[i]
             k += 1
     # the new ids: sorted and unique (uniq), numbered by first appearance (rank)
-    srt = np.argsort(new_ids, kind="mergesort")
+    srt = _argsort(new_ids)
     uniq = np.empty(missing, dtype=np.int64)
     first = np.empty(missing, dtype=np.int64)
     group = np.empty(missing, dtype=np.int64)  # new_ids[i] == uniq[group[i]]
@@ -160,7 +195,7 @@ def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, 
             nu += 1
         group[j] = nu - 1
     uniq, first = uniq[:nu], first[:nu]
-    by_first = np.argsort(first)
+    by_first = _argsort(first)
     rank = np.empty(nu, dtype=np.int64)
     for r in range(nu):
         rank[by_first[r]] = r
@@ -210,7 +245,7 @@ def insert_sorted(keys, vals, add_keys, add_vals):
 def _by_pair(own, nbr):
     """``(own, nbr)`` of distinct pairs of internal ids (below ``2**31``) sorted by (own, nbr)."""
     key = (own << 31) | nbr
-    key = np.sort(key)
+    key = key[_argsort(key)]
     return key >> 31, key & 0x7FFFFFFF
 
 
