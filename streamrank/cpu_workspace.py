@@ -81,6 +81,7 @@ class FrontierWorkspace:
         self.m_idx = np.empty(0, dtype=np.int32)
         self.mstate = np.array([-1, 0, 0], dtype=np.int64)
         self.cprevp, self.invp = np.empty(cap), np.empty(cap)
+        self.cpn, self.cprevpn = np.empty(cap), np.empty(cap)  # the dense passes' spare pair (frontier_order.dense_pass)
         self.loopsp = np.empty(cap, dtype=np.uint8)
         self.outdp = np.empty(cap, dtype=np.int64)
         self.cap = cap
@@ -139,7 +140,7 @@ class FrontierWorkspace:
         """The tuple the frontier loop takes (:func:`.cpu_kernels.frontier.frontier_iterate`)."""
         return (self.x, self.c, self.inv, self.flags, self.F, self.Fnext, self.xnew, self.status, self.last_spread,
                 self.pulled, self.cnew, self.keep2, self.cand, self.parts_f, self.parts_i, self.cprev, self.owner,
-                self.loops, self.mirror())
+                self.loops, self.mirror(), self.cpn, self.cprevpn)
 
     def mirror(self) -> tuple:
         """The sweep-order mirror's arrays (:mod:`.cpu_kernels.frontier_order`)."""

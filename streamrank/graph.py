@@ -21,11 +21,13 @@ import numpy as np
 
 from .batch import EdgeBatch
 from .changes import AppliedChanges
+from .cpu_kernels import batch_plan
 from .cpu_kernels import gapped_csr as csr
 from .cpu_kernels import common as kernel_common
 from .cpu_kernels.sweep_order import sweep_order
 from .device_memory import check_fits, check_max_bytes
 from .errors import InvalidArgumentError
+from .id_plan import IdPlan
 from .idmap import IdMap
 from .normalize import collapse_last_op
 
@@ -261,52 +263,35 @@ class CpuGraph:
         batch = batch.to(np)
         received = len(batch)
         n_before = self.num_vertices
-        src, dst, ins, dups = collapse_last_op(np, batch.src, batch.dst, batch.insert)
-        dropped = {"duplicate": dups, "present_insertion": 0, "absent_deletion": 0}
-
-        # Deletions: only edges whose endpoints are known can be present.
-        ds, dd = self.ids.lookup(src[~ins]), self.ids.lookup(dst[~ins])
-        known = (ds >= 0) & (dd >= 0)
-        ds, dd = ds[known], dd[known]
-        present = self.has_edges(ds, dd)
-        del_src, del_dst = ds[present], dd[present]
-        dropped["absent_deletion"] = int((~ins).sum()) - int(del_src.shape[0])
-
-        # Insertions: new ids grow the graph (first-appearance order: src before dst per edge; by
-        # degree in the batch when it brings more than id_plan.DEGREE_ORDER_MIN new ids).
         # Everything up to the commit below only plans: a batch that does not fit changes nothing.
-        isrc, idst = src[ins], dst[ins]
-        both = np.empty(2 * isrc.shape[0], dtype=np.int64)
-        both[0::2], both[1::2] = isrc, idst
-        plan = self.ids.plan_add(both)
+        if 0 < received <= batch_plan.MAX_EDGES and batch.id_kind == "int":  # one compiled call, the same plan
+            plan, del_src, del_dst, ins_src, ins_dst, dropped = self._plan_small(batch, n_before)
+        else:
+            plan, del_src, del_dst, ins_src, ins_dst, dropped = self._plan(batch, n_before)
         n_after = n_before + plan.count
         if n_after > MAX_VERTICES:
             raise InvalidArgumentError(f"the CPU graph store holds at most {MAX_VERTICES} vertices")
-        is_, id_ = plan.internal[0::2], plan.internal[1::2]
-        new = np.ones(is_.shape[0], dtype=bool)  # an edge with a new endpoint is new
-        old = (is_ < n_before) & (id_ < n_before)
-        new[old] = ~self.has_edges(is_[old], id_[old])
-        ins_src, ins_dst = is_[new], id_[new]
-        dropped["present_insertion"] = int(ins.sum()) - int(ins_src.shape[0])
 
         what = f"a batch of {received:,} edges ({plan.count:,} new vertices)"
         id_bytes = self.ids.growth_bytes(plan.count)
         # vertex rows first: longer rows (zero past the vertex count) change no vertex or edge
-        check_fits(id_bytes + self._rows_bytes(n_after), xp=np, held=self.nbytes, limit=self.max_bytes, what=what)
+        held = self.nbytes if self._max_bytes is not None else 0  # host memory: only the limit is checked
+        check_fits(id_bytes + self._rows_bytes(n_after), xp=np, held=held, limit=self._max_bytes, what=what)
         self._grow_vertices(n_after)
         changed = del_src.shape[0] or ins_src.shape[0]
         rebuild = changed and ins_src.shape[0] + del_src.shape[0] > max(self._num_edges // 4, 1024)
         if rebuild:
             lists = self._rebuild_bytes(n_after, int(ins_src.shape[0]))
         elif changed:
-            out_pairs = (*_sorted_pairs(del_src, del_dst), *_sorted_pairs(ins_src, ins_dst))
-            in_pairs = (*_sorted_pairs(del_dst, del_src), *_sorted_pairs(ins_dst, ins_src))
+            sides = batch_plan.sorted_sides(del_src, del_dst, ins_src, ins_dst)  # as _sorted_pairs (distinct)
+            out_pairs, in_pairs = sides[:4], sides[4:]
             plan_out = self._out.plan_update(n_after, out_pairs[0], out_pairs[2])
             plan_in = self._in.plan_update(n_after, in_pairs[0], in_pairs[2])
             lists = plan_out.nbytes + plan_in.nbytes
         else:
             lists = 0
-        check_fits(id_bytes + lists, xp=np, held=self.nbytes, limit=self.max_bytes, what=what)
+        held = self.nbytes if self._max_bytes is not None else 0  # the rows may have grown
+        check_fits(id_bytes + lists, xp=np, held=held, limit=self._max_bytes, what=what)
 
         # Commit.
         self.ids.commit_add(plan)
@@ -322,6 +307,43 @@ class CpuGraph:
             self.version += 1
             self._arrays = None
         return AppliedChanges(ins_src, ins_dst, del_src, del_dst, n_before, n_after, received, dropped)
+
+    def _plan(self, batch, n_before):
+        """``(id plan, del_src, del_dst, ins_src, ins_dst, dropped)`` of a batch: what it changes."""
+        src, dst, ins, dups = collapse_last_op(np, batch.src, batch.dst, batch.insert)
+        dropped = {"duplicate": dups, "present_insertion": 0, "absent_deletion": 0}
+
+        # Deletions: only edges whose endpoints are known can be present.
+        ds, dd = self.ids.lookup(src[~ins]), self.ids.lookup(dst[~ins])
+        known = (ds >= 0) & (dd >= 0)
+        ds, dd = ds[known], dd[known]
+        present = self.has_edges(ds, dd)
+        del_src, del_dst = ds[present], dd[present]
+        dropped["absent_deletion"] = int((~ins).sum()) - int(del_src.shape[0])
+
+        # Insertions: new ids grow the graph (first-appearance order: src before dst per edge; by
+        # degree in the batch when it brings more than id_plan.DEGREE_ORDER_MIN new ids).
+        isrc, idst = src[ins], dst[ins]
+        both = np.empty(2 * isrc.shape[0], dtype=np.int64)
+        both[0::2], both[1::2] = isrc, idst
+        plan = self.ids.plan_add(both)
+        is_, id_ = plan.internal[0::2], plan.internal[1::2]
+        new = np.ones(is_.shape[0], dtype=bool)  # an edge with a new endpoint is new
+        old = (is_ < n_before) & (id_ < n_before)
+        new[old] = ~self.has_edges(is_[old], id_[old])
+        ins_src, ins_dst = is_[new], id_[new]
+        dropped["present_insertion"] = int(ins.sum()) - int(ins_src.shape[0])
+        return plan, del_src, del_dst, ins_src, ins_dst, dropped
+
+    def _plan_small(self, batch, n_before):
+        """:meth:`_plan` of a batch of at most ``batch_plan.MAX_EDGES`` edges in one compiled
+        call (:mod:`.cpu_kernels.batch_plan`): the same arrays and counts."""
+        (dups, del_src, del_dst, absent, internal, fresh, uniq, rank, ins_src, ins_dst,
+         present) = batch_plan.plan_batch(np.ascontiguousarray(batch.src), np.ascontiguousarray(batch.dst),
+                                          np.ascontiguousarray(batch.insert), *self.ids.tables(), n_before,
+                                          self._out.off, self._out.deg, self._out.idx)
+        dropped = {"duplicate": int(dups), "present_insertion": int(present), "absent_deletion": int(absent)}
+        return IdPlan(internal, fresh, uniq, rank, n_before), del_src, del_dst, ins_src, ins_dst, dropped
 
     @property
     def nbytes(self) -> int:

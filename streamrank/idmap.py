@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .cpu_kernels.batch_plan import insert_sorted
 from .errors import InvalidArgumentError
 from .id_plan import IdPlan, PlannedIdMap, plan_new_ids
 
@@ -78,6 +79,12 @@ class IdMap(PlannedIdMap):
                 out[miss] = _search(self._new_keys, self._new_vals, ids[miss])
         return out
 
+    def tables(self) -> tuple:
+        """``(keys, vals, new_keys, new_vals)``: the main sorted table of external ids with their
+        internal ids and the side table of recent ids (read-only views for compiled lookups:
+        :mod:`streamrank.cpu_kernels.batch_plan`)."""
+        return self._keys, self._vals, self._new_keys, self._new_vals
+
     def lookup_with(self, ids, attr):
         """``(internal, attr[internal])`` of the 1-D ``ids`` as one ``(2, len(ids))`` int64 array of
         this map's backend: -1 and 0 where an id is unknown. ``attr`` is a per-vertex int64
@@ -134,9 +141,7 @@ class IdMap(PlannedIdMap):
             self._external = grown
         self._external[start:end] = plan.fresh
         self._n = end
-        at = np.searchsorted(self._new_keys, plan.uniq)
-        self._new_keys = np.insert(self._new_keys, at, plan.uniq)
-        self._new_vals = np.insert(self._new_vals, at, start + plan.rank)
+        self._new_keys, self._new_vals = insert_sorted(self._new_keys, self._new_vals, plan.uniq, start + plan.rank)
         if self._new_keys.shape[0] > max(MERGE_MIN, self._keys.shape[0] // MERGE_SHARE):
             at = np.searchsorted(self._keys, self._new_keys)
             self._keys = np.insert(self._keys, at, self._new_keys)

@@ -212,3 +212,51 @@ def test_a_sweep_of_several_blocks_reads_its_own_block_fresh_and_the_others_from
             got = gs_iterate(g.kernel_arrays(), g.num_edges, x, 0.85, False, 0.0, block, 1,
                              np.zeros(1, dtype=np.int64), order, pos)[0]
         np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("block", [512, 1024, 4096])
+def test_dense_pass_of_two_blocks_leaves_the_joined_values_in_the_spare_pair(block):
+    """frontier_order.dense_pass: with two blocks each block also writes its values into the spare
+    pair (no join after the pass); the values, sign bits, kept flags, iterate and partials are
+    dense_order's bit for bit, with 1, 2 and 3 blocks, on one and two threads."""
+    s, d = rmat_edges(11, 6, seed=4)
+    g = CpuGraph.from_edges(s, d)
+    n = g.num_vertices
+    assert (n + block_size(n, block) - 1) // block_size(n, block) == {512: 3, 1024: 2, 4096: 1}[block]
+    rng = np.random.default_rng(8)
+    ws = FrontierWorkspace()
+    ws._grow(n)
+    ws.m_idx = np.empty(g.num_edges + 1024, dtype=np.int32)  # the mirror's rows (begin sizes it in a batch)
+    x = rng.uniform(0.5, 2.0, n)
+    inv = np.where(g.out_degree > 0, 1.0 / np.maximum(g.out_degree, 1), 0.0)
+    c = x * inv
+    c[rng.random(n) < 0.3] *= -1.0  # spreaders of the iteration before
+    flags = (rng.random(n) < 0.5).astype(np.uint8)
+    ws.inv[:n], ws.loops[:n] = inv, 0
+    mv = ws.mirror()
+    mv = (*g.sweep_order, *mv[2:])
+    parts = (ws.parts_f[0], ws.parts_f[1], ws.parts_i[0], ws.parts_i[1], ws.parts_i[2], ws.parts_i[3])
+    gk = g.kernel_arrays()
+
+    def run(pingpong, threads):
+        mv[5][frontier_order.BUILT] = -1
+        frontier_order.enter(n, gk, ws.inv, ws.loops, mv, x.copy(), c.copy(), flags.copy(), ws.xnew, ws.cnew,
+                             ws.keep2)
+        with threads_set(threads):
+            if pingpong:
+                swapped = frontier_order.dense_pass(n, block, True, gk, mv, ws.cnew, mv[6], ws.cpn, ws.cprevpn,
+                                                    ws.xnew, ws.keep2, True, 0.85, False, 1e-6, 1e-6, True, True,
+                                                    parts, ws.parts_i[5])
+                assert swapped == (block == 1024)
+                cp, cprevp = (ws.cpn, ws.cprevpn) if swapped else (ws.cnew, mv[6])
+            else:
+                frontier_order.dense_order(n, block, True, gk, mv, ws.cnew, ws.xnew, ws.keep2, True, 0.85, False,
+                                           1e-6, 1e-6, True, True, parts, ws.parts_i[5])
+                cp, cprevp = ws.cnew, mv[6]
+        nch = (n + 511) // 512
+        return [a[:n].copy() for a in (cp, cprevp, ws.xnew, ws.keep2)] + [p[:nch].copy() for p in parts]
+
+    want = run(False, 1)
+    for threads in (1, 2):
+        for a, b in zip(run(True, threads), want):
+            np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

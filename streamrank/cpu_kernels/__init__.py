@@ -9,6 +9,7 @@
   (:class:`streamrank.cpu_workspace.FrontierWorkspace`): new vertices, changed out-degrees;
 * :mod:`.common` — chunking constants and the per-vertex formulas the rank kernels share;
 * :mod:`.gapped_csr` — the graph store's O(batch) update of its gapped out-/in-CSR;
+* :mod:`.batch_plan` — the graph store's plan of a small batch (what it changes) in one call;
 * :mod:`.ppr` — personalized PageRank: the power iteration, push and pull rounds, Monte Carlo
   walks, the hybrid cost model's micro-kernels.
 

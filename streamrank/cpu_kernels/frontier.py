@@ -27,7 +27,7 @@ from numba import njit
 from .common import CHUNK, PARALLEL_EDGES, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
 from .frontier_gs import marked_first, sparse_gs
-from .frontier_order import dense_order, enter, leave, spread_out_edges
+from .frontier_order import dense_pass, enter, leave, spread_out_edges
 from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, sparse_par
 
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
@@ -44,7 +44,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     """Iterate from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
 
     ``ws`` is the workspace tuple ``(x, c, inv, flags, F, Fnext, xnew, status, last_spread,
-    pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner, loops, mv)``; the per-vertex arrays have room
+    pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner, loops, mv, cpn, cprevpn)``; the per-vertex arrays have room
     for at least ``n`` vertices, ``parts_*`` for ``nchunks(n)`` chunks; ``mv`` is the sweep-order
     mirror of the Gauss-Seidel dense passes (:mod:`.frontier_order`), which run on ``xnew``,
     ``cnew`` and ``keep2`` in position order. On entry ``x`` is the
@@ -71,7 +71,11 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     """
     gs = block is not None
     (x, c, inv, flags, F, Fnext, xnew, status, last_spread, pulled, cnew, keep2, cand, parts_f, parts_i, cprev, owner,
-     loops, mv) = ws
+     loops, mv, cpn, cprevpn) = ws
+    # the Gauss-Seidel dense passes' c and cprevp in position order, and a spare pair: a pass of two
+    # blocks leaves its values in the spare pair, which becomes the current one (dense_pass)
+    cp0, cpn0, cprevp0, cprevpn0 = cnew, cpn, mv[6], cprevpn
+    cp, cprevp = cp0, cprevp0
     x0, c0, flags0 = x, c, flags
     parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[2], parts_i[3])
     pulled_count, part_count, cand_start, cand_count = parts_i[4], parts_i[5], parts_i[6], parts_i[7]
@@ -96,8 +100,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             nch = nch_max
             if block is not None:  # removed before typing in the Jacobi entries (block None)
                 # in the sweep order, on the position-space arrays (xnew, cnew, keep2: frontier_order)
-                dense_order(n, block, big, g, mv, cnew, xnew, keep2, sticky, alpha, selfloop, ftol, ptol, grow, prune,
-                            parts, part_count)
+                if dense_pass(n, block, big, g, mv, cp, cprevp, cpn, cprevpn, xnew, keep2, sticky, alpha, selfloop,
+                              ftol, ptol, grow, prune, parts, part_count):
+                    cp, cpn = cpn, cp
+                    cprevp, cprevpn = cprevpn, cprevp
                 sticky = not_sticky
             if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
                 if big:
@@ -148,7 +154,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             converged = True
             break
         if block is not None and dense and grow and keep_in <= DENSE_WEIGHT * num_edges:
-            push = spread_out_edges(n, mv, cnew)  # the Gauss-Seidel dense pass leaves push to this
+            push = spread_out_edges(n, mv, cp)  # the Gauss-Seidel dense pass leaves push to this
         next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
             if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
@@ -160,11 +166,12 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                             cprev[v] = c[v]
                 sticky = not not_sticky  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
                 if block is not None:
-                    enter(n, g, inv, loops, mv, x, c, flags, xnew, cnew, keep2)
+                    cp, cpn, cprevp, cprevpn = cp0, cpn0, cprevp0, cprevpn0  # enter fills cp0, cprevp0
+                    enter(n, g, inv, loops, mv, x, c, flags, xnew, cp, keep2)
             dense = True
         elif dense:
             if block is not None:
-                leave(n, mv, xnew, cnew, keep2, x, c, cprev, flags)
+                leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
             nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)
             if gs:
                 marked_first(F, Fnext, kept, nf)
@@ -178,7 +185,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 marked_first(F, Fnext, kept, nf)
     if block is not None:
         if dense:
-            leave(n, mv, xnew, cnew, keep2, x, c, cprev, flags)
+            leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
     _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense or dense_ran)
     return iterations, converged, total, cand
 

@@ -159,8 +159,8 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
 
 
 @njit(cache=True, error_model='numpy')
-def _dense_block(b, block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                 part_count):
+def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+                 grow, prune, parts, part_count):
     """Block ``b`` of ``nb`` (positions ``[b * block, ...)``), chunk by chunk (partials per chunk), in
     place (as :func:`.frontier_gs._dense_range` with positions for ids).
 
@@ -172,8 +172,12 @@ def _dense_block(b, block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop,
     block 1 reads ``cprevp`` alone the same way; with more, a block ``b > 0`` reads ``cprevp`` for
     its own range and block 0's, ``cp`` for the rest. :func:`dense_order` joins the two arrays
     after the pass. The values read are those of the textbook rule (own block fresh, other blocks
-    from the pass's start), bit for bit."""
-    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    from the pass's start), bit for bit.
+
+    ``pp`` (two blocks only): each block also stores every value it writes into ``cpn`` and
+    ``cprevpn``, which nothing reads during the pass; after it both hold every vertex's new value
+    and serve as the next pass's ``cp`` and ``cprevp``, so no join runs (:func:`dense_pass`)."""
+    order, pos, m_off, m_end, m_idx, mstate, _, invp, loopsp, outdp = mv
     cur = cp if b == 0 else cprevp  # the array this block updates in place
     multi = b > 0 and nb > 2  # reads from two arrays, chosen per in-edge
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
@@ -252,7 +256,11 @@ def _dense_block(b, block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop,
             cv = val * invp[p]
             if sticky and math.copysign(1.0, cur[p]) < 0.0:
                 spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
-            cur[p] = -cv if spreads != 0 else cv
+            w = -cv if spreads != 0 else cv
+            cur[p] = w
+            if pp:
+                cpn[p] = w
+                cprevpn[p] = w
             count += a
             keep_in += deg * kept
             m = max(m, ad)
@@ -280,29 +288,56 @@ def spread_out_edges(n, mv, cp):
 
 
 @njit(cache=True, parallel=True)
-def _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-               part_count):
+def _dense_par(nb, block, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
+               prune, parts, part_count):
     for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
-        _dense_block(np.int64(b), block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                     part_count)
+        _dense_block(np.int64(b), block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop,
+                     ftol, ptol, grow, prune, parts, part_count)
+
+
+@njit(cache=True)
+def dense_pass(n, block, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
+               prune, parts, part_count):
+    """One Gauss-Seidel pass over all positions in blocks of ``block`` (:func:`enter` first), on
+    ``cp`` and ``cprevp`` (equal at its start) with ``cpn`` and ``cprevpn`` spare; ``keepp`` and
+    ``xp`` in place. Returns True when the pass's values (sign bits: spread) ended in ``cpn`` and
+    ``cprevpn`` (two blocks: the caller swaps the pairs), False when in ``cp`` and ``cprevp``
+    (one block, or more than two: joined after the pass, as :func:`dense_order`)."""
+    block = block_size(n, block)
+    nb = (n + block - 1) // block
+    pp = nb == 2
+    if par and nb > 1:
+        _dense_par(nb, block, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+                   grow, prune, parts, part_count)
+    else:
+        for b in range(nb):
+            _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol,
+                         ptol, grow, prune, parts, part_count)
+    if nb > 1 and not pp:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
+        for p in range(block):
+            cprevp[p] = cp[p]
+        for p in range(block, n):
+            cp[p] = cprevp[p]
+    return pp
 
 
 @njit(cache=True)
 def dense_order(n, block, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                 part_count):
     """One Gauss-Seidel pass over all positions in blocks of ``block`` (:func:`enter` first);
-    ``keepp``, ``xp`` and ``cp`` (sign bits: spread) in place, ``cprevp`` = ``cp`` after it."""
+    ``keepp``, ``xp`` and ``cp`` (sign bits: spread) in place, ``cprevp`` = ``cp`` after it
+    (:func:`dense_pass` with a join for two blocks as well)."""
     block = block_size(n, block)
     nb = (n + block - 1) // block
+    cprevp = mv[6]
     if par and nb > 1:
-        _dense_par(nb, block, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                   part_count)
+        _dense_par(nb, block, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+                   grow, prune, parts, part_count)
     else:
         for b in range(nb):
-            _dense_block(b, block, nb, n, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune,
-                         parts, part_count)
+            _dense_block(b, block, nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop,
+                         ftol, ptol, grow, prune, parts, part_count)
     if nb > 1:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
-        cprevp = mv[6]
         for p in range(block):
             cprevp[p] = cp[p]
         for p in range(block, n):
