@@ -21,20 +21,11 @@ import numba
 import numpy as np
 from numba import njit
 
-from streamrank import EdgeBatch, RankConfig
+from bench_cpu_passes import joined_pass as _joined  # dense_order with the loop's arguments
+from bench_cpu_passes import replayed
 from streamrank.cpu_kernels.common import GS_BLOCK
-from streamrank.cpu_kernels.frontier_order import dense_order, dense_pass, enter
-from streamrank.cpu_workspace import FrontierWorkspace
-from streamrank.graph import CpuGraph
-from streamrank.pagerank_cpu import static_pagerank, update_pagerank
-from streamrank.replay import BUNDLED_GRAPH, read_stream
-
-
-@njit
-def _joined(n, g, mv, cp, xp, keepp, parts, part_count):
-    # DF-P, uniform mode, as frontier_iterate passes them (literal flags)
-    dense_order(n, GS_BLOCK, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
-                part_count)
+from streamrank.cpu_kernels.frontier_order import dense_pass, enter
+from streamrank.replay import BUNDLED_GRAPH
 
 
 @njit
@@ -55,18 +46,7 @@ def main(argv=None) -> int:
     if args.batches < 0 or args.repeat < 1 or args.rounds < 1 or args.threads < 1:
         p.error("--batches must be >= 0, --threads, --repeat and --rounds >= 1")
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
-    stream = read_stream(args.path)
-    n_base = int(0.9 * len(stream))
-    size = max(1, round(args.batch_fraction * len(stream)))
-    cfg = RankConfig()
-    keep = stream.insert[:n_base]
-    graph = CpuGraph.from_edges(stream.src[:n_base][keep], stream.dst[:n_base][keep])
-    x = static_pagerank(graph, config=cfg).x
-    ws = FrontierWorkspace()
-    for b in range(args.batches):
-        lo = n_base + b * size
-        batch = EdgeBatch.from_arrays(stream.src[lo:lo + size], stream.dst[lo:lo + size], stream.insert[lo:lo + size])
-        x = update_pagerank("dfp", graph, graph.apply(batch), x, config=cfg, workspace=ws).x
+    _, _, _, graph, _, ws = replayed(args.path, args.batches, args.batch_fraction)
     g = graph.kernel_arrays()
     n = graph.num_vertices
     parts = (ws.parts_f[0], ws.parts_f[1], ws.parts_i[0], ws.parts_i[1], ws.parts_i[2], ws.parts_i[3])

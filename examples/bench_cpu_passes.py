@@ -36,10 +36,33 @@ from streamrank.replay import BUNDLED_GRAPH, read_stream
 
 
 @njit
-def _pass(n, g, mv, cp, xp, keepp, parts, part_count):
+def joined_pass(n, g, mv, cp, xp, keepp, parts, part_count):
     # DF-P, uniform mode, as frontier_iterate passes them (literal flags)
     dense_order(n, GS_BLOCK, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
                 part_count)
+
+
+def batch_at(stream, n_base: int, size: int, b: int) -> EdgeBatch:
+    """Batch ``b`` of ``size`` edges after the first ``n_base`` of ``stream``."""
+    lo = n_base + b * size
+    return EdgeBatch.from_arrays(stream.src[lo:lo + size], stream.dst[lo:lo + size], stream.insert[lo:lo + size])
+
+
+def replayed(path: str, batches: int, fraction: float):
+    """``(stream, n_base, size, graph, x, ws)``: the file's first 90 % as the base graph, then
+    ``batches`` DF-P batches of ``fraction`` of its edges (Numba's thread count as set before)."""
+    stream = read_stream(path)
+    n_base = int(0.9 * len(stream))
+    size = max(1, round(fraction * len(stream)))
+    cfg = RankConfig()
+    keep = stream.insert[:n_base]
+    graph = CpuGraph.from_edges(stream.src[:n_base][keep], stream.dst[:n_base][keep])
+    x = static_pagerank(graph, config=cfg).x
+    ws = FrontierWorkspace()
+    for b in range(batches):
+        x = update_pagerank("dfp", graph, graph.apply(batch_at(stream, n_base, size, b)), x, config=cfg,
+                            workspace=ws).x
+    return stream, n_base, size, graph, x, ws
 
 
 def main(argv=None) -> int:
@@ -53,21 +76,11 @@ def main(argv=None) -> int:
     if args.batches < 0 or args.repeat < 1 or args.rounds < 1:
         p.error("--batches must be >= 0, --repeat and --rounds >= 1")
     numba.set_num_threads(1)
-    stream = read_stream(args.path)
-    n_base = int(0.9 * len(stream))
-    size = max(1, round(args.batch_fraction * len(stream)))
-    cfg = RankConfig()
-    keep = stream.insert[:n_base]
-    graph = CpuGraph.from_edges(stream.src[:n_base][keep], stream.dst[:n_base][keep])
-    x = static_pagerank(graph, config=cfg).x
-    ws = FrontierWorkspace()
+    stream, n_base, size, graph, x, ws = replayed(args.path, args.batches, args.batch_fraction)
 
     def batch(b):
-        lo = n_base + b * size
-        return EdgeBatch.from_arrays(stream.src[lo:lo + size], stream.dst[lo:lo + size], stream.insert[lo:lo + size])
+        return batch_at(stream, n_base, size, b)
 
-    for b in range(args.batches):
-        x = update_pagerank("dfp", graph, graph.apply(batch(b)), x, config=cfg, workspace=ws).x
     g = graph.kernel_arrays()
     n = graph.num_vertices
     xx, c, inv, flags = ws.x, ws.c, ws.inv, ws.flags
@@ -88,7 +101,7 @@ def main(argv=None) -> int:
             ws.cnew[:] = cp0
             ws.keep2[:] = kp0
             t = time.perf_counter()
-            _pass(n, g, ws.mirror(), ws.cnew, ws.xnew, ws.keep2, parts, parts_i[5])
+            joined_pass(n, g, ws.mirror(), ws.cnew, ws.xnew, ws.keep2, parts, parts_i[5])
             ts.append((time.perf_counter() - t) * 1e3)
         if r:
             best.append(min(ts))

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..id_plan import DEGREE_ORDER_MIN
+from .gapped_csr import lower_bound
 
 #: Largest batch :func:`plan_batch` takes (its new ids stay within first-appearance numbering).
 MAX_EDGES = DEGREE_ORDER_MIN // 2
@@ -62,14 +63,7 @@ def _argsort(a):
 @njit(cache=True, inline="always")
 def _find(keys, vals, x):
     """``vals`` at the position of ``x`` in the sorted ``keys``; -1 where absent."""
-    lo = 0
-    hi = keys.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = lower_bound(keys, 0, keys.shape[0], x)
     if lo < keys.shape[0] and keys[lo] == x:
         return vals[lo]
     return -1
@@ -87,15 +81,9 @@ def _lookup(keys, vals, new_keys, new_vals, x):
 @njit(cache=True, inline="always")
 def _stored(off, deg, idx, u, w):
     """Whether the out-CSR stores ``u -> w`` (binary search in ``u``'s sorted segment)."""
-    lo = off[u]
-    hi = lo + deg[u]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if idx[mid] < w:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < off[u] + deg[u] and idx[lo] == w
+    end = off[u] + deg[u]
+    lo = lower_bound(idx, off[u], end, w)
+    return lo < end and idx[lo] == w
 
 
 @njit(cache=True)

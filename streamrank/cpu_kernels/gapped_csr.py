@@ -18,7 +18,7 @@ MIN_ROOM = 4
 
 
 @njit(cache=True, inline="always")
-def _search(idx, lo, hi, w):
+def lower_bound(idx, lo, hi, w):
     """First position in the sorted ``idx[lo:hi]`` holding a value >= ``w``."""
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -37,7 +37,7 @@ def has_edges(off, deg, idx, own, nbr):
         v = own[i]
         lo = off[v]
         hi = lo + deg[v]
-        p = _search(idx, lo, hi, nbr[i])
+        p = lower_bound(idx, lo, hi, nbr[i])
         out[i] = p < hi and idx[p] == nbr[i]
     return out
 
