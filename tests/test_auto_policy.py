@@ -53,7 +53,7 @@ def test_state_round_trip_gives_the_same_choices():
     pol.observe(result("warm", iterations=7), changes(100), N)
     other = AutoPolicy()
     other.load_state(pol.state())
-    assert (other.flood_size, other.warm_streak, other.warm_sweeps) == (100, 1, 7)
+    assert (other.flood_size, other.warm_streak, other.warm_sweeps, other.flood_updates) == (100, 1, 7, None)
     for size in (10, 30, 100):
         assert other.choose(changes(size)) == pol.choose(changes(size))
     fresh = AutoPolicy()
@@ -103,3 +103,34 @@ def test_before_any_warm_batch_dfp_iterations_estimate_the_warm_sweeps():
     assert pol.flood_size is None and pol.choose(changes(24)) == "auto"
     pol.observe(result("dfp", affected=30 * N, iterations=42), changes(24), N)
     assert pol.choose(changes(24)) == "warm"
+
+
+def test_a_misjudged_flood_costs_one_warm_batch():
+    """sx-mathoverflow, uniform mode, H200: DF-P updated 18 |V| vertices in 34 iterations and was
+    called flooded (half its iterations, 17 sweeps, is the bound); the warm batch then needed 80
+    sweeps. The next batch is DF-P's again, not the remaining probe_every - 1 warm ones."""
+    pol = AutoPolicy(probe_every=8)
+    pol.observe(result("dfp", affected=18 * N, iterations=34), changes(506), N)
+    assert pol.choose(changes(506)) == "warm"
+    pol.observe(result("warm", affected=80 * N, iterations=80), changes(506), N)
+    assert pol.flood_size is None and pol.choose(changes(506)) == "auto"
+    pol.observe(result("dfp", affected=18 * N, iterations=34), changes(506), N)  # 18 < 80 sweeps
+    assert pol.choose(changes(506)) == "auto"
+
+
+def test_a_real_flood_keeps_its_warm_batches():
+    """Warm sweeps cheaper than the flooding DF-P batch (R-MAT: a batch reaches the hubs): the
+    streak runs to the probe; an in-batch switch is not second-guessed either."""
+    pol = AutoPolicy(probe_every=3)
+    pol.observe(result("dfp", affected=40 * N, iterations=30), changes(100), N)
+    for _ in range(3):
+        assert pol.choose(changes(100)) == "warm"
+        pol.observe(result("warm", affected=12 * N, iterations=12), changes(100), N)
+    assert pol.choose(changes(100)) == "auto"  # the probe
+    pol.observe(result("dfp>warm", affected=3 * N), changes(100), N)
+    assert pol.choose(changes(100)) == "warm"
+    pol.observe(result("warm", affected=12 * N, iterations=12), changes(100), N)
+    assert pol.choose(changes(100)) == "warm"
+    restored = AutoPolicy()
+    restored.load_state(pol.state())
+    assert restored.state() == pol.state()

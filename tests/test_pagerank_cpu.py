@@ -110,9 +110,11 @@ def test_every_algorithm_matches_the_oracle_and_networkx(stream, dangling, order
 
 
 def test_gauss_seidel_needs_fewer_iterations_on_slow_closed_classes():
-    """A vertex whose only out-edge is its own loop, and 2-cycles of out-degree-1 vertices: Jacobi
-    shrinks their error by alpha per iteration; Gauss-Seidel solves the first in one update (its
-    self-loop divided out) and squares the rate of the second (newly marked vertices first)."""
+    """A vertex whose only out-edge is its own loop, and 2-cycles of out-degree-1 vertices: plain
+    Jacobi shrinks their error by alpha per iteration; Gauss-Seidel solves the first in one update
+    (its self-loop divided out) and squares the rate of the second (newly marked vertices first).
+    Jacobi's DF-P in uniform mode reads an out-degree-1 in-neighbour one step ahead
+    (cpu_kernels.common.lookahead): the 2-cycle closes at Gauss-Seidel's rate there too."""
     rng = np.random.default_rng(8)
     s, d = rng.integers(0, 300, 1500), rng.integers(0, 300, 1500)
     g = {o: CpuGraph.from_edges(s, d) for o in UPDATE_ORDERS}
@@ -128,7 +130,7 @@ def test_gauss_seidel_needs_fewer_iterations_on_slow_closed_classes():
             x[o] = r.x
             its[o].append(r.iterations)
             assert l1_error(r.ranks, oracle_pagerank(g[o])) < 1e-6
-    assert its["gauss-seidel"][3] * 1.5 < its["jacobi"][3], its  # the 2-cycle closing
+    assert its["jacobi"][3] <= its["gauss-seidel"][3], its  # the 2-cycle closing (the lookahead)
     assert sum(its["gauss-seidel"]) < sum(its["jacobi"]), its
     static = {o: pagerank_cpu.static_pagerank(g[o], config=RankConfig(update_order=o)) for o in UPDATE_ORDERS}
     assert static["gauss-seidel"].iterations * 1.5 < static["jacobi"].iterations

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, solved_value
+from .common import CHUNK, lookahead, looks_ahead, solved_value
 
 
 @njit(cache=True)
@@ -30,7 +30,8 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
     maxima are those of the frontier alone. (An early exit at the first spreader reads fewer
     edges but mispredicts a branch per vertex: slower.) An explicit self-loop (``loops[v]``) is
     taken off the sum again and divided out of the vertex's own equation
-    (:func:`.common.solved_value`).
+    (:func:`.common.solved_value`). DF/DF-P in uniform mode read an in-neighbour of out-degree 1
+    one step ahead (:func:`.common.lookahead`), as the sparse step does.
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
@@ -45,10 +46,20 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
         o = np.uint64(in_off[v])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
         sp = np.int64(keep[v])
+        later = False
         for j in range(o, o + np.uint64(in_deg[v])):
-            cu = c[np.uint64(in_idx[j])]
-            acc += abs(cu)
+            u = np.uint64(in_idx[j])
+            cu = c[u]
+            if grow and not selfloop and looks_ahead(u, np.uint64(v), out_deg):  # constants: DF/DF-P, uniform
+                later = True
+            else:
+                acc += abs(cu)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
+        if later:  # the lookahead candidates, after the plain values (common.lookahead)
+            for j in range(o, o + np.uint64(in_deg[v])):
+                u = np.uint64(in_idx[j])
+                if looks_ahead(u, np.uint64(v), out_deg):
+                    acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
         a = np.int64(sp != 0)
         old = x[v]
         loop = np.float64(loops[v])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, solved_value
+from .common import CHUNK, lookahead, looks_ahead, solved_value
 
 #: Frontier status bits written by the sparse rank step: pruned, spreads, spreads but did
 #: not in the previous iteration.
@@ -31,7 +31,8 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
 
     An explicit self-loop of ``v`` (``loops[v]``) is divided out of its own equation
     (:func:`.common.solved_value`): a Jacobi step with the diagonal solved, as the GPU's rank
-    kernels do.
+    kernels do. DF/DF-P in uniform mode read an in-neighbour of out-degree 1 one step ahead
+    (:func:`.common.lookahead`), as the GPU's do.
 
     The relative change ``|new - old| / max(new, old)`` is compared by multiplying the
     tolerances instead (ranks are positive): no division per vertex.
@@ -48,8 +49,18 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
         v = np.uint64(F[i])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         acc = 0.0
         o = np.uint64(in_off[v])
+        later = False
         for j in range(o, o + np.uint64(in_deg[v])):
-            acc += c[np.uint64(in_idx[j])]
+            u = np.uint64(in_idx[j])
+            if grow and not selfloop and looks_ahead(u, v, out_deg):  # constants: DF/DF-P, uniform
+                later = True
+            else:
+                acc += c[u]
+        if later:  # the lookahead candidates, after the plain values (common.lookahead)
+            for j in range(o, o + np.uint64(in_deg[v])):
+                u = np.uint64(in_idx[j])
+                if looks_ahead(u, v, out_deg):
+                    acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
         loop = np.float64(loops[v])
         new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]

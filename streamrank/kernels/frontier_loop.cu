@@ -140,6 +140,8 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   w.alpha = static_cast<V>(a.alpha);
   w.base = V(1);  // the local form
   w.cur = 0;
+  constexpr bool kLook = LooksAhead<SELF, MODE>::value;  // uniform DF/DF-P: sr::defer_ahead
+  const sr::Look<I, V> look = look_of(a, w);
   double* const init_part = L.part;
   unsigned long long* const acc = reinterpret_cast<unsigned long long*>(L.part + nblocks);  // [3][2][SR_SPREAD]
   long long n_all = a.n, n_ins = L.n_ins, n_del = L.n_del;
@@ -246,7 +248,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       const long long o = a.in_off[v];
       const I dg = a.in_deg[v];
       bool own = false;
-      const V s = sr::block_gather<V, true>(w.c, a.in_idx, o, dg, vscratch, v, &own);
+      const V s = sr::block_gather<V, true, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
       if (threadIdx.x == 0) {
         const Decision dec =
             update_vertex<I, V, SELF, MODE>(a, w, v, s, a.out_deg[v], a.x[v], lmax, lsum, ldang, own);
@@ -268,7 +270,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
           xo = a.x[v];
         }
         bool own = false;
-        const V s = sr::group_gather<SR_GROUP, V, true>(w.c, a.in_idx, o, dg, sub, v, &own);
+        const V s = sr::group_gather<SR_GROUP, V, true, kLook>(w.c, a.in_idx, o, dg, sub, v, &own, look);
         Decision dec{false, false};
         if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);
@@ -286,7 +288,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
           od = a.out_deg[v];
           const V xo = a.x[v];
           bool own = false;
-          const V s = sr::thread_gather<V, true>(w.c, a.in_idx, o, dg, v, &own);
+          const V s = sr::thread_gather<V, true, kLook>(w.c, a.in_idx, o, dg, v, &own, look);
           dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         }
         sr::warp_append_split<I>(dec.keep, v, dg, sw, w.next_small, w.next_large, w.next_count);

@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, 4) rank_small(const RankArgs
       od = a.out_deg[v];  // issued before the gather so its latency overlaps it
       const V xo = a.x[v];
       bool own = false;
-      const V s = sr::thread_gather<V, SolvesOwnLoop<MODE>::value>(w.c, a.in_idx, o, dg, v, &own);
+      const V s = sr::thread_gather<V, SolvesOwnLoop<MODE>::value, LooksAhead<SELF, MODE>::value>(
+          w.c, a.in_idx, o, dg, v, &own, look_of(a, w));
       dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
     }
     if (MODE == 1 || MODE == 2) {
@@ -155,7 +156,8 @@ __global__ void __launch_bounds__(256) rank_large(const RankArgs<I, V>* __restri
       xo = a.x[v];
     }
     bool own = false;
-    const V s = sr::block_gather<V, SolvesOwnLoop<MODE>::value>(w.c, a.in_idx, o, dg, vscratch, v, &own);  // SR_GATHER_UNROLL in flight
+    const V s = sr::block_gather<V, SolvesOwnLoop<MODE>::value, LooksAhead<SELF, MODE>::value>(
+        w.c, a.in_idx, o, dg, vscratch, v, &own, look_of(a, w));  // SR_GATHER_UNROLL in flight
     if (more) {
       o_next = a.in_off[v_next];
       dg_next = a.in_deg[v_next];

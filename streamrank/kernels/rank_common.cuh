@@ -102,28 +102,85 @@ struct RankArgs {
 
 // In-edge gathers shared by the rank kernels (pagerank.cu, frontier_loop.cu, sweep.cu): the sum
 // of c[idx[o + k]] over k in [0, dg). Each lane adds its k = first, first + step, ... in that
-// order, so every kernel that uses the same helper gets the same bits. With SKIP (the local-form
+// order (with LOOK: the plain values in that order, then the read-ahead ones in that order), so
+// every kernel that uses the same helper gets the same bits. With SKIP (the local-form
 // modes DT/DF/DF-P), an in-neighbour equal to `self` (an explicit self-loop) is left out of the
 // sum and reported in `own` instead (solved_form divides it out).
 namespace sr {
 
+// The one-step lookahead of DF/DF-P in uniform mode (LooksAhead below): a gather reads an
+// in-neighbour u of out-degree 1 (its one out-edge goes to the gathering vertex, so it has no
+// self-loop and c[u] = x[u]) with at most SR_LOOK_MAX_IN in-edges as u's own Jacobi update from
+// the same previous iterate, base + alpha * sum of c over u's in-neighbours (in list order),
+// instead of c[u]. Uniform mode's extra iterations against self-loop mode come from error that
+// returns to a vertex through such an in-neighbour (2-8-vertex frontiers lingering for 10-20
+// iterations); reading it one step ahead closes the loop in half the iterations. The fixed point
+// is the same: there u's update equals x[u]. The CPU's Jacobi steps do the same
+// (streamrank/cpu_kernels/common.py, lookahead; LOOK_MAX_IN there is this bound).
+#ifndef SR_LOOK_MAX_IN
+#define SR_LOOK_MAX_IN 32
+#endif
+template <typename I, typename V>
+struct Look {
+  const long long* in_off;
+  const I* in_deg;
+  const I* in_idx;
+  const I* out_deg;
+  V alpha, base;
+};
+
+// Whether the in-edge from u is a lookahead candidate (out-degree 1, not the gathering vertex
+// itself): its value is added after the plain ones (defer_ahead), so that the plain loads of a
+// gather stay in flight together; a candidate of more than SR_LOOK_MAX_IN in-edges is then
+// added plainly.
+template <typename I, typename V>
+__device__ __forceinline__ bool ahead_candidate(I u, I self, const Look<I, V>& look) {
+  return look.out_deg[u] == I(1) && u != self;  // out_deg[u] is loaded beside c[u]
+}
+
+// The deferred value of a candidate u: u's update (above), or c[u] past SR_LOOK_MAX_IN.
+template <typename V, typename C, typename I>
+__device__ __forceinline__ V defer_ahead(const C* __restrict__ c, I u, const Look<I, V>& look) {
+  const I dg = look.in_deg[u];
+  if (dg > I(SR_LOOK_MAX_IN)) return static_cast<V>(c[u]);
+  const long long o = look.in_off[u];
+  V s = V(0);
+  for (I k0 = 0; k0 < dg; k0 += 8) {  // 8 index loads, then 8 gathers in flight; sums in list order
+    I e[8];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) e[t] = k0 + t < dg ? look.in_idx[o + k0 + t] : I(-1);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) s += e[t] >= 0 ? static_cast<V>(c[e[t]]) : V(0);
+  }
+  return look.base + look.alpha * s;
+}
+
 // By the G lanes of a group, `sub` being this lane's place in it; the sum lands in lane 0 of
 // the group, `own` in every lane of it. Every lane of the warp must call it (full-mask shuffles
-// and ballot).
-template <int G, typename V, bool SKIP = false, typename C, typename I>
+// and ballot). With LOOK, a lane that met candidates walks its in-edges a second time for them.
+template <int G, typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
 __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                          int sub, I self = I(-1), bool* own = nullptr) {
+                                          int sub, I self = I(-1), bool* own = nullptr,
+                                          const Look<I, V>& look = Look<I, V>{}) {
   V s = V(0);
-  bool mine = false;
+  bool mine = false, later = false;
 #pragma unroll 4
   for (I k = sub; k < dg; k += G) {
     const I u = idx[o + k];
     const V cu = static_cast<V>(c[u]);
+    const bool ahead = LOOK && ahead_candidate<I, V>(u, self, look);
+    later |= ahead;
     if (SKIP) {
       mine |= u == self;
-      s += u == self ? V(0) : cu;
+      s += (u == self || ahead) ? V(0) : cu;
     } else {
-      s += cu;
+      s += ahead ? V(0) : cu;
+    }
+  }
+  if (LOOK && later) {
+    for (I k = sub; k < dg; k += G) {
+      const I u = idx[o + k];
+      if (ahead_candidate<I, V>(u, self, look)) s += defer_ahead<V>(c, u, look);
     }
   }
 #pragma unroll
@@ -139,11 +196,13 @@ __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __re
 // By the whole block: each thread loads SR_GATHER_UNROLL indices, then issues as many gathers
 // before it adds them, so that a hub of 100 k in-edges is not a long tail of dependent loads.
 // The sum lands in thread 0 (block_sum), `own` in every thread; `scratch` holds blockDim.x / 32
-// values. Every thread of the block must call it.
+// values. Every thread of the block must call it. With LOOK, a round's candidates are added
+// after its plain values.
 #define SR_GATHER_UNROLL 8
-template <typename V, bool SKIP = false, typename C, typename I>
+template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
 __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                          V* scratch, I self = I(-1), bool* own = nullptr) {
+                                          V* scratch, I self = I(-1), bool* own = nullptr,
+                                          const Look<I, V>& look = Look<I, V>{}) {
   V s = V(0);
   int mine = 0;
   const I step = static_cast<I>(blockDim.x);
@@ -154,10 +213,17 @@ __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __re
       const I k = k0 + t * step;
       e[t] = k < dg ? idx[o + k] : I(-1);
     }
+    unsigned later = 0u;
 #pragma unroll
     for (int t = 0; t < SR_GATHER_UNROLL; ++t) {
       if (SKIP) mine |= e[t] == self;
-      s += (e[t] >= 0 && (!SKIP || e[t] != self)) ? static_cast<V>(c[e[t]]) : V(0);
+      const bool valid = e[t] >= 0 && (!SKIP || e[t] != self);
+      const bool ahead = LOOK && valid && ahead_candidate<I, V>(e[t], self, look);
+      if (LOOK) later |= static_cast<unsigned>(ahead) << t;
+      s += (valid && !ahead) ? static_cast<V>(c[e[t]]) : V(0);
+    }
+    if (LOOK) {
+      for (; later != 0u; later &= later - 1u) s += defer_ahead<V>(c, e[__ffs(later) - 1], look);
     }
   }
   if (SKIP) *own = __syncthreads_or(mine) != 0;
@@ -165,20 +231,29 @@ __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __re
 }
 
 // The same by one thread (thread-per-vertex paths).
-template <typename V, bool SKIP = false, typename C, typename I>
+template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
 __device__ __forceinline__ V thread_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                           I self = I(-1), bool* own = nullptr) {
+                                           I self = I(-1), bool* own = nullptr,
+                                           const Look<I, V>& look = Look<I, V>{}) {
   V s = V(0);
-  bool mine = false;
+  bool mine = false, later = false;
 #pragma unroll 4
   for (I k = 0; k < dg; ++k) {
     const I u = idx[o + k];
     const V cu = static_cast<V>(c[u]);
+    const bool ahead = LOOK && ahead_candidate<I, V>(u, self, look);
+    later |= ahead;
     if (SKIP) {
       mine |= u == self;
-      s += u == self ? V(0) : cu;
+      s += (u == self || ahead) ? V(0) : cu;
     } else {
-      s += cu;
+      s += ahead ? V(0) : cu;
+    }
+  }
+  if (LOOK && later) {
+    for (I k = 0; k < dg; ++k) {
+      const I u = idx[o + k];
+      if (ahead_candidate<I, V>(u, self, look)) s += defer_ahead<V>(c, u, look);
     }
   }
   if (SKIP) *own = mine;
@@ -224,6 +299,18 @@ template <int MODE>
 struct SolvesOwnLoop {
   static constexpr bool value = MODE != 3;
 };
+
+// Whether a mode's gathers read in-neighbours of out-degree 1 one step ahead (sr::defer_ahead): DF
+// and DF-P in uniform mode, as the CPU backend's Jacobi frontier steps do.
+template <int SELF, int MODE>
+struct LooksAhead {
+  static constexpr bool value = SELF == 0 && (MODE == 1 || MODE == 2);
+};
+
+template <typename I, typename V>
+__device__ __forceinline__ sr::Look<I, V> look_of(const RankArgs<I, V>& a, const View<I, V>& w) {
+  return sr::Look<I, V>{a.in_off, a.in_deg, a.in_idx, a.out_deg, w.alpha, w.base};
+}
 
 // New value of v from its in-sum, bookkeeping of the change; returns the decision (DF/DF-P).
 // `own`: v has an explicit self-loop, left out of `s` (the local-form modes; always false in MODE 3).

@@ -1,0 +1,61 @@
+"""The batch's graph update (``StepResult.graph_ms``) against the graph's size: issue 10's
+target is <= 0.1 ms for batches of up to 1,000 edges on graphs of up to 10 M edges. GPU only.
+
+Graphs: the sx-mathoverflow base (the published protocol's first 90% of lines, 0.2 M edges) and
+an R-MAT graph of ``SCALE`` (default 20) and ``EDGE_FACTOR`` (default 11: about 10 M distinct
+edges). Batches of ``SIZES`` (default 5,50,506,1000) edges, 80% insertions of random pairs of
+existing ids, 20% deletions of stored edges; ``BATCHES`` (default 60) per size after 5 warm-up
+batches; DF-P in ``DANGLING`` mode (default uniform), so the graph update is the one-wait path
+of a production batch.
+
+    SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/graph_update_scale.py
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, ".")
+from streamrank.batch import EdgeBatch  # noqa: E402
+from streamrank.bench.temporal import _read_lines  # noqa: E402
+from streamrank.config import RankConfig  # noqa: E402
+from streamrank.engine import Engine  # noqa: E402
+from streamrank.rmat import rmat_edges  # noqa: E402
+
+sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
+batches = int(os.environ.get("BATCHES", "60"))
+dangling = os.environ.get("DANGLING", "uniform")
+
+
+def graphs():
+    s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
+    k = int(0.9 * s.shape[0])
+    keep = s[:k] != d[:k]
+    yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
+    scale, ef = int(os.environ.get("SCALE", "20")), int(os.environ.get("EDGE_FACTOR", "11"))
+    s, d = rmat_edges(scale, ef, seed=1)
+    yield f"R-MAT scale {scale}, edge factor {ef}", s, d
+
+
+rng = np.random.default_rng(3)
+print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms median':>16} {'p95':>7} "
+      f"{'rank ms median':>15}")
+for name, src, dst in graphs():
+    eng = Engine("gpu", "dfp", config=RankConfig(dangling=dangling))
+    eng.load_edges(src, dst)
+    ids = np.unique(np.concatenate([src, dst]))
+    for size in sizes:
+        g_ms, r_ms = [], []
+        for b in range(batches + 5):
+            n_del = size // 5
+            n_ins = size - n_del
+            pick = rng.integers(0, src.shape[0], n_del)
+            bs = np.concatenate([rng.choice(ids, n_ins), src[pick]])
+            bd = np.concatenate([rng.choice(ids, n_ins), dst[pick]])
+            ins = np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)])
+            st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
+            if b >= 5:
+                g_ms.append(st.graph_ms)
+                r_ms.append(st.rank_ms)
+        print(f"{name:<34} {eng.graph.num_vertices:>9} {eng.graph.num_edges:>10} {size:>6} "
+              f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f}", flush=True)
