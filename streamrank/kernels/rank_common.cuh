@@ -155,21 +155,53 @@ __device__ __forceinline__ V defer_ahead(const C* __restrict__ c, I u, const Loo
   return look.base + look.alpha * s;
 }
 
+// A lane's candidates, met in its walk over in-edges first, first + step, ...: the first two
+// are kept (registers, no indexing), a third makes the lane walk its in-edges again.
+template <typename I>
+struct Deferred {
+  I a = I(0), b = I(0);
+  int n = 0;
+  __device__ __forceinline__ void add(I u) {
+    a = n == 0 ? u : a;
+    b = n == 1 ? u : b;
+    ++n;
+  }
+};
+
+// `s` plus the lane's candidates' deferred values, in list order.
+template <typename V, typename C, typename I>
+__device__ __forceinline__ V add_deferred(V s, const Deferred<I>& d, const C* __restrict__ c,
+                                          const I* __restrict__ idx, long long o, I dg, I first, I step, I self,
+                                          const Look<I, V>& look) {
+  if (d.n == 0) return s;
+  if (d.n <= 2) {
+    s += defer_ahead<V>(c, d.a, look);
+    if (d.n == 2) s += defer_ahead<V>(c, d.b, look);
+    return s;
+  }
+  for (I k = first; k < dg; k += step) {
+    const I u = idx[o + k];
+    if (ahead_candidate<I, V>(u, self, look)) s += defer_ahead<V>(c, u, look);
+  }
+  return s;
+}
+
 // By the G lanes of a group, `sub` being this lane's place in it; the sum lands in lane 0 of
 // the group, `own` in every lane of it. Every lane of the warp must call it (full-mask shuffles
-// and ballot). With LOOK, a lane that met candidates walks its in-edges a second time for them.
+// and ballot). With LOOK, a lane adds its candidates after its plain values (add_deferred).
 template <int G, typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
 __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
                                           int sub, I self = I(-1), bool* own = nullptr,
                                           const Look<I, V>& look = Look<I, V>{}) {
   V s = V(0);
-  bool mine = false, later = false;
+  bool mine = false;
+  Deferred<I> later;
 #pragma unroll 4
   for (I k = sub; k < dg; k += G) {
     const I u = idx[o + k];
     const V cu = static_cast<V>(c[u]);
     const bool ahead = LOOK && ahead_candidate<I, V>(u, self, look);
-    later |= ahead;
+    if (ahead) later.add(u);
     if (SKIP) {
       mine |= u == self;
       s += (u == self || ahead) ? V(0) : cu;
@@ -177,12 +209,7 @@ __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __re
       s += ahead ? V(0) : cu;
     }
   }
-  if (LOOK && later) {
-    for (I k = sub; k < dg; k += G) {
-      const I u = idx[o + k];
-      if (ahead_candidate<I, V>(u, self, look)) s += defer_ahead<V>(c, u, look);
-    }
-  }
+  if (LOOK) s = add_deferred<V>(s, later, c, idx, o, dg, static_cast<I>(sub), static_cast<I>(G), self, look);
 #pragma unroll
   for (int off = G / 2; off > 0; off >>= 1) s += __shfl_down_sync(SR_FULL_MASK, s, off, G);
   if (SKIP) {
@@ -222,8 +249,11 @@ __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __re
       if (LOOK) later |= static_cast<unsigned>(ahead) << t;
       s += (valid && !ahead) ? static_cast<V>(c[e[t]]) : V(0);
     }
-    if (LOOK) {
-      for (; later != 0u; later &= later - 1u) s += defer_ahead<V>(c, e[__ffs(later) - 1], look);
+    if (LOOK && later != 0u) {
+#pragma unroll
+      for (int t = 0; t < SR_GATHER_UNROLL; ++t) {  // static indices: e[] stays in registers
+        if (later & (1u << t)) s += defer_ahead<V>(c, e[t], look);
+      }
     }
   }
   if (SKIP) *own = __syncthreads_or(mine) != 0;
@@ -236,13 +266,14 @@ __device__ __forceinline__ V thread_gather(const C* __restrict__ c, const I* __r
                                            I self = I(-1), bool* own = nullptr,
                                            const Look<I, V>& look = Look<I, V>{}) {
   V s = V(0);
-  bool mine = false, later = false;
+  bool mine = false;
+  Deferred<I> later;
 #pragma unroll 4
   for (I k = 0; k < dg; ++k) {
     const I u = idx[o + k];
     const V cu = static_cast<V>(c[u]);
     const bool ahead = LOOK && ahead_candidate<I, V>(u, self, look);
-    later |= ahead;
+    if (ahead) later.add(u);
     if (SKIP) {
       mine |= u == self;
       s += (u == self || ahead) ? V(0) : cu;
@@ -250,12 +281,7 @@ __device__ __forceinline__ V thread_gather(const C* __restrict__ c, const I* __r
       s += ahead ? V(0) : cu;
     }
   }
-  if (LOOK && later) {
-    for (I k = 0; k < dg; ++k) {
-      const I u = idx[o + k];
-      if (ahead_candidate<I, V>(u, self, look)) s += defer_ahead<V>(c, u, look);
-    }
-  }
+  if (LOOK) s = add_deferred<V>(s, later, c, idx, o, dg, I(0), I(1), self, look);
   if (SKIP) *own = mine;
   return s;
 }
