@@ -185,6 +185,7 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
     bhi = min(blo + block, n)
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
+    sticky_i = np.int64(sticky)
     # unsigned indices: Numba adds no negative-index wraparound to their loads (with signed ones
     # it did, about a third of the pass's time)
     ublo = np.uint64(blo)
@@ -254,8 +255,12 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
             spreads = a & grow_i & np.int64(ad > ftol * top)
             keepp[p] = np.uint8(kept)
             cv = val * invp[p]
-            if sticky and math.copysign(1.0, cur[p]) < 0.0:
-                spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
+            # sticky: a vertex that spread before keeps its sign bit, for the readers after it in its
+            # block (frontier_gs's module docstring). Taken into spreads without a branch: an `if
+            # sticky` here made LLVM compile the select below to a branch on spreads in the
+            # frontier loop's version (sticky a runtime bool), which mispredicted as often as the
+            # vertices spread at random (a tenth of the pass); now both are masked moves
+            spreads |= sticky_i & np.int64(math.copysign(1.0, cur[p]) < 0.0)
             w = -cv if spreads != 0 else cv
             cur[p] = w
             if pp:
