@@ -193,6 +193,8 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
     first = np.uint64(block)  # block 0's end
     one = np.uint64(1)
     two = np.uint64(2)
+    three = np.uint64(3)
+    four = np.uint64(4)
     for k in range(blo // CHUNK, nchunks(bhi)):
         m = 0.0
         s = 0.0
@@ -226,18 +228,35 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
                     a0 += abs(c0)
                     low = min(low, c0)
             else:
-                while j + one < e:
+                # four interleaved sums and minima: each is a chain of dependent additions (4 cycles
+                # each), so two chains bounded the pass at 2 cycles per in-edge
+                a2 = 0.0
+                a3 = 0.0
+                l2 = 0.0
+                l3 = 0.0
+                while j + three < e:
                     c0 = cur[np.uint64(m_idx[j])]
                     c1 = cur[np.uint64(m_idx[j + one])]
+                    c2 = cur[np.uint64(m_idx[j + two])]
+                    c3 = cur[np.uint64(m_idx[j + three])]
                     a0 += abs(c0)
                     a1 += abs(c1)
+                    a2 += abs(c2)
+                    a3 += abs(c3)
                     low = min(low, c0)
                     l1 = min(l1, c1)
-                    j += two
-                if j < e:
+                    l2 = min(l2, c2)
+                    l3 = min(l3, c3)
+                    j += four
+                while j < e:
                     c0 = cur[np.uint64(m_idx[j])]
                     a0 += abs(c0)
                     low = min(low, c0)
+                    j += one
+                a0 += a2
+                a1 += a3
+                low = min(low, l2)
+                l1 = min(l1, l3)
             acc = a0 + a1
             low = min(low, l1)
             sp |= np.int64(low < 0.0)
