@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit, prange
 
 from .common import CHUNK, block_size, nchunks, solved_value
+from .prefetch import prefetch
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
@@ -49,6 +50,9 @@ ROOM = 2
 #: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
 #: up to a tenth slower on sx-mathoverflow).
 COMPACT = 32
+#: :func:`enter` and :func:`leave` prefetch the id-space entries of the vertex this many positions
+#: ahead (:mod:`.prefetch`): the sweep order visits the ids at random.
+PREFETCH_AHEAD = 16
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges).
 BUILT, USED, LIVE = 0, 1, 2
@@ -137,8 +141,14 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
     order, mstate, cprevp = mv[0], mv[5], mv[6]
     if mstate[BUILT] < 0:
         build(n, g, inv, loops, mv)
-    for p in range(n):
+    ahead = np.uint64(PREFETCH_AHEAD)
+    for p in range(np.uint64(n)):
         v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
+        if p + ahead < np.uint64(n):
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(flags, w)
         xp[p] = x[v]
         cp[p] = c[v]
         cprevp[p] = c[v]
@@ -150,8 +160,15 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
     """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
     back in id order."""
     order = mv[0]
-    for p in range(n):
+    ahead = np.uint64(PREFETCH_AHEAD)
+    for p in range(np.uint64(n)):
         v = np.uint64(order[p])
+        if p + ahead < np.uint64(n):
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(cprev, w)
+            prefetch(flags, w)
         x[v] = xp[p]
         c[v] = cp[p]
         cprev[v] = cp[p]
