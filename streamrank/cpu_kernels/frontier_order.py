@@ -26,9 +26,10 @@ pays only its own rows, and the O(E) build is rare (every few dozen batches on s
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
 of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
 order is part of the result (Gauss-Seidel reads the values updated before it): it depends on
-the store's layouts only, never on the thread count or the workspace. The in-sum is taken in two
-interleaved partial sums (a shorter floating-point dependency chain), also a rounding
-difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
+the store's layouts only, never on the thread count or the workspace. The in-sum is taken in four
+interleaved partial sums and minima (two in the blocks that read two arrays): a chain of
+dependent additions takes 4 cycles per step, so two chains bounded the pass at 2 cycles per
+in-edge; a rounding difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
 zero-division check: the denominator of :func:`.common.solved_value` is at least ``1 - alpha``)
 and takes its maxima with ``max``: the machine code then has no branch on the data (a branch on
 whether the new value exceeds the old one mispredicted about every other vertex).
