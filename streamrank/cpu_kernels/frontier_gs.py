@@ -40,15 +40,9 @@ from numba import njit, prange
 
 from .common import CHUNK, block_size, nchunks, solved_value
 from .frontier_sparse import NEW, PRUNE, SPREAD
-from .prefetch import prefetch
 
 #: Blocks per iteration that codes in ``owner`` can tell apart (``code = stamp * MAX_BLOCKS + b``).
 MAX_BLOCKS = 1 << 24
-#: The sparse step prefetches the in-edge row of the vertex this many entries ahead in its list,
-#: and that vertex's row bounds and iterate twice as far ahead (:mod:`.prefetch`): at the start
-#: of a batch the step's data are mostly out of the core's caches. On sx-mathoverflow the step
-#: took 113-121 us instead of 133-134 for the first iteration of a batch (about 3 k vertices).
-PREFETCH_AHEAD = 8
 
 
 # ---------------------------------------------------------------------------- sparse step
@@ -65,16 +59,8 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
     push = 0
     new_push = 0
     pruned_in = 0
-    ahead = np.uint64(PREFETCH_AHEAD)
     for i in range(np.uint64(lo), np.uint64(hi)):
         v = np.uint64(F[i])  # unsigned indices: no wraparound code (frontier_order._dense_block)
-        if i + ahead + ahead < np.uint64(hi):
-            w = np.uint64(F[i + ahead + ahead])
-            prefetch(in_off, w)
-            prefetch(in_deg, w)
-            prefetch(x, w)
-        if i + ahead < np.uint64(hi):
-            prefetch(in_idx, np.uint64(in_off[np.uint64(F[i + ahead])]))
         acc = 0.0
         o = np.uint64(in_off[v])
         if multi:

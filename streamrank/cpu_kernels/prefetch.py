@@ -1,12 +1,11 @@
 """A software prefetch for the Numba kernels: LLVM's ``llvm.prefetch`` as a Numba intrinsic.
 
-The Gauss-Seidel sparse step (:mod:`.frontier_gs`) walks a frontier list in the store's id space:
-per vertex its row bounds (``in_off``, ``in_deg``), its in-edge row (``in_idx``, a segment of the
-gapped store) and its iterate, each a cache line at a place the hardware prefetcher cannot guess,
-and, at the start of a batch, mostly not in the core's caches (the graph update and the Python
-between the compiled calls went before). :func:`prefetch` asks for the lines of a vertex a few
-entries ahead, so that their misses overlap the work on the vertices before it. A prefetch
-never faults and changes no value: results are the same bits with or without it.
+The frontier loop's gather into the sweep order and its scatter back
+(:func:`.frontier_order.enter`, :func:`.frontier_order.leave`) visit the store's ids at random
+(the sweep order is by in-degree), one cache line per vertex and array that the hardware
+prefetcher cannot guess. :func:`prefetch` asks for the lines of the vertex a few positions
+ahead, so that their misses overlap the work on the vertices before it. A prefetch never faults
+and changes no value: results are the same bits with or without it.
 """
 
 from __future__ import annotations
