@@ -179,3 +179,29 @@ def test_threads_set_restores_the_count():
     with threads_set(1) as n:
         assert n == 1 and numba.get_num_threads() == 1
     assert numba.get_num_threads() == before
+
+
+def test_a_batch_that_leaves_its_dense_passes_leaves_the_workspace_settled():
+    """A Gauss-Seidel DF-P batch whose dense passes end before its last iteration skips the O(n)
+    settle (frontier.frontier_iterate): x, c and cprev are current and unsigned, and only the last
+    frontier's flags were set; the next batches and a fresh workspace agree."""
+    s, d = rmat_edges(11, 8, seed=12)
+    cfg = RankConfig()
+    g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
+    x_kept = x_fresh = static_pagerank(g_kept, config=cfg).x
+    ws = FrontierWorkspace()
+    left_dense = 0
+    for batch in _batches(3, 8, n_ids=2048, size=40):
+        ch_kept, ch_fresh = g_kept.apply(batch), g_fresh.apply(batch)
+        r_kept = update_pagerank("dfp", g_kept, ch_kept, x_kept, config=cfg, workspace=ws)
+        r_fresh = update_pagerank("dfp", g_fresh, ch_fresh, x_fresh, config=cfg)
+        n = g_kept.num_vertices
+        wide = [a > n // 2 for a in r_kept.affected]
+        left_dense += any(wide) and not wide[-1]
+        assert r_kept.affected == r_fresh.affected
+        np.testing.assert_array_equal(r_kept.x, r_fresh.x)
+        assert not np.signbit(ws.c[:n]).any()
+        _check_invariants(ws, g_kept, False)
+        x_kept, x_fresh = r_kept.x, r_fresh.x
+    assert left_dense >= 3
+    assert l1_error(r_kept.ranks, oracle_pagerank(g_kept)) < 1e-5

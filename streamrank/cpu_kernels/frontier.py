@@ -186,16 +186,20 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     if block is not None:
         if dense:
             leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
-    _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense or dense_ran)
+    # O(n) only when the loop ended in a dense iteration (sign bits, position order) or, in Jacobi
+    # order, ran one (its buffers swapped); a Gauss-Seidel loop that left its dense passes has
+    # x, c and cprev current and unsigned already (leave, to_sparse) and flags only on F[:nf]
+    _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense or (dense_ran and not gs))
     return iterations, converged, total, cand
 
 
 @njit(cache=True)
 def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
     """Leave the workspace as the next batch expects it: the iterate in ``x0`` and ``c0``
-    (without sign bits; with ``gs`` also in ``cprev``), every flag in ``flags0`` 0. A batch that
-    never went dense clears only its last frontier's flags; one that did has read every edge,
-    and pays O(n) here."""
+    (without sign bits; with ``gs`` also in ``cprev``), every flag in ``flags0`` 0. With
+    ``dense`` False (a batch that never went dense, or a Gauss-Seidel one whose last iteration
+    was sparse) it clears only the last frontier's flags; else it has read every edge, and pays
+    O(n) here."""
     if not dense:
         for i in range(nf):
             flags[np.uint64(F[i])] = 0

@@ -26,9 +26,10 @@ pays only its own rows, and the O(E) build is rare (every few dozen batches on s
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
 of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
 order is part of the result (Gauss-Seidel reads the values updated before it): it depends on
-the store's layouts only, never on the thread count or the workspace. The in-sum is taken in two
-interleaved partial sums (a shorter floating-point dependency chain), also a rounding
-difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
+the store's layouts only, never on the thread count or the workspace. The in-sum is taken in four
+interleaved partial sums and minima (two in the blocks that read two arrays): a chain of
+dependent additions takes 4 cycles per step, so two chains bounded the pass at 2 cycles per
+in-edge; a rounding difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
 zero-division check: the denominator of :func:`.common.solved_value` is at least ``1 - alpha``)
 and takes its maxima with ``max``: the machine code then has no branch on the data (a branch on
 whether the new value exceeds the old one mispredicted about every other vertex).
@@ -42,6 +43,7 @@ import numpy as np
 from numba import njit, prange
 
 from .common import CHUNK, block_size, nchunks, solved_value
+from .prefetch import prefetch
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
@@ -49,6 +51,9 @@ ROOM = 2
 #: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
 #: up to a tenth slower on sx-mathoverflow).
 COMPACT = 32
+#: :func:`enter` and :func:`leave` prefetch the id-space entries of the vertex this many positions
+#: ahead (:mod:`.prefetch`): the sweep order visits the ids at random.
+PREFETCH_AHEAD = 16
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges).
 BUILT, USED, LIVE = 0, 1, 2
@@ -137,8 +142,14 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
     order, mstate, cprevp = mv[0], mv[5], mv[6]
     if mstate[BUILT] < 0:
         build(n, g, inv, loops, mv)
-    for p in range(n):
+    ahead = np.uint64(PREFETCH_AHEAD)
+    for p in range(np.uint64(n)):
         v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
+        if p + ahead < np.uint64(n):
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(flags, w)
         xp[p] = x[v]
         cp[p] = c[v]
         cprevp[p] = c[v]
@@ -150,8 +161,15 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
     """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
     back in id order."""
     order = mv[0]
-    for p in range(n):
+    ahead = np.uint64(PREFETCH_AHEAD)
+    for p in range(np.uint64(n)):
         v = np.uint64(order[p])
+        if p + ahead < np.uint64(n):
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(cprev, w)
+            prefetch(flags, w)
         x[v] = xp[p]
         c[v] = cp[p]
         cprev[v] = cp[p]
@@ -185,6 +203,7 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
     bhi = min(blo + block, n)
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
+    sticky_i = np.int64(sticky)
     # unsigned indices: Numba adds no negative-index wraparound to their loads (with signed ones
     # it did, about a third of the pass's time)
     ublo = np.uint64(blo)
@@ -192,6 +211,8 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
     first = np.uint64(block)  # block 0's end
     one = np.uint64(1)
     two = np.uint64(2)
+    three = np.uint64(3)
+    four = np.uint64(4)
     for k in range(blo // CHUNK, nchunks(bhi)):
         m = 0.0
         s = 0.0
@@ -225,18 +246,35 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
                     a0 += abs(c0)
                     low = min(low, c0)
             else:
-                while j + one < e:
+                # four interleaved sums and minima: each is a chain of dependent additions (4 cycles
+                # each), so two chains bounded the pass at 2 cycles per in-edge
+                a2 = 0.0
+                a3 = 0.0
+                l2 = 0.0
+                l3 = 0.0
+                while j + three < e:
                     c0 = cur[np.uint64(m_idx[j])]
                     c1 = cur[np.uint64(m_idx[j + one])]
+                    c2 = cur[np.uint64(m_idx[j + two])]
+                    c3 = cur[np.uint64(m_idx[j + three])]
                     a0 += abs(c0)
                     a1 += abs(c1)
+                    a2 += abs(c2)
+                    a3 += abs(c3)
                     low = min(low, c0)
                     l1 = min(l1, c1)
-                    j += two
-                if j < e:
+                    l2 = min(l2, c2)
+                    l3 = min(l3, c3)
+                    j += four
+                while j < e:
                     c0 = cur[np.uint64(m_idx[j])]
                     a0 += abs(c0)
                     low = min(low, c0)
+                    j += one
+                a0 += a2
+                a1 += a3
+                low = min(low, l2)
+                l1 = min(l1, l3)
             acc = a0 + a1
             low = min(low, l1)
             sp |= np.int64(low < 0.0)
@@ -254,8 +292,12 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
             spreads = a & grow_i & np.int64(ad > ftol * top)
             keepp[p] = np.uint8(kept)
             cv = val * invp[p]
-            if sticky and math.copysign(1.0, cur[p]) < 0.0:
-                spreads = 1  # for the readers after it in its block (frontier_gs's module docstring)
+            # sticky: a vertex that spread before keeps its sign bit, for the readers after it in its
+            # block (frontier_gs's module docstring). Taken into spreads without a branch: an `if
+            # sticky` here made LLVM compile the select below to a branch on spreads in the
+            # frontier loop's version (sticky a runtime bool), which mispredicted as often as the
+            # vertices spread at random (a tenth of the pass); now both are masked moves
+            spreads |= sticky_i & np.int64(math.copysign(1.0, cur[p]) < 0.0)
             w = -cv if spreads != 0 else cv
             cur[p] = w
             if pp:
