@@ -52,6 +52,7 @@ class FrontierWorkspace:
         self._x_view = None
         self._batches = 0
         self._order, self._pos = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)
+        self._starts = np.zeros(1, dtype=np.int64)  # the store's block starts (sweep_blocks)
         self._order_version = -1
         self.threads = ThreadChooser()  # one thread or all, per batch (a busy machine)
         self.cand = np.empty(0, dtype=np.int32)
@@ -109,6 +110,7 @@ class FrontierWorkspace:
                      and gauss_seidel == self._gs and self.n == n_before and changes.num_vertices_after == n
                      and graph.version == self._version + (not changes.empty))
         self._order, self._pos = graph.sweep_order  # the store's (kernels index them by id and position)
+        self._starts = graph.sweep_blocks
         if not continues:
             self.n = 0
             self._grow(n)
@@ -145,7 +147,7 @@ class FrontierWorkspace:
     def mirror(self) -> tuple:
         """The sweep-order mirror's arrays (:mod:`.cpu_kernels.frontier_order`)."""
         return (self._order, self._pos, self.m_off, self.m_end, self.m_idx, self.mstate, self.cprevp, self.invp,
-                self.loopsp, self.outdp)
+                self.loopsp, self.outdp, self._starts)
 
     def finish(self, graph, iterations: int, total: float, cand):
         """Record the loop's outcome; returns the iterate (a view of the workspace's ``x``)."""

@@ -24,7 +24,7 @@ from .changes import AppliedChanges
 from .cpu_kernels import batch_plan
 from .cpu_kernels import gapped_csr as csr
 from .cpu_kernels import common as kernel_common
-from .cpu_kernels.sweep_order import sweep_order
+from .cpu_kernels.sweep_order import block_count, recut, sweep_order
 from .device_memory import check_fits, check_max_bytes
 from .errors import InvalidArgumentError
 from .id_plan import IdPlan
@@ -164,6 +164,7 @@ class CpuGraph:
         # position -> id and id -> position, set by each layout, new vertices appended
         self._order = np.empty(0, dtype=np.int32)
         self._pos = np.empty(0, dtype=np.int32)
+        self._starts = np.zeros(1, dtype=np.int64)  # its blocks' first positions (sweep_blocks)
         self.order_version = 0
 
     # ------------------------------------------------------------------ construction
@@ -228,6 +229,16 @@ class CpuGraph:
         them."""
         n = self.num_vertices
         return self._order[:n], self._pos[:n]
+
+    @property
+    def sweep_blocks(self):
+        """The first position of each block of the CPU Gauss-Seidel dense passes in
+        :attr:`sweep_order` (int64, ``[0, ...]``, whole chunks; the last block ends at the vertex
+        count): as many blocks as blocks of at most ``GS_BLOCK`` vertices need, cut at equal work
+        (:func:`.cpu_kernels.sweep_order.work`, never by the thread count). Set by each layout
+        with the order; a batch that adds vertices keeps it unless the block count changes, when
+        the kept order is cut afresh (:func:`.cpu_kernels.sweep_order.recut`)."""
+        return self._starts
 
     def edges(self):
         """All edges as internal ``(src, dst)`` int64 arrays, sorted by (src, dst)."""
@@ -303,6 +314,8 @@ class CpuGraph:
             self._out.update(n_after, plan_out, *out_pairs)
             self._in.update(n_after, plan_in, *in_pairs)
             self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
+        if not rebuild and n_after > n_before and block_count(n_after, kernel_common.GS_BLOCK) != self._starts.shape[0]:
+            self._starts = recut(self._in.deg, self._order, n_after, kernel_common.GS_BLOCK)
         if changed or n_after > n_before:
             self.version += 1
             self._arrays = None
@@ -402,7 +415,8 @@ class CpuGraph:
         self._num_edges = int(s.shape[0])
         loops = np.zeros(n, dtype=np.uint8)
         loops[s[s == d]] = 1
-        sweep_order(self._in.deg, self._out.deg, loops, n, kernel_common.GS_BLOCK, self._order, self._pos)
+        self._starts = sweep_order(self._in.deg, self._out.deg, loops, n, kernel_common.GS_BLOCK, self._order,
+                                   self._pos)
         self.order_version += 1
 
     # ------------------------------------------------------------------ checkpoints
@@ -410,7 +424,7 @@ class CpuGraph:
         """Host arrays that rebuild this graph exactly (internal ids preserved)."""
         s, d = self.edges()  # fresh arrays: no copy needed
         return {"external": self.ids.external.copy(), "src": s, "dst": d,
-                "sweep_order": self._order[: self.num_vertices].copy()}
+                "sweep_order": self._order[: self.num_vertices].copy(), "sweep_blocks": self._starts.copy()}
 
     @classmethod
     def from_state(cls, state: dict, *, max_bytes: int | None = None) -> "CpuGraph":
@@ -427,4 +441,13 @@ class CpuGraph:
                 raise InvalidArgumentError("state['sweep_order'] is not a permutation of the vertices")
             g._order[:n] = order
             g._pos[order] = np.arange(n, dtype=np.int32)
+            starts = state.get("sweep_blocks")
+            if starts is None:  # saved before the blocks were kept: cut the saved order afresh
+                g._starts = recut(g._in.deg, g._order, n, kernel_common.GS_BLOCK)
+            else:
+                starts = np.asarray(starts, dtype=np.int64)
+                if (starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or np.any(starts % kernel_common.CHUNK)
+                        or np.any(np.diff(starts) <= 0) or (n > 0 and starts[-1] >= n)):
+                    raise InvalidArgumentError("state['sweep_blocks'] is not a list of block starts of the sweep order")
+                g._starts = starts.copy()
         return g

@@ -69,8 +69,8 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
     affected = np.zeros(config.max_iter, dtype=np.int64)
     gs = config.update_order == "gauss-seidel" and not standard
     kernel = SWEEPS[(standard, config.dangling == "self-loop", gs)]
-    block_args, order_args = ((GS_BLOCK,), graph.sweep_order) if gs else ((), ())
-    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol, *block_args,
+    order_args = (*graph.sweep_order, graph.sweep_blocks) if gs else ()
+    x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol,
                                       config.max_iter, affected, *order_args)
     if standard:
         x /= base

@@ -10,7 +10,7 @@ from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
 from streamrank.cpu_kernels import common as kernel_common
 from streamrank.cpu_kernels import frontier_order, sweep_order
-from streamrank.cpu_kernels.common import block_size
+from streamrank.cpu_kernels.common import CHUNK, block_size
 from streamrank.cpu_kernels.sweeps import gs_iterate
 from streamrank.cpu_threads import threads_set
 from streamrank.cpu_workspace import FrontierWorkspace
@@ -40,30 +40,48 @@ def test_layout_sorts_by_in_degree_and_new_vertices_go_last():
     np.testing.assert_array_equal(pos[order], np.arange(g.num_vertices))
 
 
+def _expected_cuts(work, end, nb):
+    """cpu_kernels.sweep_order.cut_blocks in NumPy: block b starts at the first chunk boundary
+    where the work before it reaches b / nb of the work of ``[0, end)``."""
+    before = np.concatenate([[0], np.cumsum(work[:end])])
+    starts = [0]
+    for b in range(1, nb):
+        p = next(p for p in range(starts[-1] + CHUNK, end, CHUNK) if before[p] * nb >= before[end] * b)
+        starts.append(p)
+    return np.array(starts, dtype=np.int64)
+
+
 def _expected_split_order(in_deg, out_deg, loops, block):
-    """The order of a graph of several blocks (cpu_kernels.sweep_order), in NumPy: the last block
-    takes the sinks, then the sources, then the fewest in-edges from others (ties by id); in it
-    the sinks go last; the plain order within each group."""
+    """The order and block starts of a graph of several blocks (cpu_kernels.sweep_order), in
+    NumPy: the last block takes the sinks, then the sources, then the fewest in-edges from others
+    (ties by id), until it holds its share of the work (whole chunks before it); in it the sinks
+    go last; the plain order within each group; the blocks before it cut at equal work."""
     n = in_deg.shape[0]
-    bs = block_size(n, block)
-    nb = -(-n // bs)
+    nb = -(-n // block)
     assert nb > 1
-    tail = n - bs * (nb - 1)
+    work = sweep_order.VERTEX_WORK + in_deg.astype(np.int64)
     own = loops.astype(np.int64)
     key = np.where(out_deg - own == 0, 0, np.where(in_deg - own == 0, 1, 2 + in_deg - own))
+    ranked = np.lexsort((np.arange(n), key))
+    taken = int(np.searchsorted(np.cumsum(work[ranked]), work.sum() // nb)) + 1  # reaches the share
+    first_last = max((n - taken) // CHUNK * CHUNK, (nb - 1) * CHUNK)
     last = np.zeros(n, dtype=bool)
-    last[np.lexsort((np.arange(n), key))[:tail]] = True
+    last[ranked[:n - first_last]] = True
     group = np.where(last, np.where(key == 0, 2, 1), 0)
     bucket = np.minimum(in_deg, sweep_order.ORDER_BUCKETS - 1)
-    return np.lexsort((np.arange(n), -bucket, group)).astype(np.int32), last, key
+    order = np.lexsort((np.arange(n), -bucket, group)).astype(np.int32)
+    starts = np.concatenate([_expected_cuts(work[order], first_last, nb - 1), [first_last]])
+    return order, last, key, starts
 
 
 @pytest.mark.parametrize("block", [512, 1024, 2048])
 def test_a_graph_of_several_blocks_puts_the_cheapest_stale_readers_last(block, monkeypatch):
     """The last Gauss-Seidel block reads the others' values of the pass's start: it gets the
     vertices without out-edges to others (no cycle through them), then those without in-edges
-    from others, then the fewest in-edges from others; a graph within one block keeps the plain
-    order. The store's layout cuts by the kernels' GS_BLOCK."""
+    from others, then the fewest in-edges from others, up to its share of the work; the blocks
+    are cut at equal work (whole chunks), not at equal vertex counts; a graph within one block
+    keeps the plain order. The store's layout cuts by the kernels' GS_BLOCK, the same on one and
+    two threads."""
     s, d = rmat_edges(12, 4, seed=5)
     rng = np.random.default_rng(6)
     sinks = rng.integers(0, 4096, 300)  # no out-edges to others: some only a self-loop
@@ -76,10 +94,24 @@ def test_a_graph_of_several_blocks_puts_the_cheapest_stale_readers_last(block, m
     own = np.zeros(n, dtype=np.uint8)
     es, ed = g.edges()
     own[es[es == ed]] = 1
-    expected, last, key = _expected_split_order(g.in_degree, g.out_degree, own, block)
+    expected, last, key, starts = _expected_split_order(g.in_degree, g.out_degree, own, block)
     order, pos = g.sweep_order
     np.testing.assert_array_equal(order, expected)
     np.testing.assert_array_equal(pos[order], np.arange(n))
+    np.testing.assert_array_equal(g.sweep_blocks, starts)
+    nb = starts.shape[0]
+    assert nb == -(-n // block) and starts[0] == 0 and np.all(starts % CHUNK == 0) and np.all(np.diff(starts) > 0)
+    assert starts[-1] == n - int(last.sum())  # the last block's vertices begin where it begins
+    # equal work: no block holds more than its share plus the work of one chunk around its ends
+    work = (sweep_order.VERTEX_WORK + g.in_degree.astype(np.int64))[order]
+    per_block = np.add.reduceat(work, starts)
+    slack = 2 * np.add.reduceat(work, np.arange(0, n, CHUNK)).max()
+    assert per_block.max() - per_block.min() <= slack
+    for threads in (1, 2):  # the layout does not depend on the thread count
+        with threads_set(threads):
+            again = CpuGraph.from_edges(s, d)
+        np.testing.assert_array_equal(again.sweep_order[0], order)
+        np.testing.assert_array_equal(again.sweep_blocks, starts)
     tail = int(last.sum())
     assert set(order[n - tail:].tolist()) == set(np.flatnonzero(last).tolist())  # the last block exactly
     assert key[order[n - tail:]].max() <= key[order[:n - tail]].min()  # the cheapest stale readers
@@ -87,6 +119,55 @@ def test_a_graph_of_several_blocks_puts_the_cheapest_stale_readers_last(block, m
     monkeypatch.setattr(kernel_common, "GS_BLOCK", 1 << 14)  # one block: the plain order
     g = CpuGraph.from_edges(s, d)
     np.testing.assert_array_equal(g.sweep_order[0], _expected_order(g.in_degree))
+    np.testing.assert_array_equal(g.sweep_blocks, [0])
+
+
+def test_blocks_of_equal_vertex_counts_would_overload_the_first():
+    """The reason for cutting by work: the sweep order puts the high in-degrees first, so blocks
+    of equal vertex counts give the first block most in-edges; the work cut moves its start."""
+    s, d = rmat_edges(13, 8, seed=2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kernel_common, "GS_BLOCK", 4096)
+        g = CpuGraph.from_edges(s, d)
+    n = g.num_vertices
+    starts = g.sweep_blocks
+    assert starts.shape[0] == 2
+    order = g.sweep_order[0]
+    in_deg = g.in_degree[order].astype(np.int64)
+    work = sweep_order.VERTEX_WORK + in_deg
+    half = block_size(n, 4096)  # the equal-count cut of before
+    assert work[:half].sum() > 1.2 * work[half:].sum()
+    assert starts[1] < half
+    assert abs(int(work[:starts[1]].sum()) - int(work[starts[1]:].sum())) <= 2 * CHUNK * work.max()
+
+
+def test_a_growing_store_cuts_its_kept_order_afresh_when_the_block_count_changes(monkeypatch):
+    """Vertices a batch adds take positions at the end, in the last block; when the vertex count
+    asks for another block, the kept order is cut at equal work (sweep_order.recut) without a
+    layout."""
+    monkeypatch.setattr(kernel_common, "GS_BLOCK", 1024)
+    s, d = rmat_edges(10, 4, seed=1)
+    g = CpuGraph.from_edges(s, d)
+    n0, version = g.num_vertices, g.order_version
+    assert g.sweep_blocks.shape[0] == -(-n0 // 1024)
+    before = g.sweep_blocks.copy()
+    rng = np.random.default_rng(2)
+    grew = False
+    for b in range(12):
+        new = np.arange(100_000 + 200 * b, 100_000 + 200 * (b + 1))
+        g.apply(EdgeBatch.from_arrays(new, rng.integers(0, n0, new.shape[0])))
+        n = g.num_vertices
+        starts = g.sweep_blocks
+        assert g.order_version == version  # no layout
+        assert starts.shape[0] == -(-n // 1024)
+        if starts.shape[0] == before.shape[0]:
+            np.testing.assert_array_equal(starts, before)  # kept while the count holds
+        else:
+            grew = True
+            work = sweep_order.VERTEX_WORK + g.in_degree[g.sweep_order[0]].astype(np.int64)
+            np.testing.assert_array_equal(starts, _expected_cuts(work, n, starts.shape[0]))
+        before = starts.copy()
+    assert grew
 
 
 def test_state_keeps_the_order():
@@ -96,7 +177,17 @@ def test_state_keeps_the_order():
     back = CpuGraph.from_state(g.state())
     np.testing.assert_array_equal(back.sweep_order[0], g.sweep_order[0])
     np.testing.assert_array_equal(back.sweep_order[1], g.sweep_order[1])
+    np.testing.assert_array_equal(back.sweep_blocks, g.sweep_blocks)
     st = g.state()
+    for bad in ([1], [0, 100], [0, 512, 512], [0, 1 << 20]):  # not starts of whole, ordered, inner chunks
+        with pytest.raises(InvalidArgumentError):
+            CpuGraph.from_state({**st, "sweep_blocks": np.array(bad)})
+    st.pop("sweep_blocks")  # saved before the blocks were kept: the saved order cut afresh
+    back = CpuGraph.from_state(st)
+    np.testing.assert_array_equal(back.sweep_order[0], g.sweep_order[0])
+    work = sweep_order.VERTEX_WORK + back.in_degree[back.sweep_order[0]].astype(np.int64)
+    np.testing.assert_array_equal(back.sweep_blocks, _expected_cuts(work, back.num_vertices,
+                                                                    back.sweep_blocks.shape[0]))
     st.pop("sweep_order")  # a state without one (a GPU store's): the layout's own order
     back = CpuGraph.from_state(st)
     np.testing.assert_array_equal(back.sweep_order[0], _expected_order(back.in_degree))
@@ -166,7 +257,7 @@ def test_mirror_stays_exact_and_ranks_match_a_fresh_workspace(room, monkeypatch)
     assert rebuilt >= 1  # room 1: m_idx filled up; the default room: rows moved away (COMPACT)
 
 
-def _reference_sweep(s, d, n, x, order, block, alpha=0.85):
+def _reference_sweep(s, d, n, x, order, starts, alpha=0.85):
     """One Gauss-Seidel sweep of the local form (uniform mode) in the sweep order, by the textbook
     rule: a vertex reads the values its block updated before it, every other value as the sweep
     began; an explicit self-loop divided out."""
@@ -180,13 +271,13 @@ def _reference_sweep(s, d, n, x, order, block, alpha=0.85):
             ins[v].append(u)
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
-    bs = block_size(n, block)
+    blk = np.searchsorted(starts, np.arange(n), side="right") - 1  # the block of each position
     c_start = x * inv
     c = c_start.copy()
     new = x.copy()
     for p in range(n):
         v = order[p]
-        acc = sum(c[u] if pos[u] // bs == p // bs and pos[u] < p else c_start[u] for u in ins[v])
+        acc = sum(c[u] if blk[pos[u]] == blk[p] and pos[u] < p else c_start[u] for u in ins[v])
         new[v] = (1.0 + alpha * acc) / (1.0 - loop[v] * alpha * inv[v])
         c[v] = new[v] * inv[v]
     return new
@@ -206,11 +297,13 @@ def test_a_sweep_of_several_blocks_reads_its_own_block_fresh_and_the_others_from
     es, ed = g.edges()
     x = np.random.default_rng(3).uniform(0.5, 2.0, n)
     order, pos = g.sweep_order
-    expected = _reference_sweep(es, ed, n, x, order, block)
+    starts = g.sweep_blocks
+    assert starts.shape[0] == {512: 4, 1024: 2, 4096: 1}[block]
+    expected = _reference_sweep(es, ed, n, x, order, starts)
     for threads in (1, 2):
         with threads_set(threads):
-            got = gs_iterate(g.kernel_arrays(), g.num_edges, x, 0.85, False, 0.0, block, 1,
-                             np.zeros(1, dtype=np.int64), order, pos)[0]
+            got = gs_iterate(g.kernel_arrays(), g.num_edges, x, 0.85, False, 0.0, 1,
+                             np.zeros(1, dtype=np.int64), order, pos, starts)[0]
         np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -222,7 +315,9 @@ def test_dense_pass_of_two_blocks_leaves_the_joined_values_in_the_spare_pair(blo
     s, d = rmat_edges(11, 6, seed=4)
     g = CpuGraph.from_edges(s, d)
     n = g.num_vertices
-    assert (n + block_size(n, block) - 1) // block_size(n, block) == {512: 3, 1024: 2, 4096: 1}[block]
+    order = g.sweep_order[0]
+    starts = sweep_order.recut(g.in_degree, order, n, block)  # blocks of equal work
+    assert starts.shape[0] == {512: 3, 1024: 2, 4096: 1}[block]
     rng = np.random.default_rng(8)
     ws = FrontierWorkspace()
     ws._grow(n)
@@ -234,7 +329,7 @@ def test_dense_pass_of_two_blocks_leaves_the_joined_values_in_the_spare_pair(blo
     flags = (rng.random(n) < 0.5).astype(np.uint8)
     ws.inv[:n], ws.loops[:n] = inv, 0
     mv = ws.mirror()
-    mv = (*g.sweep_order, *mv[2:])
+    mv = (*g.sweep_order, *mv[2:10], starts)
     parts = (ws.parts_f[0], ws.parts_f[1], ws.parts_i[0], ws.parts_i[1], ws.parts_i[2], ws.parts_i[3])
     gk = g.kernel_arrays()
 
@@ -244,13 +339,13 @@ def test_dense_pass_of_two_blocks_leaves_the_joined_values_in_the_spare_pair(blo
                              ws.keep2)
         with threads_set(threads):
             if pingpong:
-                swapped = frontier_order.dense_pass(n, block, True, gk, mv, ws.cnew, mv[6], ws.cpn, ws.cprevpn,
+                swapped = frontier_order.dense_pass(n, True, gk, mv, ws.cnew, mv[6], ws.cpn, ws.cprevpn,
                                                     ws.xnew, ws.keep2, True, 0.85, False, 1e-6, 1e-6, True, True,
                                                     parts, ws.parts_i[5])
                 assert swapped == (block == 1024)
                 cp, cprevp = (ws.cpn, ws.cprevpn) if swapped else (ws.cnew, mv[6])
             else:
-                frontier_order.dense_order(n, block, True, gk, mv, ws.cnew, ws.xnew, ws.keep2, True, 0.85, False,
+                frontier_order.dense_order(n, True, gk, mv, ws.cnew, ws.xnew, ws.keep2, True, 0.85, False,
                                            1e-6, 1e-6, True, True, parts, ws.parts_i[5])
                 cp, cprevp = ws.cnew, mv[6]
         nch = (n + 511) // 512

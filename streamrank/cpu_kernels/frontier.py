@@ -100,7 +100,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             nch = nch_max
             if block is not None:  # removed before typing in the Jacobi entries (block None)
                 # in the sweep order, on the position-space arrays (xnew, cnew, keep2: frontier_order)
-                if dense_pass(n, block, big, g, mv, cp, cprevp, cpn, cprevpn, xnew, keep2, sticky, alpha, selfloop,
+                if dense_pass(n, big, g, mv, cp, cprevp, cpn, cprevpn, xnew, keep2, sticky, alpha, selfloop,
                               ftol, ptol, grow, prune, parts, part_count):
                     cp, cpn = cpn, cp
                     cprevp, cprevpn = cprevpn, cprevp

@@ -23,8 +23,10 @@ left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow
 mirror becomes invalid and the next dense pass rebuilds it compact. So a batch that stays sparse
 pays only its own rows, and the O(E) build is rare (every few dozen batches on sx-mathoverflow).
 
-The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: blocks
-of ``block`` positions, one thread per block, ``cprevp`` for other blocks' values. The sweep
+The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: the
+store's blocks of positions (their starts ``mv[10]``: :attr:`streamrank.graph.CpuGraph.
+sweep_blocks`, cut at equal work by :mod:`.sweep_order`), one thread per block, ``cprevp`` for
+other blocks' values. The sweep
 order is part of the result (Gauss-Seidel reads the values updated before it): it depends on
 the store's layouts only, never on the thread count or the workspace. The in-sum is taken in four
 interleaved partial sums and minima (two in the blocks that read two arrays): a chain of
@@ -42,7 +44,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, block_size, nchunks, solved_value
+from .common import CHUNK, nchunks, solved_value
 from .prefetch import prefetch
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
@@ -64,7 +66,7 @@ def build(n, g, inv, loops, mv):
     """The mirror rows of ``n`` vertices in the sweep order and the per-vertex arrays kept with
     them."""
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
-    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
     e = 0
     for p in range(n):
         v = np.uint64(order[p])
@@ -107,7 +109,7 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
     already updated). Nothing while it is invalid (the next dense pass builds it)."""
     out_deg = g[4]
-    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp = mv
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
     if mstate[BUILT] < 0:
         return
     for v in range(n_before, n_after):  # the store put them at positions equal to their ids
@@ -177,9 +179,9 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
 
 
 @njit(cache=True, error_model='numpy')
-def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
                  grow, prune, parts, part_count):
-    """Block ``b`` of ``nb`` (positions ``[b * block, ...)``), chunk by chunk (partials per chunk), in
+    """Block ``b`` of ``nb`` (positions ``[starts[b], starts[b + 1])``, the last to ``n``), chunk by chunk (partials per chunk), in
     place (as :func:`.frontier_gs._dense_range` with positions for ids).
 
     Where the values live during a pass of several blocks (``cp == cprevp`` at its start): block 0
@@ -195,12 +197,12 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
     ``pp`` (two blocks only): each block also stores every value it writes into ``cpn`` and
     ``cprevpn``, which nothing reads during the pass; after it both hold every vertex's new value
     and serve as the next pass's ``cp`` and ``cprevp``, so no join runs (:func:`dense_pass`)."""
-    order, pos, m_off, m_end, m_idx, mstate, _, invp, loopsp, outdp = mv
+    order, pos, m_off, m_end, m_idx, mstate, _, invp, loopsp, outdp, starts = mv
     cur = cp if b == 0 else cprevp  # the array this block updates in place
     multi = b > 0 and nb > 2  # reads from two arrays, chosen per in-edge
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
-    blo = b * block
-    bhi = min(blo + block, n)
+    blo = starts[b]
+    bhi = starts[b + 1] if b + 1 < nb else n
     prune_i = np.int64(prune)
     grow_i = np.int64(grow)
     sticky_i = np.int64(sticky)
@@ -208,7 +210,7 @@ def _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp
     # it did, about a third of the pass's time)
     ublo = np.uint64(blo)
     width = np.uint64(bhi - blo)
-    first = np.uint64(block)  # block 0's end
+    first = np.uint64(starts[1] if nb > 1 else n)  # block 0's end
     one = np.uint64(1)
     two = np.uint64(2)
     three = np.uint64(3)
@@ -330,57 +332,55 @@ def spread_out_edges(n, mv, cp):
 
 
 @njit(cache=True, parallel=True)
-def _dense_par(nb, block, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
+def _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
                prune, parts, part_count):
     for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
-        _dense_block(np.int64(b), block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop,
+        _dense_block(np.int64(b), nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop,
                      ftol, ptol, grow, prune, parts, part_count)
 
 
 @njit(cache=True)
-def dense_pass(n, block, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
+def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
                prune, parts, part_count):
-    """One Gauss-Seidel pass over all positions in blocks of ``block`` (:func:`enter` first), on
+    """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first), on
     ``cp`` and ``cprevp`` (equal at its start) with ``cpn`` and ``cprevpn`` spare; ``keepp`` and
     ``xp`` in place. Returns True when the pass's values (sign bits: spread) ended in ``cpn`` and
     ``cprevpn`` (two blocks: the caller swaps the pairs), False when in ``cp`` and ``cprevp``
     (one block, or more than two: joined after the pass, as :func:`dense_order`)."""
-    block = block_size(n, block)
-    nb = (n + block - 1) // block
+    nb = mv[10].shape[0]
     pp = nb == 2
     if par and nb > 1:
-        _dense_par(nb, block, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+        _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
                    grow, prune, parts, part_count)
     else:
         for b in range(nb):
-            _dense_block(b, block, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol,
+            _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol,
                          ptol, grow, prune, parts, part_count)
     if nb > 1 and not pp:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
-        for p in range(block):
+        for p in range(mv[10][1]):
             cprevp[p] = cp[p]
-        for p in range(block, n):
+        for p in range(mv[10][1], n):
             cp[p] = cprevp[p]
     return pp
 
 
 @njit(cache=True)
-def dense_order(n, block, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+def dense_order(n, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                 part_count):
-    """One Gauss-Seidel pass over all positions in blocks of ``block`` (:func:`enter` first);
+    """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first);
     ``keepp``, ``xp`` and ``cp`` (sign bits: spread) in place, ``cprevp`` = ``cp`` after it
     (:func:`dense_pass` with a join for two blocks as well)."""
-    block = block_size(n, block)
-    nb = (n + block - 1) // block
+    nb = mv[10].shape[0]
     cprevp = mv[6]
     if par and nb > 1:
-        _dense_par(nb, block, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+        _dense_par(nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
                    grow, prune, parts, part_count)
     else:
         for b in range(nb):
-            _dense_block(b, block, nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop,
+            _dense_block(b, nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop,
                          ftol, ptol, grow, prune, parts, part_count)
     if nb > 1:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
-        for p in range(block):
+        for p in range(mv[10][1]):
             cprevp[p] = cp[p]
-        for p in range(block, n):
+        for p in range(mv[10][1], n):
             cp[p] = cprevp[p]

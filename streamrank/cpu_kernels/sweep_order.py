@@ -2,8 +2,12 @@
 
 The dense pass (:mod:`.frontier_order`) visits the vertices by descending in-degree, capped at
 ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts, which the branch predictor learns.
-It cuts the positions into blocks of ``block_size(n, block)``; one thread runs a block, and a
-vertex reads the other blocks' values as they were when the pass began. Within one block that is
+It cuts the positions into as many blocks as blocks of at most ``block`` vertices need, of equal
+*work* (:func:`work`: a vertex costs about as much as :data:`VERTEX_WORK` in-edges), at whole
+chunks; one thread runs a block, and a vertex reads the other blocks' values as they were when
+the pass began. (Blocks of equal vertex counts put most in-edges into the first block, the one
+with the high in-degrees: on sx-mathoverflow 190 k of 218 k, and the second thread waited about
+a third of every pass.) Within one block that is
 plain sequential Gauss-Seidel, where a vertex reads fresh values from the positions before it.
 A second block makes the edges from the first block into it stale: a cycle through both blocks
 then takes two passes per round trip instead of one (a 2-cycle converges at ``alpha`` per pass
@@ -11,16 +15,21 @@ instead of ``alpha**2``), and the iterations grow (sx-mathoverflow: 20 instead o
 with two blocks cut from the plain order).
 
 So when the vertices fill more than one block, the *last* block gets the vertices whose stale
-reads cost least, in this rank: the vertices without out-edges to other vertices (*sinks*: no
+reads cost least, up to its share of the work, in this rank: the vertices without out-edges to other vertices (*sinks*: no
 cycle passes through them, a stale read only delays them by one pass), then those without
 in-edges from other vertices (they read nothing that changes), then the fewest in-edges from
 other vertices first; ties by id. Within the last block the sinks go last (they then read the
 block's fresh values); every block is in the plain order otherwise. On sx-mathoverflow (two
-blocks) this takes 17 iterations per batch (median) instead of 20. A graph within one block
-keeps the plain order.
+blocks of equal vertex counts) this took 17 iterations per batch (median) instead of 20; with
+blocks of equal work the first block holds 8.7 k of the 22 k vertices and 186 k of the 218 k in-edges, the last
+13.4 k and 32 k, and the iterations are 19 (the passes 1.93-1.96 ms per batch against 2.02-2.05: README, issue 12's seventh step). A
+graph within one block keeps the plain order.
 
-The order is a function of the degrees, the self-loop flags and ``block`` only (never of the
-thread count); the store computes it at each layout (:meth:`streamrank.graph.CpuGraph.sweep_order`).
+The order and the block starts are a function of the degrees, the self-loop flags and ``block``
+only (never of the thread count); the store computes them at each layout
+(:meth:`streamrank.graph.CpuGraph.sweep_order`, :attr:`~streamrank.graph.CpuGraph.sweep_blocks`)
+and, when a batch adds vertices that change the block count, cuts the kept order afresh
+(:func:`recut`).
 """
 
 from __future__ import annotations
@@ -28,11 +37,35 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import block_size
+from .common import CHUNK
 
 #: In-degrees from ``ORDER_BUCKETS - 1`` on share the sweep order's first bucket (long loops
 #: mispredict their exit once per many edges).
 ORDER_BUCKETS = 64
+
+
+#: The work of a vertex in a dense pass, in in-edges: the per-vertex part of the pass (the closed
+#: form's division, the flags, the partials) against the gather of one in-edge. sx-mathoverflow's
+#: two blocks cut at equal vertex counts (block 0: 11,264 vertices and 190 k in-edges, 150-165 us
+#: per pass; block 1: 10,828 and 28 k, 80-105 us) fit about 7.5 ns per vertex and 0.4 per in-edge
+#: (20 in-edges); the replay measured 20, 30, 40, 60 and 80: 30-40 fastest (the cut also moves
+#: vertices into the last block, whose stale reads add iterations: 19 per batch instead of 17),
+#: 80 and 20 slower.
+VERTEX_WORK = 40
+
+
+@njit(cache=True, inline="always")
+def work(d):
+    """The work of a vertex of in-degree ``d`` in a dense pass (:data:`VERTEX_WORK`)."""
+    return VERTEX_WORK + d
+
+
+@njit(cache=True)
+def block_count(n, block):
+    """The blocks of ``n`` vertices: as many as blocks of at most ``block`` vertices need (``block``
+    a multiple of ``CHUNK``), at most one per chunk, so that every block but the last can hold
+    whole chunks and the last at least one vertex."""
+    return min(max((n + block - 1) // block, 1), max((n + CHUNK - 1) // CHUNK, 1))
 
 
 @njit(cache=True, inline="always")
@@ -42,15 +75,19 @@ def _bucket(d):
 
 @njit(cache=True)
 def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
-    """The sweep order of ``n`` vertices into ``order`` (position -> id) and ``pos`` (its inverse):
-    descending in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id; when ``n`` exceeds one
-    block of ``block_size(n, block)``, the last block's vertices chosen as the module docstring
-    says. ``loops[v]`` is 1 where ``v`` has an explicit self-loop."""
-    bs = block_size(n, block)
-    nb = max((n + bs - 1) // bs, 1)
+    """The sweep order of ``n`` vertices into ``order`` (position -> id) and ``pos`` (its inverse)
+    and the starts of its blocks (returned: int64, ``starts[0] == 0``, whole chunks): descending
+    in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id; when ``n`` exceeds ``block``, as many
+    blocks as blocks of at most ``block`` vertices need, cut at equal work (:func:`work`), the
+    last block's vertices chosen as the module docstring says. ``loops[v]`` is 1 where ``v`` has
+    an explicit self-loop."""
+    nb = block_count(n, block)
+    starts = np.zeros(nb, dtype=np.int64)
     group = np.zeros(n, dtype=np.int64)  # 0: the blocks before the last, 1: last block, 2: its sinks
     if nb > 1:
-        tail = n - bs * (nb - 1)
+        total = 0
+        for v in range(n):
+            total += work(in_deg[v])
         # rank key: 0 sink, 1 source, 2 + in-edges from others
         key = np.empty(n, dtype=np.int64)
         top = 2
@@ -67,16 +104,25 @@ def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
         count = np.zeros(top + 2, dtype=np.int64)
         for v in range(n):
             count[key[v] + 1] += 1
-        cut = 0  # keys below cut go to the last block whole; then the lowest ids of key cut
-        while count[cut + 1] < tail:
-            tail -= count[cut + 1]
-            cut += 1
+        for k in range(top + 1):
+            count[k + 1] += count[k]
+        ranked = np.empty(n, dtype=np.int64)  # by key, ties by id
         for v in range(n):
-            k = key[v]
-            if k < cut or (k == cut and tail > 0):
-                if k == cut:
-                    tail -= 1
-                group[v] = 2 if k == 0 else 1
+            ranked[count[key[v]]] = v
+            count[key[v]] += 1
+        # the last block: the ranked vertices up to its share of the work, whole chunks
+        share = total // nb
+        acc = 0
+        tail = 0
+        while tail < n and acc < share:
+            acc += work(in_deg[ranked[tail]])
+            tail += 1
+        last = (n - tail) // CHUNK * CHUNK
+        last = max(last, (nb - 1) * CHUNK)
+        for i in range(n - last):
+            v = ranked[i]
+            group[v] = 2 if key[v] == 0 else 1
+        starts[nb - 1] = last
     start = np.zeros(3 * ORDER_BUCKETS + 1, dtype=np.int64)
     for v in range(n):
         start[group[v] * ORDER_BUCKETS + _bucket(in_deg[v]) + 1] += 1
@@ -88,3 +134,40 @@ def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
         start[b] = p + 1
         order[p] = v
         pos[v] = p
+    if nb > 2:
+        cut_blocks(in_deg, order, starts[nb - 1], starts[: nb - 1])
+    return starts
+
+
+@njit(cache=True)
+def cut_blocks(in_deg, order, end, starts):
+    """Cut the positions ``[0, end)`` of ``order`` into ``starts.shape[0]`` blocks of equal work
+    (:func:`work`) at whole chunks: ``starts[b]`` the first position of block ``b`` (``starts[0]
+    == 0``), the first chunk boundary where the work before it reaches ``b / nb`` of the total;
+    every block at least one chunk (``end`` must leave room: ``(nb - 1) * CHUNK < end``)."""
+    nb = starts.shape[0]
+    starts[0] = 0
+    total = 0
+    for p in range(end):
+        total += work(in_deg[order[p]])
+    acc = 0
+    b = 1
+    for p in range(end):
+        if (b < nb and p % CHUNK == 0 and p >= starts[b - 1] + CHUNK
+                and p <= end - 1 - (nb - 1 - b) * CHUNK and acc * nb >= total * b):
+            starts[b] = p
+            b += 1
+        acc += work(in_deg[order[p]])
+    while b < nb:  # the work asked for a later start than room allows: one chunk each
+        starts[b] = starts[b - 1] + CHUNK
+        b += 1
+
+
+@njit(cache=True)
+def recut(in_deg, order, n, block):
+    """The block starts of ``n`` vertices in the sweep order ``order`` kept from an earlier layout
+    (vertices added since at the end): as many blocks as blocks of at most ``block`` vertices
+    need, equal work (:func:`cut_blocks`), the order unchanged."""
+    starts = np.zeros(block_count(n, block), dtype=np.int64)
+    cut_blocks(in_deg, order, n, starts)
+    return starts

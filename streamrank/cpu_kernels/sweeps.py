@@ -88,7 +88,7 @@ def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
 @njit(cache=True)
-def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected, order, pos):
+def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts):
     """Gauss-Seidel sweeps of the local form from ``x`` until ``max|dx| / sum(x_new) < tol``.
 
     A sweep is the frontier loop's dense Gauss-Seidel pass (:func:`.frontier_order.dense_order`)
@@ -107,7 +107,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected,
     mstate = np.empty(3, dtype=np.int64)
     mv = (order, pos, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
           np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=np.uint8),
-          np.empty(n, dtype=np.int64))
+          np.empty(n, dtype=np.int64), starts)
     build(n, g, inv, loops, mv)
     cprevp = mv[6]
     xp = np.empty(n)
@@ -127,7 +127,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, block, max_iter, affected,
     iterations = 0
     converged = False
     for it in range(max_iter):
-        dense_order(n, block, par, g, mv, cp, xp, keep, False, alpha, selfloop, 0.0, 0.0, False, False, parts,
+        dense_order(n, par, g, mv, cp, xp, keep, False, alpha, selfloop, 0.0, 0.0, False, False, parts,
                     parts_i[2])
         err = 0.0
         dsum = 0.0
@@ -219,18 +219,18 @@ def _entry(kernel, *modes):
 # The Gauss-Seidel sweeps keep literal entries: the dense Gauss-Seidel pass they share with the
 # frontier loop runs 1.7 times faster specialized on the dangling mode (Static on CollegeMsg).
 @njit(cache=True)
-def _local_uniform_gs(g, num_edges, x, alpha, tol, block, max_iter, affected, order, pos):
-    return gs_iterate(g, num_edges, x, alpha, False, tol, block, max_iter, affected, order, pos)
+def _local_uniform_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts):
+    return gs_iterate(g, num_edges, x, alpha, False, tol, max_iter, affected, order, pos, starts)
 
 
 @njit(cache=True)
-def _local_selfloop_gs(g, num_edges, x, alpha, tol, block, max_iter, affected, order, pos):
-    return gs_iterate(g, num_edges, x, alpha, True, tol, block, max_iter, affected, order, pos)
+def _local_selfloop_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts):
+    return gs_iterate(g, num_edges, x, alpha, True, tol, max_iter, affected, order, pos, starts)
 
 
 #: ``(standard form, selfloop, gauss_seidel) -> kernel(g, num_edges, x, alpha, tol, max_iter, affected)
-#: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take ``block`` after ``tol`` and the
-#: store's sweep order ``order, pos`` after ``affected``);
+#: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take the store's sweep order
+#: ``order, pos`` and its block starts after ``affected``);
 #: the standard form has no Gauss-Seidel entry.
 SWEEPS = {(False, False, False): _entry(sweep_iterate, False, False),
           (False, True, False): _entry(sweep_iterate, True, False),
