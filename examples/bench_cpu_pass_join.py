@@ -23,13 +23,14 @@ from numba import njit
 
 from bench_cpu_passes import joined_pass as _joined  # dense_order with the loop's arguments
 from bench_cpu_passes import replayed
+from streamrank.cpu_kernels.common import GS_BLOCK
 from streamrank.cpu_kernels.frontier_order import dense_pass, enter
 from streamrank.replay import BUNDLED_GRAPH
 
 
 @njit
 def _spare(n, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, parts, part_count):
-    return dense_pass(n, True, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, False, 0.85, False, 1e-6, 1e-6,
+    return dense_pass(n, GS_BLOCK, True, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, False, 0.85, False, 1e-6, 1e-6,
                       True, True, parts, part_count)
 
 
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     flags = ws.flags.copy()
     flags[:n] = graph.in_degree > 0
     mv = ws.mirror()
-    enter(n, g, ws.inv, ws.loops, mv, ws.x.copy(), ws.c.copy(), flags, ws.xnew, ws.cnew, ws.keep2, False)
+    enter(n, g, ws.inv, ws.loops, mv, ws.x.copy(), ws.c.copy(), flags, ws.xnew, ws.cnew, ws.keep2)
     cp0, xp0, kp0 = ws.cnew.copy(), ws.xnew.copy(), ws.keep2.copy()
 
     def reset():

@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from streamrank import EdgeBatch, RankConfig
+from streamrank.cpu_kernels.common import GS_BLOCK
 from streamrank.cpu_kernels.frontier_order import dense_order, enter
 from streamrank.cpu_kernels.marking import initial_frontier
 from streamrank.cpu_workspace import FrontierWorkspace
@@ -37,7 +38,7 @@ from streamrank.replay import BUNDLED_GRAPH, read_stream
 @njit
 def joined_pass(n, g, mv, cp, xp, keepp, parts, part_count):
     # DF-P, uniform mode, as frontier_iterate passes them (literal flags)
-    dense_order(n, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
+    dense_order(n, GS_BLOCK, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
                 part_count)
 
 
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
     k0 = flags.copy()
     k0[:n] = graph.in_degree > 0
     flags[:] = k0
-    enter(n, g, inv, loops, ws.mirror(), xx, c, flags, ws.xnew, ws.cnew, ws.keep2, False)  # builds the mirror
+    enter(n, g, inv, loops, ws.mirror(), xx, c, flags, ws.xnew, ws.cnew, ws.keep2)  # builds the mirror
     xp0, cp0, kp0 = ws.xnew.copy(), ws.cnew.copy(), ws.keep2.copy()
     flags[:] = 0
     best, medians = [], []

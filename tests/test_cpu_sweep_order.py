@@ -336,7 +336,7 @@ def test_dense_pass_of_two_blocks_leaves_the_joined_values_in_the_spare_pair(blo
     def run(pingpong, threads):
         mv[5][frontier_order.BUILT] = -1
         frontier_order.enter(n, gk, ws.inv, ws.loops, mv, x.copy(), c.copy(), flags.copy(), ws.xnew, ws.cnew,
-                             ws.keep2, threads > 1)
+                             ws.keep2)
         with threads_set(threads):
             if pingpong:
                 swapped = frontier_order.dense_pass(n, True, gk, mv, ws.cnew, mv[6], ws.cpn, ws.cprevpn,
@@ -355,37 +355,3 @@ def test_dense_pass_of_two_blocks_leaves_the_joined_values_in_the_spare_pair(blo
     for threads in (1, 2):
         for a, b in zip(run(True, threads), want):
             np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
-
-
-def test_enter_and_leave_in_two_halves_move_the_same_values():
-    """frontier_order.enter / leave with ``par`` (the gather and scatter in two halves, on two
-    threads) give the serial forms' arrays bit for bit, and leave undoes enter."""
-    s, d = rmat_edges(11, 6, seed=7)
-    g = CpuGraph.from_edges(s, d)
-    n = g.num_vertices
-    rng = np.random.default_rng(5)
-    x = rng.uniform(0.5, 2.0, n)
-    c = x * rng.uniform(0.1, 1.0, n) * np.where(rng.random(n) < 0.3, -1.0, 1.0)
-    flags = (rng.random(n) < 0.5).astype(np.uint8)
-    gk = g.kernel_arrays()
-    inv, loops = np.ones(n), np.zeros(n, dtype=np.uint8)
-    got = []
-    for par in (False, True):
-        ws = FrontierWorkspace()
-        ws._grow(n)
-        ws.m_idx = np.empty(g.num_edges + 1024, dtype=np.int32)
-        mv = (*g.sweep_order, *ws.mirror()[2:10], g.sweep_blocks)
-        mv[5][frontier_order.BUILT] = -1
-        with threads_set(2):
-            frontier_order.enter(n, gk, inv, loops, mv, x, c, flags, ws.xnew, ws.cnew, ws.keep2, par)
-            into = [x.copy() * 0, c.copy() * 0, np.zeros(n), np.zeros(n, dtype=np.uint8)]
-            frontier_order.leave(n, mv, ws.xnew, ws.cnew, ws.keep2, *into, par)
-        order = g.sweep_order[0]
-        np.testing.assert_array_equal(ws.xnew[:n], x[order])
-        np.testing.assert_array_equal(ws.cnew[:n].view(np.int64), c[order].view(np.int64))
-        np.testing.assert_array_equal(mv[6][:n], c[order])
-        for a, b in zip(into, (x, c, c, flags)):
-            np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
-        got.append([ws.xnew[:n].copy(), ws.cnew[:n].copy(), ws.keep2[:n].copy()])
-    for a, b in zip(*got):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

@@ -167,11 +167,11 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 sticky = not not_sticky  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
                 if block is not None:
                     cp, cpn, cprevp, cprevpn = cp0, cpn0, cprevp0, cprevpn0  # enter fills cp0, cprevp0
-                    enter(n, g, inv, loops, mv, x, c, flags, xnew, cp, keep2, big)
+                    enter(n, g, inv, loops, mv, x, c, flags, xnew, cp, keep2)
             dense = True
         elif dense:
             if block is not None:
-                leave(n, mv, xnew, cp, keep2, x, c, cprev, flags, big)
+                leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
             nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)
             if gs:
                 marked_first(F, Fnext, kept, nf)
@@ -185,7 +185,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 marked_first(F, Fnext, kept, nf)
     if block is not None:
         if dense:
-            leave(n, mv, xnew, cp, keep2, x, c, cprev, flags, big)
+            leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
     # O(n) only when the loop ended in a dense iteration (sign bits, position order) or, in Jacobi
     # order, ran one (its buffers swapped); a Gauss-Seidel loop that left its dense passes has
     # x, c and cprev current and unsigned already (leave, to_sparse) and flags only on F[:nf]

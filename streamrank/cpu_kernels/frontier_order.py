@@ -138,12 +138,16 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
 
 
 @njit(cache=True)
-def _gather(lo, hi, order, x, c, flags, xp, cp, cprevp, keepp):
+def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
+    """Start a run of dense passes: build the mirror if it is invalid, then gather the iterate,
+    the contributions (``cprevp == cp``) and the kept flags into position order."""
+    order, mstate, cprevp = mv[0], mv[5], mv[6]
+    if mstate[BUILT] < 0:
+        build(n, g, inv, loops, mv)
     ahead = np.uint64(PREFETCH_AHEAD)
-    end = np.uint64(hi)
-    for p in range(np.uint64(lo), end):
+    for p in range(np.uint64(n)):
         v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
-        if p + ahead < end:
+        if p + ahead < np.uint64(n):
             w = np.uint64(order[p + ahead])
             prefetch(x, w)
             prefetch(c, w)
@@ -155,12 +159,14 @@ def _gather(lo, hi, order, x, c, flags, xp, cp, cprevp, keepp):
 
 
 @njit(cache=True)
-def _scatter(lo, hi, order, xp, cp, keepp, x, c, cprev, flags):
+def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
+    """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
+    back in id order."""
+    order = mv[0]
     ahead = np.uint64(PREFETCH_AHEAD)
-    end = np.uint64(hi)
-    for p in range(np.uint64(lo), end):
+    for p in range(np.uint64(n)):
         v = np.uint64(order[p])
-        if p + ahead < end:
+        if p + ahead < np.uint64(n):
             w = np.uint64(order[p + ahead])
             prefetch(x, w)
             prefetch(c, w)
@@ -170,44 +176,6 @@ def _scatter(lo, hi, order, xp, cp, keepp, x, c, cprev, flags):
         c[v] = cp[p]
         cprev[v] = cp[p]
         flags[v] = keepp[p]
-
-
-@njit(cache=True, parallel=True)
-def _gather_par(n, order, x, c, flags, xp, cp, cprevp, keepp):
-    half = (n + 1) // 2
-    for h in prange(2):
-        _gather(np.int64(h) * half, min(np.int64(h) * half + half, n), order, x, c, flags, xp, cp, cprevp, keepp)
-
-
-@njit(cache=True, parallel=True)
-def _scatter_par(n, order, xp, cp, keepp, x, c, cprev, flags):
-    half = (n + 1) // 2
-    for h in prange(2):
-        _scatter(np.int64(h) * half, min(np.int64(h) * half + half, n), order, xp, cp, keepp, x, c, cprev, flags)
-
-
-@njit(cache=True)
-def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp, par):
-    """Start a run of dense passes: build the mirror if it is invalid, then gather the iterate,
-    the contributions (``cprevp == cp``) and the kept flags into position order (in two halves
-    on two threads with ``par``: a gather, the same values either way)."""
-    order, mstate, cprevp = mv[0], mv[5], mv[6]
-    if mstate[BUILT] < 0:
-        build(n, g, inv, loops, mv)
-    if par:
-        _gather_par(n, order, x, c, flags, xp, cp, cprevp, keepp)
-    else:
-        _gather(0, n, order, x, c, flags, xp, cp, cprevp, keepp)
-
-
-@njit(cache=True)
-def leave(n, mv, xp, cp, keepp, x, c, cprev, flags, par):
-    """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
-    back in id order (in two halves on two threads with ``par``)."""
-    if par:
-        _scatter_par(n, mv[0], xp, cp, keepp, x, c, cprev, flags)
-    else:
-        _scatter(0, n, mv[0], xp, cp, keepp, x, c, cprev, flags)
 
 
 @njit(cache=True, error_model='numpy')
