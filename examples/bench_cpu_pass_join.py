@@ -23,14 +23,13 @@ from numba import njit
 
 from bench_cpu_passes import joined_pass as _joined  # dense_order with the loop's arguments
 from bench_cpu_passes import replayed
-from streamrank.cpu_kernels.common import GS_BLOCK
 from streamrank.cpu_kernels.frontier_order import dense_pass, enter
 from streamrank.replay import BUNDLED_GRAPH
 
 
 @njit
 def _spare(n, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, parts, part_count):
-    return dense_pass(n, GS_BLOCK, True, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, False, 0.85, False, 1e-6, 1e-6,
+    return dense_pass(n, True, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, False, 0.85, False, 1e-6, 1e-6,
                       True, True, parts, part_count)
 
 

@@ -26,7 +26,6 @@ import numpy as np
 from numba import njit
 
 from streamrank import EdgeBatch, RankConfig
-from streamrank.cpu_kernels.common import GS_BLOCK
 from streamrank.cpu_kernels.frontier_order import dense_order, enter
 from streamrank.cpu_kernels.marking import initial_frontier
 from streamrank.cpu_workspace import FrontierWorkspace
@@ -38,7 +37,7 @@ from streamrank.replay import BUNDLED_GRAPH, read_stream
 @njit
 def joined_pass(n, g, mv, cp, xp, keepp, parts, part_count):
     # DF-P, uniform mode, as frontier_iterate passes them (literal flags)
-    dense_order(n, GS_BLOCK, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
+    dense_order(n, True, g, mv, cp, xp, keepp, False, 0.85, False, 1e-6, 1e-6, True, True, parts,
                 part_count)
 
 
