@@ -6,24 +6,24 @@ It cuts the positions into as many blocks as blocks of at most ``block`` vertice
 *work* (:func:`work`: a vertex costs about as much as :data:`VERTEX_WORK` in-edges), at whole
 chunks; one thread runs a block, and a vertex reads the other blocks' values as they were when
 the pass began. (Blocks of equal vertex counts put most in-edges into the first block, the one
-with the high in-degrees: on sx-mathoverflow 190 k of 218 k, and the second thread waited about
-a third of every pass.) Within one block that is
-plain sequential Gauss-Seidel, where a vertex reads fresh values from the positions before it.
-A second block makes the edges from the first block into it stale: a cycle through both blocks
-then takes two passes per round trip instead of one (a 2-cycle converges at ``alpha`` per pass
-instead of ``alpha**2``), and the iterations grow (sx-mathoverflow: 20 instead of 17 per batch
-with two blocks cut from the plain order).
+with the high in-degrees: on sx-mathoverflow 191 k of 218 k, and the second thread waited about
+a third of every pass.) Within one block that is plain sequential Gauss-Seidel, where a vertex
+reads fresh values from the positions before it. A second block makes the edges from the first
+block into it stale: a cycle through both blocks then takes two passes per round trip instead of
+one (a 2-cycle converges at ``alpha`` per pass instead of ``alpha**2``), and the iterations grow
+(sx-mathoverflow: 20 instead of 17 per batch with two blocks cut from the plain order).
 
 So when the vertices fill more than one block, the *last* block gets the vertices whose stale
-reads cost least, up to its share of the work, in this rank: the vertices without out-edges to other vertices (*sinks*: no
-cycle passes through them, a stale read only delays them by one pass), then those without
-in-edges from other vertices (they read nothing that changes), then the fewest in-edges from
-other vertices first; ties by id. Within the last block the sinks go last (they then read the
-block's fresh values); every block is in the plain order otherwise. On sx-mathoverflow (two
-blocks of equal vertex counts) this took 17 iterations per batch (median) instead of 20; with
-blocks of equal work the first block holds 8.7 k of the 22 k vertices and 186 k of the 218 k in-edges, the last
-13.4 k and 32 k, and the iterations are 19 (the passes 1.93-1.96 ms per batch against 2.02-2.05: README, issue 12's seventh step). A
-graph within one block keeps the plain order.
+reads cost least, up to its share of the work, in this rank: the vertices without out-edges to
+other vertices (*sinks*: no cycle passes through them, a stale read only delays them by one
+pass), then those without in-edges from other vertices (they read nothing that changes), then
+the fewest in-edges from other vertices first; ties by id. Within the last block the sinks go
+last (they then read the block's fresh values); every block is in the plain order otherwise.
+On sx-mathoverflow (two blocks of equal vertex counts) this took 17 iterations per batch
+(median) instead of 20; with blocks of equal work the first block holds 8.7 k of the 22 k
+vertices and 186 k of the 218 k in-edges, the last 13.4 k and 32 k, and the iterations are 19
+(1.93-2.01 ms per batch against 2.03-2.10: README, issue 12's seventh step). A graph within one
+block keeps the plain order.
 
 The order and the block starts are a function of the degrees, the self-loop flags and ``block``
 only (never of the thread count); the store computes them at each layout
