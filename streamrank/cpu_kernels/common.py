@@ -121,6 +121,19 @@ def lookahead(in_off, in_deg, in_idx, c, u, alpha):
     return 1.0 + alpha * acc
 
 
+@njit(cache=True, inline="always")
+def add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha):
+    """``acc`` plus the :func:`lookahead` values of ``v``'s candidates (:func:`looks_ahead`), in
+    list order: the second walk of ``v``'s in-edges, after the plain values (the Jacobi steps of
+    :mod:`.frontier_sparse` and :mod:`.frontier_dense`)."""
+    o = np.uint64(in_off[v])
+    for j in range(o, o + np.uint64(in_deg[v])):
+        u = np.uint64(in_idx[j])
+        if looks_ahead(u, v, out_deg):
+            acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
+    return acc
+
+
 @njit(cache=True)
 def find_loops(in_off, in_deg, in_idx, n, loops):
     """``loops[v] = 1`` where ``v`` is among its own in-neighbours (an explicit self-loop), else 0:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, lookahead, looks_ahead, solved_value
+from .common import CHUNK, add_lookaheads, looks_ahead, solved_value
 
 
 @njit(cache=True)
@@ -31,7 +31,7 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
     edges but mispredicts a branch per vertex: slower.) An explicit self-loop (``loops[v]``) is
     taken off the sum again and divided out of the vertex's own equation
     (:func:`.common.solved_value`). DF/DF-P in uniform mode read an in-neighbour of out-degree 1
-    one step ahead (:func:`.common.lookahead`), as the sparse step does.
+    one step ahead (:func:`.common.add_lookaheads`), as the sparse step does.
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
@@ -55,11 +55,8 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
             else:
                 acc += abs(cu)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
-        if later:  # the lookahead candidates, after the plain values (common.lookahead)
-            for j in range(o, o + np.uint64(in_deg[v])):
-                u = np.uint64(in_idx[j])
-                if looks_ahead(u, np.uint64(v), out_deg):
-                    acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
+        if later:  # the lookahead candidates, after the plain values
+            acc = add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, np.uint64(v), alpha)
         a = np.int64(sp != 0)
         old = x[v]
         loop = np.float64(loops[v])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, lookahead, looks_ahead, solved_value
+from .common import CHUNK, add_lookaheads, looks_ahead, solved_value
 
 #: Frontier status bits written by the sparse rank step: pruned, spreads, spreads but did
 #: not in the previous iteration.
@@ -32,7 +32,7 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
     An explicit self-loop of ``v`` (``loops[v]``) is divided out of its own equation
     (:func:`.common.solved_value`): a Jacobi step with the diagonal solved, as the GPU's rank
     kernels do. DF/DF-P in uniform mode read an in-neighbour of out-degree 1 one step ahead
-    (:func:`.common.lookahead`), as the GPU's do.
+    (:func:`.common.add_lookaheads`), as the GPU's do.
 
     The relative change ``|new - old| / max(new, old)`` is compared by multiplying the
     tolerances instead (ranks are positive): no division per vertex.
@@ -56,11 +56,8 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
                 later = True
             else:
                 acc += c[u]
-        if later:  # the lookahead candidates, after the plain values (common.lookahead)
-            for j in range(o, o + np.uint64(in_deg[v])):
-                u = np.uint64(in_idx[j])
-                if looks_ahead(u, v, out_deg):
-                    acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
+        if later:  # the lookahead candidates, after the plain values
+            acc = add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha)
         loop = np.float64(loops[v])
         new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
