@@ -1,9 +1,11 @@
-"""The fast path of :meth:`streamrank.graph_gpu.GpuGraph.apply`: a small batch in one launch.
+"""The fast path of :meth:`streamrank.graph_gpu.GpuGraph.apply`: a small batch in three launches
+queued back to back.
 
-``kernels/graph_fast_update.cu`` runs the whole update of a batch of up to
-:data:`FAST_MAX_EDGES` edges in one block: collapse, id lookup, new ids, membership, planning and,
-only when everything fits in the room the host reserved ahead (vertex rows, id map, the tail of
-each ``idx``), the commit. The host then makes exactly one synchronizing copy, of 16 counters
+``kernels/graph_fast_update.cu`` runs the update of a batch of up to :data:`FAST_MAX_EDGES`
+edges: one block collapses, looks up ids, numbers new ones, checks membership and plans; only when
+everything fits in the room the host reserved ahead (vertex rows, id map, the tail of each
+``idx``), it commits the new ids, and two grid kernels commit the lists (one scans the lists that
+lose entries in chunks, one rewrites each touched list with one writer). The host then makes exactly one synchronizing copy, of 16 counters
 into pinned memory; when the kernel reports an overflow it wrote nothing, and the caller runs the
 slow path (which re-plans and reserves). The room is re-reserved by the host after every batch
 (:meth:`FastUpdate.vertices`, :meth:`FastUpdate.slots`), without a sync.
@@ -21,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import InvalidArgumentError
-from .gpu_launch import launch
+from .gpu_launch import launch, sm_count
 from .kernels.loader import get_kernel
 
 #: Largest batch the fused kernel takes (FU_MAX in graph_fast_update.cu).
@@ -31,7 +33,10 @@ FAST_THREADS = 1024
 #: Bytes of its scratch (at least sizeof(FuWork); the kernel refuses a smaller one).
 FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
-_NAMES = ("fast_update", "fast_update_hdr")
+_NAMES = ("fast_update", "fast_update_hdr", "fast_update_scan", "fast_update_commit")
+#: Threads of a block of the deletion scan (FU_SCAN_THREADS) and of the commit (FU_COMMIT_THREADS).
+SCAN_THREADS = 256
+COMMIT_THREADS = 256
 #: Compile options of the fused kernel: the per-step device clock for profiling
 #: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
 _OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",)
@@ -150,6 +155,11 @@ class FastUpdater:
         #: The same update reading the batch and its sizes from the staged header (a host batch;
         #: the form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
         self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _OPTIONS)
+        #: The commit of the lists: the deletion scan and the writers, grids sized by the device
+        #: (a fixed size: the work is read on the device, so the launch needs no sync).
+        self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _OPTIONS)
+        self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _OPTIONS)
+        self.scan_blocks, self.commit_blocks = 2 * sm_count(), sm_count()
         # A host batch goes up in one asynchronous copy of a fixed layout (fast_update_hdr): a
         # header (batch size, vertex count, room, ends of idx, address of the changes buffer),
         # then src and dst (int64) and the insert flags, FAST_MAX_EDGES entries each.
@@ -211,7 +221,16 @@ class FastUpdater:
                 out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
                 inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
                 self.work, np.int64(self.work.nbytes), self.counters))
+        self._queue_lists(out, inn)
         self._queue_counters(stream)
+
+    def _queue_lists(self, out, inn) -> None:
+        """Queue the commit of the lists after the first kernel (fixed grids: they read their work
+        from ``self.work`` on the device and return at once after an overflow)."""
+        launch(self.kernel_scan, self.scan_blocks, SCAN_THREADS,
+               (out.off, out.idx, inn.off, inn.idx, self.work, self.counters))
+        launch(self.kernel_commit, self.commit_blocks, COMMIT_THREADS,
+               (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx, self.work, self.counters))
 
     def _queue_counters(self, stream) -> None:
         self.cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
@@ -244,14 +263,16 @@ class FastUpdater:
             self.work, np.int64(self.work.nbytes), changes, self.counters,
         )
         launch(self.kernel, 1, FAST_THREADS, args)
+        self._queue_lists(out, inn)
         self._queue_counters(cp.cuda.get_current_stream())
         return changes
 
     def ticks(self):
-        """Profiling (STREAMRANK_FAST_TICKS=1): the last launch's device clock (ns) at its start,
-        after its steps 1, 2, 3, 4 (out), 4 (in) and 5, after step 1's sort, after step 4 (out)'s
-        sort and after its writes, as a host array (a device-to-host copy)."""
-        return self.work[:80].view(self.cp.uint64).get()
+        """Profiling (STREAMRANK_FAST_TICKS=1): the last update's device clock (ns) at its start,
+        after its steps 1, 2, 3, 4 (out), 4 (in) and the commit's end, after step 1's sort, after
+        step 4 (out)'s sort and after its writes, and after the commit's deletion scan, as a host
+        array (a device-to-host copy)."""
+        return self.work[:88].view(self.cp.uint64).get()
 
     def outcome(self, changes) -> FastOutcome:
         """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""

@@ -76,8 +76,8 @@ class _Dir:
 class _Model:
     """The host side of GpuGraph's fast path, on NumPy arrays."""
 
-    def __init__(self, lib, vertex_room=4096, slot_room=1 << 16):
-        self.lib, self.rv, self.rs = lib, vertex_room, slot_room
+    def __init__(self, lib, vertex_room=4096, slot_room=1 << 16, grid=3):
+        self.lib, self.rv, self.rs, self.grid = lib, vertex_room, slot_room, grid
         self.n = 0
         self.vcap = vertex_room
         self.ext = np.zeros(vertex_room, np.int64)
@@ -125,7 +125,7 @@ class _Model:
             _p(self.ext), _I(self.n), _I(room),
             _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _LL(o.end), _LL(o.idx.shape[0]),
             _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _LL(i.end), _LL(i.idx.shape[0]),
-            _p(self.work), _LL(self.work.nbytes), _p(changes), _p(self.counters))
+            _p(self.work), _LL(self.work.nbytes), _p(changes), _p(self.counters), _I(self.grid))
         c = [int(v) for v in self.counters[:9]]
         if c[0] == 0:
             self.n += c[1]
@@ -206,6 +206,36 @@ def test_hub_lists(lib):
           np.concatenate([np.zeros(50), np.ones(1990), [1, 0]]))
     assert model.dirs[0].deg[0] > 4000
     _step(model, cg, np.array([0, 0, 0]), np.array([1, 1, 5000]), np.array([1, 0, 0]))
+
+
+@pytest.mark.parametrize("grid", [1, 4])
+def test_long_lists_lose_entries_in_chunks(lib, grid):
+    """Deletions from lists of several FU_CHUNK (2048) entries: the grid's deletion scan splits
+    each list into chunks (blocks striding over them when the grid is smaller), the commit moves
+    the survivors into the holes, by a warp when the list stays, by a block when it also moves."""
+    rng = np.random.default_rng(grid)
+    model, cg = _Model(lib, slot_room=1 << 18, grid=grid), CpuGraph()
+    for lo in (10, 2010, 4010):  # hub 0: 6,000 out-edges; hub 1: 6,000 in-edges
+        _step(model, cg, np.zeros(2000, np.int64), np.arange(lo, lo + 2000), np.ones(2000))
+        _step(model, cg, np.arange(lo, lo + 2000), np.ones(2000, np.int64), np.ones(2000))
+    # deletions spread over both hubs' lists, nothing inserted on them: the lists stay
+    gone = rng.choice(np.arange(10, 6010), 700, replace=False)
+    _step(model, cg, np.concatenate([np.zeros(400, np.int64), gone[400:]]),
+          np.concatenate([gone[:400], np.ones(300, np.int64)]), np.zeros(700))
+    assert model.dirs[0].deg[0] == 5600
+    # hub 0 filled to 150 under its capacity, then it loses 100 entries and gains 300: compacted,
+    # then moved by a block
+    left = np.setdiff1d(np.arange(10, 6010), gone[:400])
+    nxt = 10_000
+    while int(model.dirs[0].cap[0]) - int(model.dirs[0].deg[0]) > 150:
+        k = min(2000, int(model.dirs[0].cap[0]) - int(model.dirs[0].deg[0]) - 150)
+        _step(model, cg, np.zeros(k, np.int64), np.arange(nxt, nxt + k), np.ones(k))
+        nxt += k
+    deg, off = int(model.dirs[0].deg[0]), int(model.dirs[0].off[0])
+    _step(model, cg, np.zeros(400, np.int64),
+          np.concatenate([rng.choice(left, 100, replace=False), np.arange(nxt, nxt + 300)]),
+          np.concatenate([np.zeros(100), np.ones(300)]))
+    assert int(model.dirs[0].deg[0]) == deg + 200 and int(model.dirs[0].off[0]) != off
 
 
 def test_overflow_writes_nothing(lib):

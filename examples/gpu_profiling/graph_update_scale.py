@@ -9,6 +9,10 @@ batches; DF-P in ``DANGLING`` mode (default uniform), so the graph update is the
 of a production batch.
 
     SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/graph_update_scale.py
+
+With ``STREAMRANK_FAST_TICKS=1`` each size also prints the fused kernel's steps (device clock, us)
+and the membership scan each batch asks for: per query the shorter of out(u) and in(v), summed and
+at its largest (from the degrees before the batch).
 """
 import os
 import sys
@@ -38,6 +42,9 @@ def graphs():
 
 
 rng = np.random.default_rng(3)
+ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
+STEPS = ["1 collapse+lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
+         "(1's sort)", "(4 out's sort)", "(5's deletion scan)"]
 print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms median':>16} {'p95':>7} "
       f"{'rank ms median':>15}")
 for name, src, dst in graphs():
@@ -45,7 +52,7 @@ for name, src, dst in graphs():
     eng.load_edges(src, dst)
     ids = np.unique(np.concatenate([src, dst]))
     for size in sizes:
-        g_ms, r_ms = [], []
+        g_ms, r_ms, steps, scans = [], [], [], []
         for b in range(batches + 5):
             n_del = size // 5
             n_ins = size - n_del
@@ -53,9 +60,27 @@ for name, src, dst in graphs():
             bs = np.concatenate([rng.choice(ids, n_ins), src[pick]])
             bd = np.concatenate([rng.choice(ids, n_ins), dst[pick]])
             ins = np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)])
+            if ticks and b >= 5:  # the scan lengths of this batch's queries, before it
+                g = eng.graph
+                u, v = g.ids.lookup(bs).get(), g.ids.lookup(bd).get()
+                ok = (u >= 0) & (v >= 0)
+                mn = np.minimum(g.out_degree.get()[u[ok]], g.in_degree.get()[v[ok]])
+                scans.append((mn.sum(), mn.max(initial=0)))
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
             if b >= 5:
                 g_ms.append(st.graph_ms)
                 r_ms.append(st.rank_ms)
+                if ticks:
+                    t = eng.graph._fast.ticks().astype(np.int64)
+                    scan = t[10] - t[5] if t[10] > t[5] else 0  # (builds before the grid commit: none)
+                    steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], scan]]) / 1e3)
         print(f"{name:<34} {eng.graph.num_vertices:>9} {eng.graph.num_edges:>10} {size:>6} "
               f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f}", flush=True)
+        if steps:
+            m = np.median(np.asarray(steps), axis=0)
+            print("   kernel steps (us): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
+                  + f"; steps 1-5 {m[:6].sum():.1f}", flush=True)
+        if scans:
+            a = np.asarray(scans)
+            print(f"   membership scans per batch: sum median {np.median(a[:, 0]):.0f}, "
+                  f"longest median {np.median(a[:, 1]):.0f} (max {a[:, 1].max()})", flush=True)

@@ -10,6 +10,9 @@
 #define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
 #define FU_SHORT 64                 // membership: lists this short are scanned by one thread
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
+#define FU_SCAN_THREADS 256         // block of the deletion scan (fast_update_scan)
+#define FU_CHUNK (8 * FU_SCAN_THREADS)  // list entries per chunk of the deletion scan
+#define FU_COMMIT_THREADS 256       // block of the commit (fast_update_commit)
 #define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
 // Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
 // (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
@@ -48,12 +51,23 @@ struct FuDir {
   int kd[FU_MAX];           // leader: deletions in the group
   int ki[FU_MAX];           // leader: insertions in the group
   int ncap[FU_MAX];         // leader: capacity of the relocated list
+  // Deletions (fast_update_scan, then fast_update_commit): a leader r with kd > 0 owns the slots
+  // [r, r + kd) of hole / surv: the positions below d0 - kd holding a deleted target (holes) and
+  // the positions from d0 - kd up holding a kept one (survivors), as many of each, counted in
+  // hcnt[r] / scnt[r]; the commit moves survivor j into hole j.
+  int hole[FU_MAX];
+  int surv[FU_MAX];
+  int hcnt[FU_MAX];
+  int scnt[FU_MAX];
+  int dlead[FU_MAX];        // the g-th group with deletions (in sorted order): its leader
+  int dchunk[FU_MAX];       //   its first chunk (FU_CHUNK entries of its list each) of the scan
 };
 
 // Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
 struct FuWork {
   unsigned long long ticks[16];          // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5;
-                                         // [7] after step 1's sort; step 4 (out): [8] after its sort, [9] after its D writes
+                                         // [7] after step 1's sort; step 4 (out): [8] after its sort, [9] after its D writes;
+                                         // [10] after step 5's deletion scan ([6], [10]: the last block's clock)
   long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), (src, dst) order
   long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
   unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
@@ -69,6 +83,9 @@ struct FuWork {
   int wlist[2 * FU_MAX];                 //   by one warp
   int blist[2 * FU_MAX];                 //   by the whole block
   FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
+  int ndel_groups[2];                    // groups with deletions per direction
+  int nchunks[2];                        // chunks of their lists per direction
+  int nlist[3];                          // lengths of tlist, wlist, blist
 };
 
 __device__ __forceinline__ void fu_tick(FuWork* w, int k) {
@@ -77,6 +94,20 @@ __device__ __forceinline__ void fu_tick(FuWork* w, int k) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     w->ticks[k] = t;
+  }
+#else
+  (void)w;
+  (void)k;
+#endif
+}
+
+// The same from any block of the multi-block kernels: the latest clock of slot k.
+__device__ __forceinline__ void fu_tick_max(FuWork* w, int k) {
+#if FU_TICKS
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    atomicMax(&w->ticks[k], t);
   }
 #else
   (void)w;

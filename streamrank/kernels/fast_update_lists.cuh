@@ -1,6 +1,6 @@
 // The fused graph update's work on one vertex's list (graph_fast_update.cu): membership of an
-// edge (step 3) and the commit of a planned group of changes by a thread, a warp or the block
-// (step 5).
+// edge (step 3), the scan of a list for its deleted entries and the commit of a planned group of
+// changes by a thread, a warp or a block (step 5).
 #pragma once
 
 #include "fast_update_defs.cuh"
@@ -92,27 +92,51 @@ __device__ __forceinline__ void thread_commit(const FuDir& D, int r, long long* 
   deg[u] = d + (ge - r);
 }
 
-// Commit the group led by r (vertex u) with one warp: compact the deleted targets out of u's
-// list, move the list to its tail slots when planned, append the inserted targets.
+// Mark the deleted and kept entries of chunk c of the list of the group led by r (vertex u, whose
+// group deletes kd > 0 of its d0 entries) in D.hole / D.surv (the layout of FuDir): a block of
+// FU_SCAN_THREADS threads, FU_CHUNK entries, the loads issued together before the lookups. Every
+// deleted target is in the list (step 3 checked it) and a list holds a target once, so the chunks
+// of one list find kd deleted entries in all, as many holes (below d0 - kd) as survivors (from
+// d0 - kd up).
+__device__ __forceinline__ void scan_chunk(FuDir& D, int r, int c, const long long* off, const int* idx) {
+  const long long key = D.key[r];
+  const int u = static_cast<int>(key >> 32);
+  const long long high = static_cast<long long>(u) << 32;
+  const int ge = D.gend[r], d = D.d0[r], keep = d - D.kd[r];
+  const long long base = off[u];
+  const int p0 = c * FU_CHUNK + static_cast<int>(threadIdx.x);
+  int t[FU_CHUNK / FU_SCAN_THREADS];
+#pragma unroll
+  for (int j = 0; j < FU_CHUNK / FU_SCAN_THREADS; ++j) {
+    const int p = p0 + j * FU_SCAN_THREADS;
+    t[j] = p < d ? idx[base + p] : -1;
+  }
+#pragma unroll
+  for (int j = 0; j < FU_CHUNK / FU_SCAN_THREADS; ++j) {
+    const int p = p0 + j * FU_SCAN_THREADS;
+    if (p >= d) break;
+    const bool del = group_deletes(D, r, ge, high | static_cast<long long>(t[j]));
+    if (p < keep) {
+      if (del) D.hole[r + atomicAdd(&D.hcnt[r], 1)] = p;
+    } else if (!del) {
+      D.surv[r + atomicAdd(&D.scnt[r], 1)] = p;
+    }
+  }
+}
+
+// Commit the group led by r (vertex u) with one warp: move the survivors of u's list into its
+// holes (found by scan_chunk), move the list to its tail slots when planned, append the inserted
+// targets.
 __device__ __forceinline__ void warp_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
                                             int* idx) {
   const int lane = threadIdx.x & 31;
   const long long key = D.key[r];
   const int u = static_cast<int>(key >> 32);
-  const long long high = static_cast<long long>(u) << 32;
   const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
   long long base = off[u];
   if (kd > 0) {
-    int wr = 0;
-    for (int p0 = 0; p0 < d; p0 += 32) {
-      const int p = p0 + lane;
-      const bool valid = p < d;
-      const int t = valid ? idx[base + p] : 0;
-      const bool keep = valid && !group_deletes(D, r, ge, high | static_cast<long long>(t));
-      const unsigned b = __ballot_sync(SR_FULL_MASK, keep);
-      if (keep) idx[base + wr + __popc(b & ((1u << lane) - 1u))] = t;
-      wr += __popc(b);
-    }
+    const int h = D.hcnt[r];
+    for (int j = lane; j < h; j += 32) idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
     __syncwarp();  // the compacted list is visible to every lane before it is copied
   }
   const int d1 = d - kd;
@@ -137,59 +161,40 @@ __device__ __forceinline__ void warp_commit(const FuDir& D, int r, long long* of
   }
 }
 
-// The same with the whole block, for a long list (every thread calls it with the same r). The
-// kd deleted entries leave in one pass without barriers: the list keeps d - kd entries, so each
-// deleted entry below d - kd is a hole and each kept entry from d - kd up a survivor (as many of
-// each, both at most kd <= FU_MAX, collected in the free shared buffers `hole` and `surv` through
-// the counters cnt[0..1]); then the survivors move into the holes. List order is not kept. (The
-// chunked compaction this replaces took two barriers per FU_THREADS entries: 0.75 ms for a
-// 263-edge batch on R-MAT 24, whose deletions land on hub lists of 10^5-10^6 entries.)
+// The same with a whole block, for a long list that moves (every thread of the block calls it
+// with the same r). List order is not kept: survivors fill the holes.
 __device__ __forceinline__ void block_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
-                                             int* idx, int* cnt, int* hole, int* surv) {
+                                             int* idx) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const long long key = D.key[r];
   const int u = static_cast<int>(key >> 32);
-  const long long high = static_cast<long long>(u) << 32;
   const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
   long long base = off[u];
   if (kd > 0) {
-    if (threadIdx.x == 0) cnt[0] = cnt[1] = 0;
-    __syncthreads();
-    const int keep = d - kd;
-    for (int p = threadIdx.x; p < d; p += FU_THREADS) {
-      const int t = idx[base + p];
-      const bool del = group_deletes(D, r, ge, high | static_cast<long long>(t));
-      if (p < keep) {
-        if (del) hole[atomicAdd(cnt, 1)] = p;
-      } else if (!del) {
-        surv[atomicAdd(cnt + 1, 1)] = p;
-      }
-    }
-    __syncthreads();  // every hole and survivor is known
-    const int h = cnt[0];
-    for (int j = threadIdx.x; j < h; j += FU_THREADS) idx[base + hole[j]] = idx[base + surv[j]];
+    const int h = D.hcnt[r];
+    for (int j = tid; j < h; j += nt) idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
     __syncthreads();  // the compacted list is visible to every thread before it is copied
   }
   const int d1 = d - kd;
   const long long moved = ki > 0 ? D.noff[r] : -1;
   if (ki > 0) {
     if (moved >= 0) {
-      for (int p = threadIdx.x; p < d1; p += FU_THREADS) idx[moved + p] = idx[base + p];
+      for (int p = tid; p < d1; p += nt) idx[moved + p] = idx[base + p];
       base = moved;
     }
     const int i0 = D.ipos[r];
-    for (int j = r + static_cast<int>(threadIdx.x); j < ge; j += FU_THREADS) {
+    for (int j = r + tid; j < ge; j += nt) {
       if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
     }
   }
   __syncthreads();  // every thread has read off[u] (above) before thread 0 rewrites it
-  if (threadIdx.x == 0) {
+  if (tid == 0) {
     if (moved >= 0) {
       off[u] = moved;
       cap[u] = D.ncap[r];
     }
     deg[u] = d1 + ki;
   }
-  __syncthreads();  // cnt, hole, surv and the list are free for the next group
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
-#define __launch_bounds__(a, b)
+#define __launch_bounds__(...)
 struct Dim3 { unsigned x; };
 thread_local Dim3 threadIdx{0};
 Dim3 blockDim{1}, gridDim{1}, blockIdx{0};
