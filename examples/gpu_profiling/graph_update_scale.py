@@ -72,7 +72,7 @@ for name, src, dst in graphs():
                 r_ms.append(st.rank_ms)
                 if ticks:
                     t = eng.graph._fast.ticks().astype(np.int64)
-                    scan = t[10] - t[5] if t[10] > t[5] else 0  # (builds before the grid commit: none)
+                    scan = t[10] - t[5] if t.shape[0] > 10 and t[10] > t[5] else 0  # (none before the grid commit)
                     steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], scan]]) / 1e3)
         print(f"{name:<34} {eng.graph.num_vertices:>9} {eng.graph.num_edges:>10} {size:>6} "
               f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f}", flush=True)
