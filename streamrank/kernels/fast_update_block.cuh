@@ -59,17 +59,18 @@ __device__ __forceinline__ T block_scan_items(T (&v)[K], T* scratch) {
 // through it took 0.36 us a stage, 16 us for 512 entries). Thread t handles positions t,
 // t + FU_THREADS, ...: a stage of distance j < 32 pairs positions of one warp, so only the stages
 // of distance 32 and more end with a block barrier, the others with a warp one (20 block barriers
-// instead of 55 for 1,024 entries). The caller synchronizes before (the arrays written); it ends
-// synchronized.
+// instead of 55 for 1,024 entries). Merges stop at size `top` (P: one sorted array; P / 2: two
+// halves sorted independently, both ascending). The caller synchronizes before (the arrays
+// written); it ends synchronized.
 template <typename Cas>
-__device__ __forceinline__ void block_bitonic(int P, Cas cas) {
-  for (int k = 2; k <= P; k <<= 1) {
+__device__ __forceinline__ void block_bitonic(int P, int top, Cas cas) {
+  for (int k = 2; k <= top; k <<= 1) {
     int j = k >> 1;
     if (j >= 32) __syncthreads();  // the previous merge's warp stages done in every warp
     for (; j > 0; j >>= 1) {
       for (int i = threadIdx.x; i < P; i += FU_THREADS) {
         const int l = i ^ j;
-        if (l > i) cas(i, l, (i & k) == 0);
+        if (l > i) cas(i, l, k == top || (i & k) == 0);
       }
       if (j >= 32) __syncthreads(); else __syncwarp();  // uniform: j is the same in every thread
     }

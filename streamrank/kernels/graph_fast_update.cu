@@ -89,7 +89,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     sh_tail[1] = 0;
   }
   __syncthreads();
-  block_bitonic(P, [&](int i, int l, bool up) {
+  block_bitonic(P, P, [&](int i, int l, bool up) {
     const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
     const int xi = sh_perm[i], xl = sh_perm[l];
     const bool after = ai != al ? ai > al : (bi != bl ? bi > bl : xi > xl);  // entry i sorts after l
@@ -257,53 +257,64 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
 
   // ---------------------------------------------------------------- 4. sort and plan per direction
+  // Both directions' keys are sorted by one network when they fit side by side (two halves of Pc
+  // positions sorted independently: half the stages of two sorts), else one direction at a time.
   int Pc = 1;
   while (Pc < c) Pc <<= 1;
+  const bool both = 2 * Pc <= FU_MAX;
   for (int dir = 0; dir < 2; ++dir) {
     FuDir& D = w->dir[dir];
-    for (int k = tid; k < FU_MAX; k += FU_THREADS) {
-      if (k < nD && w->dpos[k] >= 0) {
-        const long long a = w->du[k], b = w->dv[k];
-        sh_a[w->dpos[k]] = dir == 0 ? (a << 32) | b : (b << 32) | a;
+    if (!both || dir == 0) {
+      for (int e = both ? 0 : dir; e <= (both ? 1 : dir); ++e) {  // direction e at offset o
+        const int o = both ? e * Pc : 0;
+        for (int k = tid; k < FU_MAX; k += FU_THREADS) {
+          if (k < nD && w->dpos[k] >= 0) {
+            const long long a = w->du[k], b = w->dv[k];
+            sh_a[o + w->dpos[k]] = e == 0 ? (a << 32) | b : (b << 32) | a;
+          }
+          if (k < nI && w->ipos[k] >= 0) {
+            const long long a = w->iu[k], b = w->iv[k];
+            sh_a[o + nDa + w->ipos[k]] = e == 0 ? (a << 32) | b : (b << 32) | a;
+          }
+        }
+        for (int i = tid; i < Pc; i += FU_THREADS) {
+          sh_perm[o + i] = i;
+          if (i >= c) sh_a[o + i] = FU_KEY_MAX;  // padding sorts last (keys are below 2^63 - 1)
+        }
       }
-      if (k < nI && w->ipos[k] >= 0) {
-        const long long a = w->iu[k], b = w->iv[k];
-        sh_a[nDa + w->ipos[k]] = dir == 0 ? (a << 32) | b : (b << 32) | a;
-      }
+      __syncthreads();
+      // sorted in place: sh_a[o + r] the r-th key, sh_perm[o + r] its element (deletions first,
+      // then insertions)
+      block_bitonic(both ? 2 * Pc : Pc, Pc, [&](int i, int l, bool up) {
+        const long long ki = sh_a[i], kl = sh_a[l];
+        if ((ki > kl) == up) {  // keys are distinct (or both padding)
+          const int xi = sh_perm[i], xl = sh_perm[l];
+          sh_a[i] = kl;
+          sh_a[l] = ki;
+          sh_perm[i] = xl;
+          sh_perm[l] = xi;
+        }
+      });
     }
-    for (int i = tid; i < Pc; i += FU_THREADS) {
-      sh_perm[i] = i;
-      if (i >= c) sh_a[i] = FU_KEY_MAX;  // padding sorts last (keys are below 2^63 - 1)
-    }
-    __syncthreads();
-    // sorted in place: sh_a[r] the r-th key, sh_perm[r] its element (deletions first, then insertions)
-    block_bitonic(Pc, [&](int i, int l, bool up) {
-      const long long ki = sh_a[i], kl = sh_a[l];
-      if ((ki > kl) == up) {  // keys are distinct (or both padding)
-        const int xi = sh_perm[i], xl = sh_perm[l];
-        sh_a[i] = kl;
-        sh_a[l] = ki;
-        sh_perm[i] = xl;
-        sh_perm[l] = xi;
-      }
-    });
+    const long long* const ka = sh_a + (both ? dir * Pc : 0);  // this direction's sorted keys
+    const int* const kp = sh_perm + (both ? dir * Pc : 0);
     if (dir == 0) fu_tick(w, 8);
     int pre[2];
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int r = 2 * tid + j;
-      pre[j] = (r < c && sh_perm[r] >= nDa) ? 1 : 0;
+      pre[j] = (r < c && kp[r] >= nDa) ? 1 : 0;
     }
     block_scan_items<2, int>(pre, sh_iscan);
     // sh_b (free in this step) keeps the insertions before each sorted position for the planning
-    // below, which reads the sorted keys from sh_a: shared memory, not D's copies in global memory
+    // below, which reads the sorted keys from ka: shared memory, not D's copies in global memory
     long long* const sh_ipos = sh_b;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int r = 2 * tid + j;
       if (r >= c) continue;
-      const int x = sh_perm[r];
-      const long long key = sh_a[r];
+      const int x = kp[r];
+      const long long key = ka[r];
       const bool ins = x >= nDa;
       D.key[r] = key;
       D.ins[r] = ins ? 1 : 0;
@@ -326,13 +337,13 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       need[j] = 0;
       dc[j] = 0;
       if (r >= c) continue;
-      const long long key = sh_a[r];
+      const long long key = ka[r];
       const long long hi = key >> 32;
-      if (r > 0 && (sh_a[r - 1] >> 32) == hi) continue;  // not a group leader
+      if (r > 0 && (ka[r - 1] >> 32) == hi) continue;  // not a group leader
       int lo = r + 1, up = c;  // first position of the next vertex
       while (lo < up) {
         const int mid = (lo + up) >> 1;
-        if ((sh_a[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
+        if ((ka[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
       }
       const int u = static_cast<int>(hi);
       const int ki = static_cast<int>((lo < c ? sh_ipos[lo] : nIa) - sh_ipos[r]);
@@ -386,7 +397,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       sh_tail[dir] = tail;
       if (end + tail > size) s_over |= dir == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
     }
-    __syncthreads();  // sh_a / sh_perm free for the next direction; D complete
+    __syncthreads();  // D complete (and, one direction at a time, sh_a / sh_perm free for the next)
     fu_tick(w, 4 + dir);
   }
   if (s_over != 0) {  // uniform (read after the barrier above)
