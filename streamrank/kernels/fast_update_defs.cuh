@@ -14,6 +14,7 @@
 #define FU_CHUNK (8 * FU_SCAN_THREADS)  // list entries per chunk of the deletion scan
 #define FU_COMMIT_THREADS 256       // block of the commit (fast_update_commit)
 #define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
+#define FU_INS_BIT (1LL << 31)      // step 4's sort keys: set for an insertion
 // Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
 // (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
 #ifndef FU_TICKS
@@ -42,7 +43,7 @@ namespace {
 // One direction's applied changes, sorted, and their plan (entries of group leaders only, except
 // key / ins / ipos which hold every sorted position).
 struct FuDir {
-  long long key[FU_MAX];    // sorted keys u << 32 | t
+  long long key[FU_MAX];    // keys u << 32 | t, sorted by (u, deletion first, t)
   long long noff[FU_MAX];   // leader: offset of the relocated list in the tail, else -1
   int ins[FU_MAX];          // 1 = insertion, 0 = deletion
   int ipos[FU_MAX + 1];     // insertions before sorted position r

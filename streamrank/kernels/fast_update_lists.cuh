@@ -46,13 +46,14 @@ __device__ __forceinline__ bool warp_has_edge(int u, int v, const long long* out
   return false;
 }
 
-// Whether the group [r, ge) of D deletes key (binary search; keys in a group are sorted).
-__device__ __forceinline__ bool group_deletes(const FuDir& D, int r, int ge, long long key) {
-  int lo = r, hi = ge;
+// Whether the group led by r deletes key: a binary search over its deletions, the first kd
+// entries of the group (sorted by target).
+__device__ __forceinline__ bool group_deletes(const FuDir& D, int r, int kd, long long key) {
+  int lo = r, hi = r + kd;
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
     const long long k = D.key[mid];
-    if (k == key) return D.ins[mid] == 0;
+    if (k == key) return true;
     if (k < key) lo = mid + 1; else hi = mid;
   }
   return false;
@@ -102,7 +103,7 @@ __device__ __forceinline__ void scan_chunk(FuDir& D, int r, int c, const long lo
   const long long key = D.key[r];
   const int u = static_cast<int>(key >> 32);
   const long long high = static_cast<long long>(u) << 32;
-  const int ge = D.gend[r], d = D.d0[r], keep = d - D.kd[r];
+  const int d = D.d0[r], kd = D.kd[r], keep = d - kd;
   const long long base = off[u];
   const int p0 = c * FU_CHUNK + static_cast<int>(threadIdx.x);
   int t[FU_CHUNK / FU_SCAN_THREADS];
@@ -115,7 +116,7 @@ __device__ __forceinline__ void scan_chunk(FuDir& D, int r, int c, const long lo
   for (int j = 0; j < FU_CHUNK / FU_SCAN_THREADS; ++j) {
     const int p = p0 + j * FU_SCAN_THREADS;
     if (p >= d) break;
-    const bool del = group_deletes(D, r, ge, high | static_cast<long long>(t[j]));
+    const bool del = group_deletes(D, r, kd, high | static_cast<long long>(t[j]));
     if (p < keep) {
       if (del) D.hole[r + atomicAdd(&D.hcnt[r], 1)] = p;
     } else if (!del) {

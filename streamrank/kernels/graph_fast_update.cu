@@ -258,7 +258,9 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
 
   // ---------------------------------------------------------------- 4. sort and plan per direction
   // Both directions' keys are sorted by one network when they fit side by side (two halves of Pc
-  // positions sorted independently: half the stages of two sorts), else one direction at a time.
+  // positions sorted independently), else one direction at a time. A sort key is u << 32 | t
+  // with bit 31 set for an insertion (ids are below 2^31): a group's deletions come first, each
+  // part in target order, and the key alone says what it is (no permutation moves with it).
   int Pc = 1;
   while (Pc < c) Pc <<= 1;
   const bool both = 2 * Pc <= FU_MAX;
@@ -274,36 +276,28 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
           }
           if (k < nI && w->ipos[k] >= 0) {
             const long long a = w->iu[k], b = w->iv[k];
-            sh_a[o + nDa + w->ipos[k]] = e == 0 ? (a << 32) | b : (b << 32) | a;
+            sh_a[o + nDa + w->ipos[k]] = (e == 0 ? (a << 32) | b : (b << 32) | a) | FU_INS_BIT;
           }
         }
-        for (int i = tid; i < Pc; i += FU_THREADS) {
-          sh_perm[o + i] = i;
-          if (i >= c) sh_a[o + i] = FU_KEY_MAX;  // padding sorts last (keys are below 2^63 - 1)
-        }
+        for (int i = c + tid; i < Pc; i += FU_THREADS) sh_a[o + i] = FU_KEY_MAX;  // padding sorts last
       }
       __syncthreads();
-      // sorted in place: sh_a[o + r] the r-th key, sh_perm[o + r] its element (deletions first,
-      // then insertions)
+      // sorted in place: sh_a[o + r] the r-th key
       block_bitonic(both ? 2 * Pc : Pc, Pc, [&](int i, int l, bool up) {
         const long long ki = sh_a[i], kl = sh_a[l];
         if ((ki > kl) == up) {  // keys are distinct (or both padding)
-          const int xi = sh_perm[i], xl = sh_perm[l];
           sh_a[i] = kl;
           sh_a[l] = ki;
-          sh_perm[i] = xl;
-          sh_perm[l] = xi;
         }
       });
     }
     const long long* const ka = sh_a + (both ? dir * Pc : 0);  // this direction's sorted keys
-    const int* const kp = sh_perm + (both ? dir * Pc : 0);
     if (dir == 0) fu_tick(w, 8);
     int pre[2];
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int r = 2 * tid + j;
-      pre[j] = (r < c && kp[r] >= nDa) ? 1 : 0;
+      pre[j] = (r < c && (ka[r] & FU_INS_BIT) != 0) ? 1 : 0;
     }
     block_scan_items<2, int>(pre, sh_iscan);
     // sh_b (free in this step) keeps the insertions before each sorted position for the planning
@@ -313,9 +307,8 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     for (int j = 0; j < 2; ++j) {
       const int r = 2 * tid + j;
       if (r >= c) continue;
-      const int x = kp[r];
-      const long long key = ka[r];
-      const bool ins = x >= nDa;
+      const bool ins = (ka[r] & FU_INS_BIT) != 0;
+      const long long key = ka[r] & ~FU_INS_BIT;
       D.key[r] = key;
       D.ins[r] = ins ? 1 : 0;
       D.ipos[r] = pre[j];
@@ -397,7 +390,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       sh_tail[dir] = tail;
       if (end + tail > size) s_over |= dir == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
     }
-    __syncthreads();  // D complete (and, one direction at a time, sh_a / sh_perm free for the next)
+    __syncthreads();  // D complete (and, one direction at a time, sh_a free for the next)
     fu_tick(w, 4 + dir);
   }
   if (s_over != 0) {  // uniform (read after the barrier above)
