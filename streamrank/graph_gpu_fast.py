@@ -269,7 +269,7 @@ class FastUpdater:
 
     def ticks(self):
         """Profiling (STREAMRANK_FAST_TICKS=1): the last update's device clock (ns) at its start,
-        after its steps 1, 2, 3, 4 (out), 4 (in) and the commit's end, after step 1's sort, after
+        after its steps 1, 2, 3, 4 (out), 4 (in) and the commit's end, after step 1's pair table, after
         step 4 (out)'s sort and after its writes, and after the commit's deletion scan, as a host
         array (a device-to-host copy)."""
         return self.work[:88].view(self.cp.uint64).get()

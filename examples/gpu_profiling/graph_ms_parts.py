@@ -59,7 +59,7 @@ def timed_changes(*a, **kw):
 setattr(graph_gpu, _changes_name, timed_changes)
 ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse + lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
-         "(1's sort)", "(4 out: sort)", "(4 out: writes)", "(4 out: plan)"]
+         "(1's table)", "(4 out: sort)", "(4 out: writes)", "(4 out: plan)"]
 print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, dangling {replay.dangling}")
 print("lines | graph_ms | engine before queueing | queueing (host) | start -> graph kernel end (events) "
       "| bookkeeping | total ms  (medians, us unless said)")

@@ -44,7 +44,7 @@ def graphs():
 rng = np.random.default_rng(3)
 ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse+lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
-         "(1's sort)", "(4 out's sort)", "(5's deletion scan)"]
+         "(1's table)", "(4 out's sort)", "(5's deletion scan)"]
 print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms median':>16} {'p95':>7} "
       f"{'rank ms median':>15}")
 for name, src, dst in graphs():

@@ -67,10 +67,13 @@ struct FuDir {
 // Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
 struct FuWork {
   unsigned long long ticks[16];          // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5;
-                                         // [7] after step 1's sort; step 4 (out): [8] after its sort, [9] after its D writes;
+                                         // [7] after step 1's table; step 4 (out): [8] after its sort, [9] after its D writes;
                                          // [10] after step 5's deletion scan ([6], [10]: the last block's clock)
-  long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), (src, dst) order
+  long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), arrival order
   long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
+  int cown[FU_TEMP];                     // step 1's table of (src, dst) pairs: the edge that claimed a slot
+  int clast[FU_TEMP];                    //   the pair's last arrival
+  int cslot[FU_MAX];                     // edge -> its pair's slot
   unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
   int tmin[FU_TEMP];                     //   its first position in the interleaved sequence
   int tval[FU_TEMP];                     //   its new internal id

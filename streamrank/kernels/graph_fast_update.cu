@@ -4,12 +4,14 @@
 // grid, the lists that lose entries; fast_update_commit, a grid, the lists' commit (step 6).
 //
 // Semantics are those of the slow path (graph_gpu.py, normalize.py, graph.py):
-//   1. collapse to the last op per (src, dst) pair in arrival order (block bitonic sort of the
-//      batch by (src, dst, arrival)); survivors in (src, dst) order, duplicates counted;
+//   1. collapse to the last op per (src, dst) pair in arrival order (a table of pairs: each
+//      pair's last arrival survives); survivors in arrival order, duplicates counted;
 //   2. id lookup of every endpoint in the device hash map (idhash.cuh);
 //   3. new vertex ids in the CPU store's order: first appearance over the interleaved
-//      (src, dst) of the collapsed insertions (a small temporary table keeps, per unknown id, the
-//      first position it occurs at; a block scan over positions numbers the firsts);
+//      (src, dst) of the collapsed insertions in (src, dst) order (the insertions with an
+//      unknown endpoint are sorted by (src, dst) with a block bitonic sort; a small temporary
+//      table keeps, per unknown id, the first position it occurs at; a block scan over
+//      positions numbers the firsts);
 //   4. membership against the graph before the batch: the shorter of out(u) and in(v) is scanned
 //      by one thread when it is short (FU_SHORT), else by a warp;
 //   5. per direction: the applied changes sorted as keys u << 32 | t (block bitonic sort),
@@ -70,14 +72,15 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   if (FU_TICKS && tid == 0) w->ticks[6] = w->ticks[10] = 0;  // the grid kernels' atomicMax slots
 
   // ---------------------------------------------------------------- 1. collapse
-  // Sorted in place by (src, dst, arrival): sh_a / sh_b / sh_perm hold the sorted position's
-  // src, dst and arrival index; padding (arrival index >= m) sorts last.
-  int P = 1;
-  while (P < m) P <<= 1;
-  for (int i = tid; i < P; i += FU_THREADS) {
-    sh_a[i] = i < m ? bsrc[i] : FU_KEY_MAX;
-    sh_b[i] = i < m ? bdst[i] : FU_KEY_MAX;
-    sh_perm[i] = i;
+  // A table of (src, dst) pairs in w (open addressing, load <= 1/2): an edge claims its pair's
+  // slot or finds the edge that did (cown), and the slot keeps the pair's last arrival (clast).
+  // The survivor of a pair is its last edge; survivors are numbered in arrival order.
+  int TC = 64;
+  while (TC < 2 * m) TC <<= 1;  // <= FU_TEMP
+  const unsigned long long cmask = static_cast<unsigned long long>(TC - 1);
+  for (int h = tid; h < TC; h += FU_THREADS) {
+    w->cown[h] = -1;
+    w->clast[h] = -1;
   }
   if (tid == 0) {
     s_over = 0;
@@ -89,43 +92,39 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     sh_tail[1] = 0;
   }
   __syncthreads();
-  block_bitonic(P, P, [&](int i, int l, bool up) {
-    const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
-    const int xi = sh_perm[i], xl = sh_perm[l];
-    const bool after = ai != al ? ai > al : (bi != bl ? bi > bl : xi > xl);  // entry i sorts after l
-    if (after == up) {
-      sh_a[i] = al;
-      sh_a[l] = ai;
-      sh_b[i] = bl;
-      sh_b[l] = bi;
-      sh_perm[i] = xl;
-      sh_perm[l] = xi;
+  for (int i = tid; i < m; i += FU_THREADS) {
+    const long long s = bsrc[i], d = bdst[i];
+    unsigned long long h = sr::hash_mix(s ^ static_cast<long long>(sr::hash_mix(d))) & cmask;
+    while (true) {
+      const int prev = atomicCAS(&w->cown[h], -1, i);
+      if (prev < 0 || (bsrc[prev] == s && bdst[prev] == d)) break;
+      h = (h + 1) & cmask;
     }
-  });
+    atomicMax(&w->clast[h], i);
+    w->cslot[i] = static_cast<int>(h);
+  }
+  __syncthreads();
   fu_tick(w, 7);
-  // Survivor at sorted position r: the last of its pair. Two scans number the surviving
-  // insertions and deletions in (src, dst) order.
+  // Two scans number the surviving insertions and deletions (item i = 2 * tid + j).
   int ipre[2], dpre[2];
   bool surv[2], sins[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int r = 2 * tid + j;
-    surv[j] = false;
-    sins[j] = false;
-    if (r < m) {
-      surv[j] = r == m - 1 || sh_a[r + 1] != sh_a[r] || sh_b[r + 1] != sh_b[r];
-      sins[j] = bins[sh_perm[r]] != 0;
-    }
+    const int i = 2 * tid + j;
+    surv[j] = i < m && w->clast[w->cslot[i]] == i;
+    sins[j] = surv[j] && bins[i] != 0;
     ipre[j] = (surv[j] && sins[j]) ? 1 : 0;
     dpre[j] = (surv[j] && !sins[j]) ? 1 : 0;
   }
   const int nI = block_scan_items<2, int>(ipre, sh_iscan);
   const int nD = block_scan_items<2, int>(dpre, sh_iscan);
+  int upre[2];  // insertions with an endpoint the id map does not know (step 2)
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
+    upre[j] = 0;
     if (!surv[j]) continue;
-    const int r = 2 * tid + j;
-    const long long s = sh_a[r], d = sh_b[r];
+    const int i = 2 * tid + j;
+    const long long s = bsrc[i], d = bdst[i];
     const int us = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, s));
     const int vs = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, d));
     if (sins[j]) {
@@ -134,18 +133,55 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       w->idst[k] = d;
       w->iu[k] = us;
       w->iv[k] = vs;
+      upre[j] = (us < 0 || vs < 0) ? 1 : 0;
     } else {
       const int k = dpre[j];
       w->du[k] = us;
       w->dv[k] = vs;
     }
   }
+  const bool unknown[2] = {upre[0] != 0, upre[1] != 0};
+  const int K = block_scan_items<2, int>(upre, sh_iscan);
 
   fu_tick(w, 1);  // (before the barrier below: thread 0's own lookups done)
 
   // ---------------------------------------------------------------- 2. new vertex ids
-  // Positions p of the interleaved sequence src0, dst0, src1, ... of the collapsed insertions.
-  const int L = 2 * nI;
+  // In the CPU store's order: first appearance over the interleaved (src, dst) of the collapsed
+  // insertions in (src, dst) order. Only insertions with an unknown endpoint hold new ids, so
+  // only those K are sorted by (src, dst) (none when every id exists, as in the published
+  // protocol); position p of the interleaved sequence src0, dst0, src1, ... of the sorted K.
+  int PK = 1;
+  while (PK < K) PK <<= 1;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (!unknown[j]) continue;
+    const int k = ipre[j];
+    sh_a[upre[j]] = w->isrc[k];
+    sh_b[upre[j]] = w->idst[k];
+    sh_perm[upre[j]] = k;
+  }
+  for (int r = K + tid; r < PK; r += FU_THREADS) {
+    sh_a[r] = FU_KEY_MAX;
+    sh_b[r] = FU_KEY_MAX;
+    sh_perm[r] = -1;
+  }
+  __syncthreads();
+  if (K > 1) {  // uniform; pairs are distinct after the collapse (padding ties only with padding)
+    block_bitonic(PK, PK, [&](int i, int l, bool up) {
+      const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
+      const bool after = ai != al ? ai > al : bi > bl;  // entry i sorts after l
+      if (after == up) {
+        sh_a[i] = al;
+        sh_a[l] = ai;
+        sh_b[i] = bl;
+        sh_b[l] = bi;
+        const int x = sh_perm[i];
+        sh_perm[i] = sh_perm[l];
+        sh_perm[l] = x;
+      }
+    });
+  }
+  const int L = 2 * K;
   int TT = 64;
   while (TT < 2 * L) TT <<= 1;  // <= FU_TEMP
   const unsigned long long tmask = static_cast<unsigned long long>(TT - 1);
@@ -156,7 +192,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   __syncthreads();  // iu/iv/isrc/idst written, the temporary table cleared
   for (int p = tid; p < L; p += FU_THREADS) {
-    const int k = p >> 1;
+    const int k = sh_perm[p >> 1];
     if (((p & 1) ? w->iv[k] : w->iu[k]) >= 0) continue;
     const long long x = (p & 1) ? w->idst[k] : w->isrc[k];
     unsigned long long h = sr::hash_mix(x) & tmask;
@@ -175,7 +211,10 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   for (int j = 0; j < 4; ++j) {
     const int p = 4 * tid + j;
     first[j] = false;
-    if (p < L && ((p & 1) ? w->iv[p >> 1] : w->iu[p >> 1]) < 0) first[j] = w->tmin[w->pslot[p]] == p;
+    if (p < L) {
+      const int k = sh_perm[p >> 1];
+      if (((p & 1) ? w->iv[k] : w->iu[k]) < 0) first[j] = w->tmin[w->pslot[p]] == p;
+    }
     fpre[j] = first[j] ? 1 : 0;
   }
   const int nNew = block_scan_items<4, int>(fpre, sh_iscan);
@@ -183,12 +222,13 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   for (int j = 0; j < 4; ++j) {
     if (!first[j]) continue;
     const int p = 4 * tid + j;
+    const int k = sh_perm[p >> 1];
     w->tval[w->pslot[p]] = n + fpre[j];
-    w->new_ext[fpre[j]] = (p & 1) ? w->idst[p >> 1] : w->isrc[p >> 1];
+    w->new_ext[fpre[j]] = (p & 1) ? w->idst[k] : w->isrc[k];
   }
   __syncthreads();  // tval complete
   for (int p = tid; p < L; p += FU_THREADS) {
-    const int k = p >> 1;
+    const int k = sh_perm[p >> 1];
     if (p & 1) {
       if (w->iv[k] < 0) w->iv[k] = w->tval[w->pslot[p]];
     } else {

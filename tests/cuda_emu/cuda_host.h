@@ -56,6 +56,15 @@ inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long c,
   __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return c;
 }
+inline int atomicCAS(int* a, int c, int v) {
+  __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return c;
+}
+inline int atomicMax(int* a, int v) {
+  int old = __atomic_load_n(a, __ATOMIC_SEQ_CST);
+  while (v > old && !__atomic_compare_exchange_n(a, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
 inline int atomicMin(int* a, int v) {
   int old = __atomic_load_n(a, __ATOMIC_SEQ_CST);
   while (v < old && !__atomic_compare_exchange_n(a, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
