@@ -87,14 +87,11 @@ __device__ __forceinline__ void block_bitonic(int P, int top, Cas cas) {
 __device__ __forceinline__ void block_sort_keys(long long* keys, long long* spare, int P, int top) {
   const int t = threadIdx.x;
   const int i1 = t + FU_THREADS;
-  // warps holding no position < P skip the work (uniform over the warp; P is a power of two,
-  // so below 32 only warp 0 works, on its lanes < P, whose partners are lanes < P as well)
-  const bool act0 = (t & ~31) < P, act1 = (i1 & ~31) < P;
   long long v0 = t < P ? keys[t] : FU_KEY_MAX, v1 = i1 < P ? keys[i1] : FU_KEY_MAX;
   int buf = 0;
   for (int k = 2; k <= top; k <<= 1) {
     for (int j = k >> 1; j > 0; j >>= 1) {
-      long long p0 = v0, p1 = v1;
+      long long p0, p1;
       if (j == FU_THREADS) {  // the partner of position t is t + FU_THREADS: this thread
         p0 = v1;
         p1 = v0;
@@ -104,22 +101,18 @@ __device__ __forceinline__ void block_sort_keys(long long* keys, long long* spar
         if (t < P) b[t] = v0;
         if (i1 < P) b[i1] = v1;
         __syncthreads();  // this stage's values written; the last reads of b were two stages ago
-        if (t < P) p0 = b[t ^ j];
-        if (i1 < P) p1 = b[i1 ^ j];
+        p0 = t < P ? b[t ^ j] : FU_KEY_MAX;
+        p1 = i1 < P ? b[i1 ^ j] : FU_KEY_MAX;
       } else {
-        if (act0) p0 = __shfl_xor_sync(SR_FULL_MASK, v0, j);
-        if (act1) p1 = __shfl_xor_sync(SR_FULL_MASK, v1, j);
+        p0 = __shfl_xor_sync(SR_FULL_MASK, v0, j);
+        p1 = __shfl_xor_sync(SR_FULL_MASK, v1, j);
       }
       // position i keeps the smaller key when it is the lower of an ascending pair or the upper
       // of a descending one
-      if (act0) {
-        const bool up = k == top || (t & k) == 0;
-        v0 = ((t & j) == 0) == up ? (p0 < v0 ? p0 : v0) : (p0 > v0 ? p0 : v0);
-      }
-      if (act1) {
-        const bool up = k == top || (i1 & k) == 0;
-        v1 = ((i1 & j) == 0) == up ? (p1 < v1 ? p1 : v1) : (p1 > v1 ? p1 : v1);
-      }
+      const bool up0 = k == top || (t & k) == 0, up1 = k == top || (i1 & k) == 0;
+      const bool min0 = ((t & j) == 0) == up0, min1 = ((i1 & j) == 0) == up1;
+      v0 = min0 ? (p0 < v0 ? p0 : v0) : (p0 > v0 ? p0 : v0);
+      v1 = min1 ? (p1 < v1 ? p1 : v1) : (p1 > v1 ? p1 : v1);
     }
   }
   __syncthreads();  // every read of keys and spare done
