@@ -78,47 +78,4 @@ __device__ __forceinline__ void block_bitonic(int P, int top, Cas cas) {
   __syncthreads();  // also when P == 1
 }
 
-// The same network for 64-bit keys alone (step 4's), with the keys in registers: thread t holds
-// positions t and t + FU_THREADS (P <= 2 * FU_THREADS); a stage of distance j < 32 exchanges
-// through warp shuffles, one of distance FU_THREADS inside the thread, the others through shared
-// memory, alternating between `keys` and `spare` (P entries each) so that one barrier a stage
-// suffices. The result is in `keys`. Merges stop at size `top` as in block_bitonic. Every thread
-// calls it; the caller synchronizes before (keys written); it ends synchronized.
-__device__ __forceinline__ void block_sort_keys(long long* keys, long long* spare, int P, int top) {
-  const int t = threadIdx.x;
-  const int i1 = t + FU_THREADS;
-  long long v0 = t < P ? keys[t] : FU_KEY_MAX, v1 = i1 < P ? keys[i1] : FU_KEY_MAX;
-  int buf = 0;
-  for (int k = 2; k <= top; k <<= 1) {
-    for (int j = k >> 1; j > 0; j >>= 1) {
-      long long p0, p1;
-      if (j == FU_THREADS) {  // the partner of position t is t + FU_THREADS: this thread
-        p0 = v1;
-        p1 = v0;
-      } else if (j >= 32) {
-        long long* b = buf ? spare : keys;
-        buf ^= 1;
-        if (t < P) b[t] = v0;
-        if (i1 < P) b[i1] = v1;
-        __syncthreads();  // this stage's values written; the last reads of b were two stages ago
-        p0 = t < P ? b[t ^ j] : FU_KEY_MAX;
-        p1 = i1 < P ? b[i1 ^ j] : FU_KEY_MAX;
-      } else {
-        p0 = __shfl_xor_sync(SR_FULL_MASK, v0, j);
-        p1 = __shfl_xor_sync(SR_FULL_MASK, v1, j);
-      }
-      // position i keeps the smaller key when it is the lower of an ascending pair or the upper
-      // of a descending one
-      const bool up0 = k == top || (t & k) == 0, up1 = k == top || (i1 & k) == 0;
-      const bool min0 = ((t & j) == 0) == up0, min1 = ((i1 & j) == 0) == up1;
-      v0 = min0 ? (p0 < v0 ? p0 : v0) : (p0 > v0 ? p0 : v0);
-      v1 = min1 ? (p1 < v1 ? p1 : v1) : (p1 > v1 ? p1 : v1);
-    }
-  }
-  __syncthreads();  // every read of keys and spare done
-  if (t < P) keys[t] = v0;
-  if (i1 < P) keys[i1] = v1;
-  __syncthreads();
-}
-
 }  // namespace
