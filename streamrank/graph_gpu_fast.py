@@ -7,8 +7,9 @@ everything fits in the room the host reserved ahead (vertex rows, id map, the ta
 ``idx``), it commits the new ids, and two grid kernels commit the lists (one scans the lists that
 lose entries in chunks, one rewrites each touched list with one writer). The host then makes
 exactly one synchronizing copy, of 16 counters into pinned memory; when the first kernel reports
-an overflow nothing was written, and the caller runs the slow path (which re-plans and reserves). The room is re-reserved by the host after every batch
-(:meth:`FastUpdate.vertices`, :meth:`FastUpdate.slots`), without a sync.
+an overflow nothing was written, and the caller runs the slow path (which re-plans and reserves).
+The room is re-reserved by the host after every batch (:meth:`FastUpdate.vertices`,
+:meth:`FastUpdate.slots`), without a sync.
 
 Settings: :class:`FastUpdate`, from the environment by default (``STREAMRANK_FAST_UPDATE=0``
 switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size).
