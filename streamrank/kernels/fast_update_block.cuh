@@ -78,4 +78,66 @@ __device__ __forceinline__ void block_bitonic(int P, int top, Cas cas) {
   __syncthreads();  // also when P == 1
 }
 
+// Compare-exchange of two keys in registers for the direction `up` (ascending when true).
+__device__ __forceinline__ void cx_keys(long long& x, long long& y, bool up) {
+  if ((x > y) == up) {
+    const long long t = x;
+    x = y;
+    y = t;
+  }
+}
+
+// The same network for 64-bit keys alone (step 4's), two stages per round: thread t loads the four
+// positions q, q + j/2, q + j, q + j + j/2 of its quad into registers, runs the stages of distance
+// j and j/2 on them and stores them back (half the shared-memory round trips and rounds of the
+// stage-per-round network); a merge's last stage of distance 1, when left over, pairs 4t with
+// 4t + 1 and 4t + 2 with 4t + 3. While j <= 64 every warp keeps the same 128 positions from round
+// to round, so those rounds end with a warp barrier; wider rounds with a block barrier. At most
+// 4 * FU_THREADS positions; merges stop at size `top` as in block_bitonic. The caller
+// synchronizes before (keys written); it ends synchronized.
+__device__ __forceinline__ void block_sort_keys(long long* a, int P, int top) {
+  const int tid = threadIdx.x;
+  bool wide_prev = true;
+  for (int k = 2; k <= top; k <<= 1) {
+    for (int j = k >> 1; j > 0;) {
+      const bool wide = j >= 128;  // this round's quads leave their warp's 128 positions
+      if (wide || wide_prev) __syncthreads(); else __syncwarp();  // uniform: j, k the same everywhere
+      wide_prev = wide;
+      if (j >= 2) {
+        const int j2 = j >> 1, b = __ffs(j2) - 1;
+        for (int t = tid; t < (P >> 2); t += FU_THREADS) {
+          const int q = ((t >> b) << (b + 2)) | (t & (j2 - 1));  // bits b and b + 1 of q are 0
+          const bool up = k == top || (q & k) == 0;  // the same for the quad (k > j + j2)
+          long long x0 = a[q], x1 = a[q + j2], x2 = a[q + j], x3 = a[q + j + j2];
+          cx_keys(x0, x2, up);  // distance j
+          cx_keys(x1, x3, up);
+          cx_keys(x0, x1, up);  // distance j / 2
+          cx_keys(x2, x3, up);
+          a[q] = x0;
+          a[q + j2] = x1;
+          a[q + j] = x2;
+          a[q + j + j2] = x3;
+        }
+        j >>= 2;
+      } else {
+        for (int t = tid; 4 * t < P; t += FU_THREADS) {
+          const int q = 4 * t;
+          long long x0 = a[q], x1 = a[q + 1];
+          cx_keys(x0, x1, k == top || (q & k) == 0);
+          a[q] = x0;
+          a[q + 1] = x1;
+          if (q + 3 < P) {
+            long long x2 = a[q + 2], x3 = a[q + 3];
+            cx_keys(x2, x3, k == top || ((q + 2) & k) == 0);
+            a[q + 2] = x2;
+            a[q + 3] = x3;
+          }
+        }
+        j = 0;
+      }
+    }
+  }
+  __syncthreads();
+}
+
 }  // namespace

@@ -322,14 +322,8 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
         for (int i = c + tid; i < Pc; i += FU_THREADS) sh_a[o + i] = FU_KEY_MAX;  // padding sorts last
       }
       __syncthreads();
-      // sorted in place: sh_a[o + r] the r-th key
-      block_bitonic(both ? 2 * Pc : Pc, Pc, [&](int i, int l, bool up) {
-        const long long ki = sh_a[i], kl = sh_a[l];
-        if ((ki > kl) == up) {  // keys are distinct (or both padding)
-          sh_a[i] = kl;
-          sh_a[l] = ki;
-        }
-      });
+      // sorted in place: sh_a[o + r] the r-th key (keys are distinct, or both padding)
+      block_sort_keys(sh_a, both ? 2 * Pc : Pc, Pc);
     }
     const long long* const ka = sh_a + (both ? dir * Pc : 0);  // this direction's sorted keys
     if (dir == 0) fu_tick(w, 8);
