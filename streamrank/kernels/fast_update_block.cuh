@@ -59,18 +59,17 @@ __device__ __forceinline__ T block_scan_items(T (&v)[K], T* scratch) {
 // through it took 0.36 us a stage, 16 us for 512 entries). Thread t handles positions t,
 // t + FU_THREADS, ...: a stage of distance j < 32 pairs positions of one warp, so only the stages
 // of distance 32 and more end with a block barrier, the others with a warp one (20 block barriers
-// instead of 55 for 1,024 entries). Merges stop at size `top` (P: one sorted array; P / 2: two
-// halves sorted independently, both ascending). The caller synchronizes before (the arrays
-// written); it ends synchronized.
+// instead of 55 for 1,024 entries). The caller synchronizes before (the arrays written); it ends
+// synchronized.
 template <typename Cas>
-__device__ __forceinline__ void block_bitonic(int P, int top, Cas cas) {
-  for (int k = 2; k <= top; k <<= 1) {
+__device__ __forceinline__ void block_bitonic(int P, Cas cas) {
+  for (int k = 2; k <= P; k <<= 1) {
     int j = k >> 1;
     if (j >= 32) __syncthreads();  // the previous merge's warp stages done in every warp
     for (; j > 0; j >>= 1) {
       for (int i = threadIdx.x; i < P; i += FU_THREADS) {
         const int l = i ^ j;
-        if (l > i) cas(i, l, k == top || (i & k) == 0);
+        if (l > i) cas(i, l, (i & k) == 0);
       }
       if (j >= 32) __syncthreads(); else __syncwarp();  // uniform: j is the same in every thread
     }
@@ -93,8 +92,9 @@ __device__ __forceinline__ void cx_keys(long long& x, long long& y, bool up) {
 // stage-per-round network); a merge's last stage of distance 1, when left over, pairs 4t with
 // 4t + 1 and 4t + 2 with 4t + 3. While j <= 64 every warp keeps the same 128 positions from round
 // to round, so those rounds end with a warp barrier; wider rounds with a block barrier. At most
-// 4 * FU_THREADS positions; merges stop at size `top` as in block_bitonic. The caller
-// synchronizes before (keys written); it ends synchronized.
+// 4 * FU_THREADS positions. Merges stop at size `top` (P: one sorted array; P / 2: two halves
+// sorted independently, both ascending). The caller synchronizes before (keys written); it ends
+// synchronized.
 __device__ __forceinline__ void block_sort_keys(long long* a, int P, int top) {
   const int tid = threadIdx.x;
   bool wide_prev = true;

@@ -41,12 +41,11 @@
 namespace {
 
 // One direction's applied changes, sorted, and their plan (entries of group leaders only, except
-// key / ins / ipos which hold every sorted position).
+// key which holds every sorted position). A group's kd deletions come first: its insertions are
+// the entries from r + kd to gend.
 struct FuDir {
   long long key[FU_MAX];    // keys u << 32 | t, sorted by (u, deletion first, t)
   long long noff[FU_MAX];   // leader: offset of the relocated list in the tail, else -1
-  int ins[FU_MAX];          // 1 = insertion, 0 = deletion
-  int ipos[FU_MAX + 1];     // insertions before sorted position r
   int gend[FU_MAX];         // leader: end of its group
   int d0[FU_MAX];           // leader: degree before the batch
   int kd[FU_MAX];           // leader: deletions in the group
@@ -92,32 +91,24 @@ struct FuWork {
   int nlist[3];                          // lengths of tlist, wlist, blist
 };
 
-__device__ __forceinline__ void fu_tick(FuWork* w, int k) {
+// Thread 0 stamps slot k with the device clock; `latest` (the multi-block kernels, every block
+// stamps): the latest clock of the slot.
+__device__ __forceinline__ void fu_stamp(FuWork* w, int k, bool latest) {
 #if FU_TICKS
   if (threadIdx.x == 0) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    w->ticks[k] = t;
+    if (latest) atomicMax(&w->ticks[k], t); else w->ticks[k] = t;
   }
 #else
   (void)w;
   (void)k;
+  (void)latest;
 #endif
 }
 
-// The same from any block of the multi-block kernels: the latest clock of slot k.
-__device__ __forceinline__ void fu_tick_max(FuWork* w, int k) {
-#if FU_TICKS
-  if (threadIdx.x == 0) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    atomicMax(&w->ticks[k], t);
-  }
-#else
-  (void)w;
-  (void)k;
-#endif
-}
+__device__ __forceinline__ void fu_tick(FuWork* w, int k) { fu_stamp(w, k, false); }
+__device__ __forceinline__ void fu_tick_max(FuWork* w, int k) { fu_stamp(w, k, true); }
 
 __device__ __forceinline__ void write_counters(long long* counters, long long overflow, long long nnew,
                                                long long nins, long long ndel, long long dup,

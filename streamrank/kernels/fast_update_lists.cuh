@@ -125,71 +125,36 @@ __device__ __forceinline__ void scan_chunk(FuDir& D, int r, int c, const long lo
   }
 }
 
-// Commit the group led by r (vertex u) with one warp: move the survivors of u's list into its
-// holes (found by scan_chunk), move the list to its tail slots when planned, append the inserted
-// targets.
-__device__ __forceinline__ void warp_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
-                                            int* idx) {
-  const int lane = threadIdx.x & 31;
+// Commit the group led by r (vertex u) with a team of `width` threads (this one is `rank`): move
+// the survivors of u's list into its holes (found by scan_chunk), move the list to its tail slots
+// when planned, append the inserted targets (the group's entries from r + kd on, in target
+// order). `sync` is the team's barrier: a warp (__syncwarp) or a block of the grid, for a long
+// list that moves (__syncthreads; every thread of the block calls it with the same r). List order
+// is not kept: survivors fill the holes.
+template <typename Sync>
+__device__ __forceinline__ void team_commit(const FuDir& D, int r, long long* off, int* deg, int* cap, int* idx,
+                                            int rank, int width, Sync sync) {
   const long long key = D.key[r];
   const int u = static_cast<int>(key >> 32);
   const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
   long long base = off[u];
   if (kd > 0) {
     const int h = D.hcnt[r];
-    for (int j = lane; j < h; j += 32) idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
-    __syncwarp();  // the compacted list is visible to every lane before it is copied
+    for (int j = rank; j < h; j += width) idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
+    sync();  // the compacted list is visible to the whole team before it is copied
   }
   const int d1 = d - kd;
   const long long moved = ki > 0 ? D.noff[r] : -1;
   if (ki > 0) {
     if (moved >= 0) {
-      for (int p = lane; p < d1; p += 32) idx[moved + p] = idx[base + p];
+      for (int p = rank; p < d1; p += width) idx[moved + p] = idx[base + p];
       base = moved;
     }
-    const int i0 = D.ipos[r];
-    for (int j = r + lane; j < ge; j += 32) {
-      if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
-    }
+    const int i0 = r + kd;  // the first insertion
+    for (int j = i0 + rank; j < ge; j += width) idx[base + d1 + (j - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
   }
-  __syncwarp();  // every lane has read off[u] (above) before lane 0 rewrites it
-  if (lane == 0) {
-    if (moved >= 0) {
-      off[u] = moved;
-      cap[u] = D.ncap[r];
-    }
-    deg[u] = d1 + ki;
-  }
-}
-
-// The same with a whole block, for a long list that moves (every thread of the block calls it
-// with the same r). List order is not kept: survivors fill the holes.
-__device__ __forceinline__ void block_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
-                                             int* idx) {
-  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
-  const long long key = D.key[r];
-  const int u = static_cast<int>(key >> 32);
-  const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
-  long long base = off[u];
-  if (kd > 0) {
-    const int h = D.hcnt[r];
-    for (int j = tid; j < h; j += nt) idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
-    __syncthreads();  // the compacted list is visible to every thread before it is copied
-  }
-  const int d1 = d - kd;
-  const long long moved = ki > 0 ? D.noff[r] : -1;
-  if (ki > 0) {
-    if (moved >= 0) {
-      for (int p = tid; p < d1; p += nt) idx[moved + p] = idx[base + p];
-      base = moved;
-    }
-    const int i0 = D.ipos[r];
-    for (int j = r + tid; j < ge; j += nt) {
-      if (D.ins[j]) idx[base + d1 + (D.ipos[j] - i0)] = static_cast<int>(D.key[j] & 0xffffffffLL);
-    }
-  }
-  __syncthreads();  // every thread has read off[u] (above) before thread 0 rewrites it
-  if (tid == 0) {
+  sync();  // the whole team has read off[u] (above) before its first thread rewrites it
+  if (rank == 0) {
     if (moved >= 0) {
       off[u] = moved;
       cap[u] = D.ncap[r];

@@ -57,7 +57,6 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   __shared__ int sh_perm[FU_MAX];
   __shared__ int sh_iscan[32];
   __shared__ long long sh_lscan[32];
-  __shared__ int sh_warp[32];
   __shared__ long long sh_tail[2];
   __shared__ int s_over, s_mq, s_tq, s_wq, s_bq;  // overflow bits, lengths of the work lists
 
@@ -167,7 +166,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   __syncthreads();
   if (K > 1) {  // uniform; pairs are distinct after the collapse (padding ties only with padding)
-    block_bitonic(PK, PK, [&](int i, int l, bool up) {
+    block_bitonic(PK, [&](int i, int l, bool up) {
       const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
       const bool after = ai != al ? ai > al : bi > bl;  // entry i sorts after l
       if (after == up) {
@@ -344,8 +343,6 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       const bool ins = (ka[r] & FU_INS_BIT) != 0;
       const long long key = ka[r] & ~FU_INS_BIT;
       D.key[r] = key;
-      D.ins[r] = ins ? 1 : 0;
-      D.ipos[r] = pre[j];
       sh_ipos[r] = pre[j];
       if (dir == 0) {  // the changes, sorted by (src, dst) of internal ids
         const int at = ins ? pre[j] : r - pre[j];
@@ -354,8 +351,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
         out[m + at] = key & 0xffffffffLL;
       }
     }
-    if (tid == 0) D.ipos[c] = nIa;
-    __syncthreads();  // D.key / D.ins / D.ipos complete
+    __syncthreads();  // D.key and sh_ipos complete
     if (dir == 0) fu_tick(w, 9);
     long long need[2], at[2], dc[2];  // dc: (1 << 32) | chunks for a group with deletions
 #pragma unroll
@@ -525,14 +521,17 @@ fast_update_commit(long long* out_off, int* out_deg, int* out_cap, int* out_idx,
   for (int i = gt >> 5; i < wq; i += nt >> 5) {  // uniform over the warp
     const int e = w->wlist[i];
     const int dir = e >> 16, r = e & 0xffff;
-    if (dir == 0) warp_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
-    else warp_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+    const auto warp_sync = [] { __syncwarp(); };
+    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, gt & 31, 32, warp_sync);
+    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, gt & 31, 32, warp_sync);
   }
-  for (int h = blockIdx.x; h < bq; h += gridDim.x) {  // uniform over the block; block_commit synchronizes
+  for (int h = blockIdx.x; h < bq; h += gridDim.x) {  // uniform over the block; team_commit synchronizes
     const int e = w->blist[h];
     const int dir = e >> 16, r = e & 0xffff;
-    if (dir == 0) block_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
-    else block_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+    const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
+    const auto block_sync = [] { __syncthreads(); };
+    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, tid, nt, block_sync);
+    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, tid, nt, block_sync);
   }
   fu_tick_max(w, 6);
 }
