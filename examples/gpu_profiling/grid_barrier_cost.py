@@ -1,0 +1,47 @@
+"""The cost of one grid-wide barrier of a cooperative launch, for the grid shapes the frontier
+loop could use (docs/GPU.md, "Stop 24"). GPU only.
+
+    PYTHONPATH=. python3 examples/gpu_profiling/grid_barrier_cost.py
+"""
+import os
+import cupy as cp
+import numpy as np
+
+src = open(os.path.join(os.path.dirname(__file__), "grid_barrier_cost.cu")).read()
+mod = cp.RawModule(code=src, options=("-std=c++17",), backend="nvrtc",
+                   enable_cooperative_groups=True)
+k = mod.get_function("barriers")
+sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+out = cp.zeros(1, dtype=cp.uint64)
+print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {sms} SMs")
+print("blocks x threads | us per barrier (idle) | us per barrier (one global add per thread)")
+for per_sm, threads in ((1, 256), (2, 256), (3, 256), (4, 256), (1, 768), (1, 1024), (2, 384)):
+    grid = per_sm * sms
+    sink = cp.zeros(grid * threads, dtype=cp.float64)
+    row = []
+    for work in (0, 1):
+        vals = []
+        for _ in range(5):
+            k((grid,), (threads,), (np.int32(2000), np.int32(work), sink, out))
+            cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
+            vals.append(int(out.get()[0]) / 2000 / 1e3)
+        row.append(np.median(vals))
+    print(f"{grid} x {threads} | {row[0]:.2f} | {row[1]:.2f}")
+
+# Appends as the loop makes them: warps that each wait for one atomicAdd on a counter, then a barrier.
+ka = mod.get_function("appends")
+grid, threads = 3 * sms, 256
+counters = cp.zeros(64, dtype=cp.int32)
+sink = cp.zeros(1 << 20, dtype=cp.int32)
+print(f"\n{grid} x {threads}: us per phase (atomic slot per active warp + grid barrier)")
+print("active warps | one counter | 32 counters | block-aggregated")
+for active in (0, 100, 1000, 2000, 3168):
+    row = []
+    for spread in (1, 32, 0):
+        vals = []
+        for _ in range(5):
+            ka((grid,), (threads,), (np.int32(1000), np.int32(active), np.int32(spread), counters, sink, out))
+            cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
+            vals.append(int(out.get()[0]) / 1000 / 1e3)
+        row.append(np.median(vals))
+    print(f"{active} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f}")
