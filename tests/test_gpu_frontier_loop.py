@@ -37,13 +37,46 @@ def _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, *, loop, handover
     return pagerank_gpu.update_pagerank(algorithm, gg, ch, x, config=cfg)
 
 
+def _record_handovers(monkeypatch, frontier_loop) -> list:
+    """The iterations after which the loop handed its frontier over, as they happen."""
+    done = []
+    outcome = frontier_loop.loop_outcome
+
+    def recording(*args):
+        res = outcome(*args)
+        if res[0] is None:
+            done.append(res[1])
+        return res
+
+    monkeypatch.setattr(frontier_loop, "loop_outcome", recording)
+    return done
+
+
+def _later_handover(affected, grid: int, first: int):
+    """A hand-over factor (frontier_loop._LOOP_HANDOVER) that makes the loop stop after iteration
+    ``first + 1`` or a later one, given the launch sequence's frontier sizes: the largest of
+    |F(1)| .. |F(j)| when |F(j + 1)| exceeds it (j >= first), and the iteration count j + 1 it
+    stops after; None when the frontiers never grow so."""
+    for j in range(first, len(affected) - 1):
+        h = max(affected[1: j + 1])
+        if affected[j + 1] > h:
+            return (h + 0.5) / (grid * 256), j + 1
+    return None
+
+
+# handover 1e-9: after the first iteration (the loop's contributions then sit in the buffer of
+# odd parity); "later": after a later iteration, chosen from the launch sequence's frontiers
 @pytest.mark.parametrize("algorithm", ["df", "dfp"])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
-@pytest.mark.parametrize("handover", [None, 1e-9])
+@pytest.mark.parametrize("handover", [None, 1e-9, "later"])
 def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, handover):
     from streamrank import pagerank_gpu
     from streamrank.rank_gpu import frontier_loop
     from streamrank.graph_gpu import GpuGraph
+
+    handed = _record_handovers(monkeypatch, frontier_loop)
+    later = []  # the iteration counts after which a "later" hand-over happened
+    default = frontier_loop._LOOP_HANDOVER
 
     rng = np.random.default_rng(zlib.crc32(f"{algorithm}/{dangling}/{handover}".encode()))
     s, d = _edges(rng)
@@ -51,7 +84,7 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
     # switch degree 8: both list kinds (thread and block per vertex) carry many vertices
     cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
     x = pagerank_gpu.static_pagerank(gg, config=cfg).x
-    for k in (1, 3, 40, 500):
+    for b, k in enumerate((1, 3, 40, 500)):
         es, ed = (_host(a) for a in gg.edges_external())
         ins = rng.random(k) < 0.75
         pick = rng.integers(0, len(es), k)
@@ -59,7 +92,15 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
         ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
         seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=False)
-        loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=True, handover=handover)
+        factor, stops = handover, None
+        if handover == "later":  # after an even iteration count in some batches, odd in others
+            grid = frontier_loop._loop_kernel("float64", int(dangling == "self-loop"), 2 if algorithm == "dfp" else 1)[1]
+            factor, stops = _later_handover(seq.affected, grid, 1 + b % 2) or (default, None)
+        handed.clear()
+        loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=True, handover=factor)
+        if stops is not None:
+            later.append(stops)
+            assert handed == [stops]
         assert frontier_loop.loop_unavailable is None
         assert loop.converged and seq.converged
         assert loop.iterations == seq.iterations, k
@@ -73,6 +114,8 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         assert l1_error(_host(loop.ranks), ref) < 1e-5
     for ws in gg.__dict__.get("_rank_workspaces", {}).values():
         assert int(ws.aff.sum()) == 0  # every call cleared the flags it set
+    if handover == "later":  # after an even and an odd iteration count
+        assert {it % 2 for it in later} == {0, 1}, later
 
 
 def test_loop_stops_at_max_iter(cp, monkeypatch):

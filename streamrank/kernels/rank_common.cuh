@@ -443,52 +443,6 @@ __device__ __forceinline__ void mark_out_thread(const I* __restrict__ out_idx, l
   }
 }
 
-// Out-neighbour marking of `count` listed vertices (all of out-degree below the switch) balanced
-// over edges: each warp takes `pack` (1..32) listed vertices at once, one per lane, and walks
-// their out-edges as one list, 32 per round (lane l takes edge l of the round and finds its
-// vertex by a binary search over the lanes' exclusive degree sums, in registers), so a round is
-// full whatever the degrees. With pack = ceil(count / warps) every warp takes one pack and the
-// rounds are about (edges of the pack) / 32. Every lane of the warp must call it; `wid` and
-// `nwarps` index the warps of the grid.
-template <typename I>
-__device__ __forceinline__ void mark_out_packed(const I* __restrict__ list, long long count, int pack, long long wid,
-                                                long long nwarps, const long long* __restrict__ out_off,
-                                                const I* __restrict__ out_deg, const I* __restrict__ out_idx, int* aff,
-                                                const I* __restrict__ split_deg, I switch_degree, I* next_small,
-                                                I* next_large, int* next_count) {
-  const int lane = threadIdx.x & 31;
-  for (long long b = wid * pack; b < count; b += nwarps * pack) {  // uniform over the warp
-    const long long i = b + lane;
-    const bool valid = lane < pack && i < count;
-    const I v = valid ? list[i] : I(0);
-    const long long o = valid ? out_off[v] : 0;
-    const I od = valid ? out_deg[v] : I(0);
-    I incl = od;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const I t = __shfl_up_sync(SR_FULL_MASK, incl, d);
-      if (lane >= d) incl += t;
-    }
-    const I total = __shfl_sync(SR_FULL_MASK, incl, 31);
-    const I excl = incl - od;
-    for (I e0 = 0; e0 < total; e0 += 32) {  // uniform over the warp
-      const I e = e0 + lane;
-      int j = 0;  // the last lane whose exclusive sum is <= e (the sums never decrease)
-#pragma unroll
-      for (int step = 16; step > 0; step >>= 1) {
-        const I ex = __shfl_sync(SR_FULL_MASK, excl, (j + step) & 31);
-        if (j + step < pack && ex <= e) j += step;
-      }
-      const long long oj = __shfl_sync(SR_FULL_MASK, o, j);
-      const I exj = __shfl_sync(SR_FULL_MASK, excl, j);
-      const bool ok = e < total;
-      const I u = ok ? out_idx[oj + (e - exj)] : I(0);
-      const bool p = try_mark<I>(aff, u, ok);
-      sr::warp_append_split<I>(p, u, p ? split_deg[u] : I(0), switch_degree, next_small, next_large, next_count);
-    }
-  }
-}
-
 // Block per vertex. Every thread of the block must call it (the round count is uniform over
 // the block). Four out-edges per thread per round: loads and CAS in flight together.
 template <typename I>

@@ -37,13 +37,14 @@ _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
 #: (knob STREAMRANK_LOOP_WARP_FACTOR); the group has _LOOP_GROUP lanes (STREAMRANK_LOOP_GROUP).
 _LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
 _LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
+#: Shorter lists take wider groups first: a warp per vertex while the list fits the grid's warps
+#: once, 16 lanes while it fits them twice (1; 0: _LOOP_GROUP lanes for every list up to the
+#: limit). Knob STREAMRANK_LOOP_TIERS.
+_LOOP_TIERS = 0 if os.environ.get("STREAMRANK_LOOP_TIERS", "1") == "0" else 1
 #: Initial marking: sources of at least this out-degree take a block, smaller ones a warp (knob
 #: STREAMRANK_LOOP_BLOCK_SOURCE). 64 against the earlier 1024: the loop's device time 3-7% lower
 #: on sx-mathoverflow (docs/GPU.md).
 _LOOP_BLOCK_SOURCE = int(os.environ.get("STREAMRANK_LOOP_BLOCK_SOURCE", "64"))
-#: Phase P marks the small flag list balanced over out-edges (1) or a group of lanes / a thread
-#: per flagged vertex (0). Knob STREAMRANK_LOOP_MARK_PACKED.
-_LOOP_MARK_PACKED = 0 if os.environ.get("STREAMRANK_LOOP_MARK_PACKED", "1") == "0" else 1
 #: The loop's rank updates write the new contributions in place (1): a vertex may read this
 #: iteration's value of an in-neighbour updated before it (asynchronous relaxation), instead of
 #: the previous iteration's only (0, Jacobi). Knob STREAMRANK_LOOP_IN_PLACE.
@@ -54,11 +55,16 @@ _LOOP_IN_PLACE = os.environ.get("STREAMRANK_LOOP_IN_PLACE", "0") != "0"
 loop_unavailable: str | None = None
 #: Set to a device uint64 array of at least 3 * max_iter + 4 entries to have the frontier loop
 #: write the device clock (ns) at its start, after its first two phases, at the start of each
-#: iteration and after each of its two phases, and at its end (profiling; layout in
-#: frontier_loop.cu's LoopLists::ticks).
+#: iteration and after its barrier (twice, where the loop had two phases before stop 24), and at
+#: its end (profiling; layout in frontier_loop.cu's LoopLists::ticks).
 LOOP_TICKS = None
-_LISTS_PREFIX = "<16Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, sizes
-_LISTS_SUFFIX = "<4Q3qQQ"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters
+_LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
+_LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
+#: The loop's four frontier pairs in the workspace's list pairs (A, B, C, then the flag pair the
+#: launch sequence uses; the loop has no flag lists).
+_LOOP_PAIRS = (0, 1, 3, 2)
+#: Frontier stamps are 32-bit: past this the stamps are zeroed and the epoch starts again.
+_EPOCH_LIMIT = 2**32 - 1
 _LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
 
 
@@ -79,27 +85,35 @@ def pending_batch(pending) -> tuple:
     return base, base + 16 * m, base + 24 * m, 0, 0, int(pending.counters.data.ptr)
 
 
-def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, x_prev, batch: tuple) -> bytes:
-    """The LoopLists struct of frontier_loop.cu: frontier pairs A, B, C, flag pairs flags and
-    flags 2, their counters, the block-result buffer, the hand-over size, the longest list that
-    takes a warp per vertex, and the batch (previous ranks, changed edges: :func:`host_batch` or
-    :func:`pending_batch`)."""
-    key = (grid, int(handover), int(warp_limit))
+def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, max_iter: int, x_prev, batch: tuple) -> bytes:
+    """The LoopLists struct of frontier_loop.cu: the four frontier pairs (:data:`_LOOP_PAIRS`),
+    their counters, the block-result buffer, the frontier stamps, the hand-over size, the longest
+    list that takes a group of lanes per vertex, the batch (previous ranks, changed edges:
+    :func:`host_batch` or :func:`pending_batch`) and the batch's stamp epoch, above every stamp
+    of earlier batches (a batch stamps at most ``epoch + max_iter``)."""
     if ws.loop_part is None or ws.loop_part.shape[0] < grid + _ACCUMULATORS:  # block sums, accumulators
         ws.loop_part = cp.zeros(grid + _ACCUMULATORS, dtype=cp.float64)
         ws.loop_prefix = None
+    if ws.loop_stamp is None:
+        ws.loop_stamp = cp.zeros(2 * ws.n, dtype=cp.uint32)
+        ws.loop_epoch = 1
+        ws.loop_prefix = None
+    if ws.loop_epoch + max_iter + 1 >= _EPOCH_LIMIT:  # queued before the launch that reads them
+        ws.loop_stamp.fill(0)
+        ws.loop_epoch = 1
+    epoch = ws.loop_epoch
+    ws.loop_epoch += max_iter + 1
+    key = (grid, int(handover), int(warp_limit))
     if ws.loop_prefix is None or ws.loop_prefix[0] != key:  # the workspace's part, packed once
         base = int(ws.cnt.data.ptr)
-        rows = [ws.row_ptr(r) for r in (0, 1, 2, 3, 6, 7)]  # A, B, C
-        cnts = [base + 4 * _PAIR_CNT[p] for p in (0, 1, 3)]
-        flags = [ws.row_ptr(r) for r in (4, 5, 8, 9)]  # flags, flags 2
-        fcnts = [base + 4 * _PAIR_CNT[p] for p in (2, 4)]
-        ws.loop_prefix = (key, struct.pack(_LISTS_PREFIX, *rows, *cnts, *flags, *fcnts, int(ws.loop_part.data.ptr),
-                                           *key[1:]))
+        rows = [ws.row_ptr(2 * p + j) for p in _LOOP_PAIRS for j in (0, 1)]
+        cnts = [base + 4 * _PAIR_CNT[p] for p in _LOOP_PAIRS]
+        ws.loop_prefix = (key, struct.pack(_LISTS_PREFIX, *rows, *cnts, int(ws.loop_part.data.ptr),
+                                           int(ws.loop_stamp.data.ptr), *key[1:]))
     p_ins, p_dsrc, p_ddst, n_ins, n_del, counts = batch
     return ws.loop_prefix[1] + struct.pack(
         _LISTS_SUFFIX, int(x_prev.data.ptr) if x_prev.shape[0] else 0, p_ins, p_dsrc, p_ddst,
-        int(x_prev.shape[0]), n_ins, n_del, 0 if LOOP_TICKS is None else int(LOOP_TICKS.data.ptr), counts)
+        int(x_prev.shape[0]), n_ins, n_del, 0 if LOOP_TICKS is None else int(LOOP_TICKS.data.ptr), counts, epoch)
 
 
 def _frontier_loop(graph, ws, x, x_prev, changes, config, mode: int, flood=None):
@@ -135,7 +149,8 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
     if flood is not None:
         handover = max(handover, int(flood))
     groups = grid * _THREADS // _LOOP_GROUP
-    lists = _lists_bytes(ws, graph.xp, grid, handover, int(_LOOP_WARP_FACTOR * groups), x_prev, batch)
+    lists = _lists_bytes(ws, graph.xp, grid, handover, int(_LOOP_WARP_FACTOR * groups), int(config.max_iter),
+                         x_prev, batch)
     head = _args_bytes(graph, ws, x, config, in_place=_LOOP_IN_PLACE)
     return k, grid, head + bytes(_LISTS_OFFSET - len(head)) + lists
 
@@ -179,7 +194,7 @@ def loop_outcome(graph, ws, config, args):
     status, hist, total = _status_host(ws)
     it = int(status[1])
     if status[3]:  # handed over: frontier in loop pair status[3] - 1 after `it` iterations
-        src = (0, 1, 3)[int(status[3]) - 1]
+        src = _LOOP_PAIRS[int(status[3]) - 1]
         dst = it % 2
         if src != dst:
             ss, sl, sc = ws.list_pair(src)
@@ -198,7 +213,7 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}",
-                    f"-DSR_MARK_PACKED={_LOOP_MARK_PACKED}", f"-DSR_SPREAD={_SPREAD}"), cooperative=True)
+                    f"-DSR_SPREAD={_SPREAD}", f"-DSR_TIERS={_LOOP_TIERS}"), cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 

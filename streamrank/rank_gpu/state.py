@@ -95,6 +95,8 @@ class _Workspace:
         self.host_status = [np.frombuffer(m, dtype=np.int32, count=4) for m in self._pinned]
         self.loop_part = None  # the cooperative loop's block results (sized at its first use)
         self.loop_prefix = None  # the loop's LoopLists up to the batch fields, packed
+        self.loop_stamp = None  # the loop's frontier stamps, 2 per vertex (sized at its first use)
+        self.loop_epoch = 1  # the next batch's stamp epoch (frontier_loop._lists_bytes)
         self.result_host = None  # pinned (status, frontier sizes, sum) read once per loop
         # argument structs go up through a ring of pinned staging buffers (asynchronous copies);
         # an event per slot guards its reuse
