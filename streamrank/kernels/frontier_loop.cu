@@ -266,10 +266,13 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, mark_deg, threadIdx.x, blockDim.x, nf);
     }
     // small list: a group of lanes (or a thread) per vertex
+    // The blocks that took a large vertex come last: their small vertices would wait for it.
+    const long long skip = n1 < nblocks ? n1 * (blockDim.x >> 5) : 0;
+    const long long swid = wid >= skip ? wid - skip : wid - skip + nwarps;
     auto by_groups = [&](auto width) {  // G lanes per vertex, 32 / G vertices per warp at once
       constexpr int G = decltype(width)::value;
       const int group = lane / G, sub = lane % G;
-      for (long long b = wid * (32 / G); b < n0; b += nwarps * (32 / G)) {  // uniform over the warp
+      for (long long b = swid * (32 / G); b < n0; b += nwarps * (32 / G)) {  // uniform over the warp
         const long long i = b + group;
         const bool valid = i < n0;
         const I v = valid ? cur_small[i] : I(0);
@@ -301,7 +304,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     } else if (n0 <= L.warp_limit) {
       by_groups(Lanes<SR_GROUP>{});
     } else {
-      for (long long b0 = tid - lane; b0 < n0; b0 += stride) {  // uniform over the warp
+      for (long long b0 = swid * 32; b0 < n0; b0 += stride) {  // uniform over the warp
         const long long i = b0 + lane;
         I v = 0, dg = 0, od = 0;
         long long oo = 0;
@@ -356,6 +359,8 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     // ---- decide (identically in every block): warp 0 combines the copies (exact: integer max and
     // sum), thread 0 decides
     if (threadIdx.x < 32) {
+      long long next = 0;  // loaded beside the accumulators, not after their reduction
+      if (threadIdx.x == 0) next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
       unsigned long long mx = lane < SR_SPREAD ? __ldcg(&it_acc[lane]) : 0ULL;
       long long sm = lane < SR_SPREAD ? static_cast<long long>(__ldcg(&it_acc[SR_SPREAD + lane])) : 0LL;
 #pragma unroll
@@ -367,7 +372,6 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       if (threadIdx.x == 0) {
         const double m = __longlong_as_double(static_cast<long long>(mx));
         total += static_cast<double>(sm) * (1.0 / SR_FIXED);
-        const long long next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
         const bool conv = (total > 0.0 && m / total < a.tol) || next == 0;
         if (blockIdx.x == 0) {
           a.hist[it] = static_cast<int>(n0 + n1);
