@@ -4,7 +4,8 @@ The published temporal protocol's base graph (the first 90% of the file's lines;
 mode the ids 0..248,179 created up front, as ``streamrank bench --protocol temporal --vertices
 248180`` does) and the following lines in batches. Unlike the bench, lines ``u u`` are skipped
 in uniform mode too (the figures in docs/GPU.md measured with these scripts were taken so).
-``SXMO`` names the file (default ``.device-data/sx-mathoverflow.txt.gz``).
+``SXMO`` names the file (default ``.device-data/sx-mathoverflow.txt.gz``), ``SWITCH`` the switch
+degree (default RankConfig's).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class SxmoReplay:
         self.dangling = dangling
         self.src, self.dst = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
         self.pos = int(0.9 * self.src.shape[0])
-        self.engine = Engine(device, algorithm, config=RankConfig(dangling=dangling))
+        switch = int(os.environ.get("SWITCH", "0")) or RankConfig().switch_degree
+        self.engine = Engine(device, algorithm, config=RankConfig(dangling=dangling, switch_degree=switch))
         s, d = self.src[: self.pos], self.dst[: self.pos]
         keep = s != d
         padded = np.arange(PADDED_VERTICES) if dangling == "self-loop" else None

@@ -89,6 +89,28 @@ __device__ __forceinline__ T block_sum(T v, T* scratch) { return block_reduce<Su
 template <typename T>
 __device__ __forceinline__ T block_max(T v, T* scratch) { return block_reduce<MaxOp>(v, scratch); }
 
+// The max (of non-negative values) and the sum over the block in one pass (two barriers, not
+// four); both valid in thread 0. `scratch` holds 64 values.
+template <typename T>
+__device__ __forceinline__ void block_max_sum(T& mx, T& sm, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  mx = warp_max(mx);
+  sm = warp_sum(sm);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) {
+    scratch[warp] = mx;
+    scratch[32 + warp] = sm;
+  }
+  __syncthreads();
+  const int nw = (blockDim.x + 31) >> 5;
+  mx = threadIdx.x < nw ? scratch[threadIdx.x] : T(0);
+  sm = threadIdx.x < nw ? scratch[32 + threadIdx.x] : T(0);
+  if (warp == 0) {
+    mx = warp_max(mx);
+    sm = warp_sum(sm);
+  }
+}
+
 // atomicMax for non-negative doubles (they order like their bit patterns as unsigned integers).
 __device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
   atomicMax(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(__double_as_longlong(v)));

@@ -132,7 +132,7 @@ __device__ __forceinline__ unsigned long long device_ns() {
 template <typename I, typename V, int SELF, int MODE>
 __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankArgs<I, V>* __restrict__ args,
                                                      const LoopLists<I, V>* __restrict__ lists) {
-  __shared__ double scratch[32];
+  __shared__ double scratch[64];
   __shared__ V vscratch[32];
   __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
   __shared__ int block_flag;  // the block's vertex needs its out-neighbours marked
@@ -338,8 +338,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         if (__ldcg(L.stamp + 2 * static_cast<long long>(v) + cur_slot) != in_cur) w.cn[v] = w.c[v];
       }
     }
-    lmax = sr::block_max(lmax, scratch);
-    lsum = sr::block_sum(lsum, scratch);
+    sr::block_max_sum(lmax, lsum, scratch);
     if (threadIdx.x == 0) {  // results unused: reductions the memory system does without waiting
       const int copy = blockIdx.x % SR_SPREAD;
       if (lmax > 0.0) atomicMax(&it_acc[copy], static_cast<unsigned long long>(__double_as_longlong(lmax)));
