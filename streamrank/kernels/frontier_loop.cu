@@ -245,13 +245,16 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     unsigned long long* const it_acc = acc + 2 * SR_SPREAD * (it % 3);  // max copies, then sum copies
 
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
-    // large list: a block per vertex gathers, updates and marks
+    // large list: a block per vertex gathers, updates and marks; the next vertex's id is loaded
+    // ahead
+    I v_next = blockIdx.x < n1 ? cur_large[blockIdx.x] : I(0);
     for (long long i = blockIdx.x; i < n1; i += nblocks) {  // uniform over the block
-      const I v = cur_large[i];
+      const I v = v_next;
       const long long o = a.in_off[v];
       const I dg = a.in_deg[v];
       const long long oo = a.out_off[v];
       const I od = a.out_deg[v];
+      if (i + nblocks < n1) v_next = cur_large[i + nblocks];
       bool own = false;
       const V s = sr::block_gather<V, true, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
       if (threadIdx.x == 0) {
@@ -260,14 +263,13 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
                                                                nf.small_list, nf.large_list, nf.counters);
         block_flag = dec.flag ? 1 : 0;
       }
-      __syncthreads();  // block_flag is set
+      __syncthreads();  // block_flag is set (thread 0 sets it again only past the next gather's barriers)
       const I mark_deg = block_flag ? od : I(0);
-      __syncthreads();  // every thread read block_flag before the next vertex sets it
       loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, mark_deg, threadIdx.x, blockDim.x, nf);
     }
     // small list: a group of lanes (or a thread) per vertex
-    // The blocks that took a large vertex come last: their small vertices would wait for it.
-    const long long skip = n1 < nblocks ? n1 * (blockDim.x >> 5) : 0;
+    // The blocks with fewer large vertices start it: the others' small vertices would wait for them.
+    const long long skip = (n1 % nblocks) * (blockDim.x >> 5);
     const long long swid = wid >= skip ? wid - skip : wid - skip + nwarps;
     auto by_groups = [&](auto width) {  // G lanes per vertex, 32 / G vertices per warp at once
       constexpr int G = decltype(width)::value;
