@@ -32,9 +32,10 @@ _BLOCK_THREADS = int(os.environ.get("STREAMRANK_LARGE_THREADS", "256"))
 _SORTED = os.environ.get("STREAMRANK_SORTED_PARTITION", "0") == "1"
 _MARK_THREADS = 256  # block-per-vertex marking of the initial marks and DT's traversal
 _FINISH_THREADS = 1024
-#: Counter offsets of the list pairs of a workspace: A, B, flags, C (the loop's third frontier
-#: pair), flags 2 (the loop's second flag pair); cnt[6] is the launch sequence's ticket.
-_PAIR_CNT = (0, 2, 4, 8, 10)
+#: Counter offsets of the list pairs of a workspace: A, B, flags, C (the cooperative loop's four
+#: frontier pairs are A, B, C and flags: frontier_loop._LOOP_PAIRS); cnt[6] is the launch
+#: sequence's ticket.
+_PAIR_CNT = (0, 2, 4, 8)
 
 _ARGS_FORMAT = "<22Q4dq4i"  # RankArgs<I, V> in pagerank.cu: 22 pointers, 4 doubles, 1 long long, 4 ints
 _UPLOAD_BYTES = 512
@@ -84,9 +85,9 @@ class _Workspace:
         self.c = cp.zeros(n, dtype=vt)
         self.cn = cp.zeros(n, dtype=vt)
         self.aff = cp.zeros(n, dtype=cp.int32)
-        # list pairs (small, large): A, B, flags, C, flags 2 (the last two: the cooperative loop)
-        self.lists = cp.zeros((10, n), dtype=cp.int32)
-        self.cnt = cp.zeros(12, dtype=cp.int32)  # A: 0,1  B: 2,3  flags: 4,5  ticket: 6  C: 8,9  flags 2: 10,11
+        # list pairs (small, large): A, B, flags, C (C: the cooperative loop's)
+        self.lists = cp.zeros((8, n), dtype=cp.int32)
+        self.cnt = cp.zeros(10, dtype=cp.int32)  # A: 0,1  B: 2,3  flags: 4,5  ticket: 6  C: 8,9
         self.resize_results(cp, 1)  # status, scalars, hist
         self.gt = 8 * sm_count()  # blocks of the thread-per-vertex kernels (256 threads)
         self.gb = 16 * sm_count()  # blocks of the block-per-vertex kernels (64 threads)
@@ -132,8 +133,7 @@ class _Workspace:
         return int(self.lists.data.ptr) + 4 * row * int(self.lists.shape[1])
 
     def list_pair(self, which: int):
-        """(small list, large list, counters view) of pair 0 (A), 1 (B), 2 (flags), 3 (C) or 4
-        (flags 2)."""
+        """(small list, large list, counters view) of pair 0 (A), 1 (B), 2 (flags) or 3 (C)."""
         c = _PAIR_CNT[which]
         return self.lists[2 * which], self.lists[2 * which + 1], self.cnt[c: c + 2]
 
