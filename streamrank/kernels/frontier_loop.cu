@@ -133,9 +133,9 @@ template <typename I, typename V, int SELF, int MODE>
 __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankArgs<I, V>* __restrict__ args,
                                                      const LoopLists<I, V>* __restrict__ lists) {
   __shared__ double scratch[64];
-  __shared__ V vscratch[32];
+  __shared__ V vscratch[64];
   __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
-  __shared__ int block_flag;  // the block's vertex needs its out-neighbours marked
+  __shared__ int team_flag[2];  // the team's vertex needs its out-neighbours marked
   cg::grid_group grid = cg::this_grid();
   const RankArgs<I, V>& a = *args;
   const LoopLists<I, V>& L = *lists;
@@ -150,6 +150,10 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   w.base = V(1);  // the local form
   w.cur = 0;
   constexpr bool kLook = LooksAhead<SELF, MODE>::value;  // uniform DF/DF-P: sr::defer_ahead
+  // Half-block teams for large lists longer than the grid: uniform mode, whose gathers read ahead
+  // (its loop 9-10% faster per batch on sx-mathoverflow); in self-loop mode a hub's marking by
+  // 128 threads took longer than two hubs one after the other (3-4% slower per batch).
+  constexpr bool kHalves = kLook;
   const sr::Look<I, V> look = look_of(a, w);
   double* const init_part = L.part;
   unsigned long long* const acc = reinterpret_cast<unsigned long long*>(L.part + nblocks);  // [3][2][SR_SPREAD]
@@ -245,30 +249,42 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     unsigned long long* const it_acc = acc + 2 * SR_SPREAD * (it % 3);  // max copies, then sum copies
 
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
-    // large list: a block per vertex gathers, updates and marks; the next vertex's id is loaded
-    // ahead
-    I v_next = blockIdx.x < n1 ? cur_large[blockIdx.x] : I(0);
-    for (long long i = blockIdx.x; i < n1; i += nblocks) {  // uniform over the block
-      const I v = v_next;
-      const long long o = a.in_off[v];
-      const I dg = a.in_deg[v];
-      const long long oo = a.out_off[v];
-      const I od = a.out_deg[v];
-      if (i + nblocks < n1) v_next = cur_large[i + nblocks];
-      bool own = false;
-      const V s = sr::block_gather<V, true, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
-      if (threadIdx.x == 0) {
-        const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
-        if (dec.keep && nf.claim(v, true)) append_split_one<I>(v, loopmark::split_key<I>(dg, od), sw,
-                                                               nf.small_list, nf.large_list, nf.counters);
-        block_flag = dec.flag ? 1 : 0;
+    // large list: a team per vertex gathers, updates and marks (the block, or with kHalves each half
+    // of it when the list is longer than the grid's blocks: two vertices at once, where one block
+    // took two in turn); the next vertex's id is loaded ahead
+    auto by_teams = [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      const int team = threadIdx.x / W, rank = threadIdx.x % W;
+      const long long first = team * nblocks + blockIdx.x, units = (256 / W) * nblocks;
+      I v_next = first < n1 ? cur_large[first] : I(0);
+      for (long long i = first; i < n1; i += units) {  // uniform over the team
+        const I v = v_next;
+        const long long o = a.in_off[v];
+        const I dg = a.in_deg[v];
+        const long long oo = a.out_off[v];
+        const I od = a.out_deg[v];
+        if (i + units < n1) v_next = cur_large[i + units];
+        bool own = false;
+        const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
+        if (rank == 0) {
+          const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
+          if (dec.keep && nf.claim(v, true)) append_split_one<I>(v, loopmark::split_key<I>(dg, od), sw,
+                                                                 nf.small_list, nf.large_list, nf.counters);
+          team_flag[team] = dec.flag ? 1 : 0;
+        }
+        loopmark::team_sync<W>(team);  // team_flag is set (set again only past the next gather's barriers)
+        const I mark_deg = team_flag[team] ? od : I(0);
+        loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, mark_deg, rank, W, nf);
       }
-      __syncthreads();  // block_flag is set (thread 0 sets it again only past the next gather's barriers)
-      const I mark_deg = block_flag ? od : I(0);
-      loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, mark_deg, threadIdx.x, blockDim.x, nf);
+    };
+    if (kHalves && n1 > nblocks) {
+      by_teams(Lanes<128>{});
+    } else {
+      by_teams(Lanes<256>{});
     }
     // small list: a group of lanes (or a thread) per vertex
-    // The blocks with fewer large vertices start it: the others' small vertices would wait for them.
+    // The blocks with fewer large vertices (or teams busy with one) start it: the others' small
+    // vertices would wait for them.
     const long long skip = (n1 % nblocks) * (blockDim.x >> 5);
     const long long swid = wid >= skip ? wid - skip : wid - skip + nwarps;
     auto by_groups = [&](auto width) {  // G lanes per vertex, 32 / G vertices per warp at once

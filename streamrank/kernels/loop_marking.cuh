@@ -108,4 +108,47 @@ __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long
   }
 }
 
+// A barrier of the W threads of a team: the whole block (W == 256 == blockDim.x), or threads
+// [team * W, (team + 1) * W) of two teams of 128 with named barrier 1 + team (barrier 0 is
+// __syncthreads').
+template <int W>
+__device__ __forceinline__ void team_sync(int team) {
+  if (W == 256) {
+    __syncthreads();
+  } else if (team == 0) {  // immediate ids: the kernel reserves these two, not all sixteen
+    asm volatile("bar.sync 1, %0;" ::"n"(W) : "memory");
+  } else {
+    asm volatile("bar.sync 2, %0;" ::"n"(W) : "memory");
+  }
+}
+
+// The in-sum of a large vertex by a team of W threads (sr::strided_gather): the sum and `own`
+// in every thread of the team, summed in the same order by each. `scratch` holds 64 values
+// (the warps' sums, then their own flags). Every thread of the team must call it.
+template <int W, typename V, bool LOOK, typename C, typename I>
+__device__ __forceinline__ V team_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
+                                         V* scratch, I self, bool* own, const sr::Look<I, V>& look) {
+  const int team = threadIdx.x / W, warp = threadIdx.x >> 5;
+  int mine = 0;
+  V s = sr::strided_gather<V, true, LOOK>(c, idx, o, dg, static_cast<I>(threadIdx.x % W), static_cast<I>(W), self,
+                                          mine, look);
+  s = sr::warp_sum(s);
+  const bool any = __any_sync(SR_FULL_MASK, mine != 0);
+  team_sync<W>(team);  // the team's previous sums are read
+  if ((threadIdx.x & 31) == 0) {
+    scratch[warp] = s;
+    scratch[32 + warp] = any ? V(1) : V(0);
+  }
+  team_sync<W>(team);
+  V t = V(0);
+  bool o_any = false;
+#pragma unroll
+  for (int j = 0; j < W / 32; ++j) {
+    t += scratch[team * (W / 32) + j];
+    o_any |= scratch[32 + team * (W / 32) + j] != V(0);
+  }
+  *own = o_any;
+  return t;
+}
+
 }  // namespace loopmark

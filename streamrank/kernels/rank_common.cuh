@@ -220,20 +220,16 @@ __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __re
   return s;
 }
 
-// By the whole block: each thread loads SR_GATHER_UNROLL indices, then issues as many gathers
-// before it adds them, so that a hub of 100 k in-edges is not a long tail of dependent loads.
-// The sum lands in thread 0 (block_sum), `own` in every thread; `scratch` holds blockDim.x / 32
-// values. Every thread of the block must call it. With LOOK, a round's candidates are added
-// after its plain values.
+// One thread's part of a gather by `step` threads, this one starting at `first`: it loads
+// SR_GATHER_UNROLL indices, then issues as many gathers before it adds them, so that a hub of
+// 100 k in-edges is not a long tail of dependent loads. With LOOK, a round's candidates are added
+// after its plain values; with SKIP, `mine` is set when an in-edge comes from `self`.
 #define SR_GATHER_UNROLL 8
-template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
-__device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                          V* scratch, I self = I(-1), bool* own = nullptr,
-                                          const Look<I, V>& look = Look<I, V>{}) {
+template <typename V, bool SKIP, bool LOOK, typename C, typename I>
+__device__ __forceinline__ V strided_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
+                                            I first, I step, I self, int& mine, const Look<I, V>& look) {
   V s = V(0);
-  int mine = 0;
-  const I step = static_cast<I>(blockDim.x);
-  for (I k0 = threadIdx.x; k0 < dg; k0 += SR_GATHER_UNROLL * step) {
+  for (I k0 = first; k0 < dg; k0 += SR_GATHER_UNROLL * step) {
     I e[SR_GATHER_UNROLL];
 #pragma unroll
     for (int t = 0; t < SR_GATHER_UNROLL; ++t) {
@@ -256,6 +252,18 @@ __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __re
       }
     }
   }
+  return s;
+}
+
+// By the whole block (strided_gather). The sum lands in thread 0 (block_sum), `own` in every
+// thread; `scratch` holds blockDim.x / 32 values. Every thread of the block must call it.
+template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
+__device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
+                                          V* scratch, I self = I(-1), bool* own = nullptr,
+                                          const Look<I, V>& look = Look<I, V>{}) {
+  int mine = 0;
+  const V s = strided_gather<V, SKIP, LOOK>(c, idx, o, dg, static_cast<I>(threadIdx.x), static_cast<I>(blockDim.x),
+                                            self, mine, look);
   if (SKIP) *own = __syncthreads_or(mine) != 0;
   return block_sum(s, scratch);
 }
