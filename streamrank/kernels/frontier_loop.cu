@@ -255,9 +255,10 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     auto by_teams = [&](auto width) {
       constexpr int W = decltype(width)::value;
       const int team = threadIdx.x / W, rank = threadIdx.x % W;
-      const long long first = team * nblocks + blockIdx.x, units = (256 / W) * nblocks;
-      I v_next = first < n1 ? cur_large[first] : I(0);
-      for (long long i = first; i < n1; i += units) {  // uniform over the team
+      // team t of every block after team t - 1 of all (blocks are 256 threads: __launch_bounds__)
+      const long long unit = team * nblocks + blockIdx.x, units = (256 / W) * nblocks;
+      I v_next = unit < n1 ? cur_large[unit] : I(0);
+      for (long long i = unit; i < n1; i += units) {  // uniform over the team
         const I v = v_next;
         const long long o = a.in_off[v];
         const I dg = a.in_deg[v];

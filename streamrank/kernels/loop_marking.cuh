@@ -10,7 +10,7 @@
 //
 // Frontier lists are split by the larger of a vertex's in- and out-degree: the small list
 // (both below the switch degree) takes a group of lanes per vertex, which gathers its in-edges
-// and marks its out-edges; the large list a block per vertex.
+// and marks its out-edges; the large list a block (or half a block, team_gather) per vertex.
 #pragma once
 
 #include "rank_common.cuh"
@@ -85,7 +85,7 @@ __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u
 }
 
 // Mark the out-neighbours out_idx[o + e], e = first, first + step, ... < od, four per lane and
-// round (loads, claims and degree reads each in flight together); `rounds_of` is the largest
+// round (loads, claims and degree reads each in flight together); `widest` is the largest
 // od over the warp, so that every lane runs the same rounds. Every lane of the warp must call it.
 template <typename I>
 __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long long o, I od, I widest, int first,
