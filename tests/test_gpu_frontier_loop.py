@@ -118,6 +118,42 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         assert {it % 2 for it in later} == {0, 1}, later
 
 
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_frontier_stamps_across_the_epoch_limit(cp, monkeypatch, dangling):
+    """The loop's frontier stamps (loop_marking.cuh) near the top of their 32-bit range and after
+    the epoch starts again (stamps zeroed): the same iterations, frontiers and ranks as the launch
+    sequence in every batch."""
+    from streamrank import pagerank_gpu
+    from streamrank.rank_gpu import frontier_loop
+    from streamrank.graph_gpu import GpuGraph
+
+    rng = np.random.default_rng(zlib.crc32(f"epoch/{dangling}".encode()))
+    s, d = _edges(rng, n=1500, m=9000, hubs=3)
+    gg = GpuGraph.from_edges(s, d)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    x = pagerank_gpu.static_pagerank(gg, config=cfg).x
+    epochs = []
+    for b in range(4):
+        ws = next(iter(gg.__dict__.get("_rank_workspaces", {}).values()), None)
+        if b == 2:  # this batch stamps up to the limit's last values; the next one wraps
+            ws.loop_epoch = frontier_loop._EPOCH_LIMIT - cfg.max_iter - 2
+        es, ed = (_host(a) for a in gg.edges_external())
+        pick = rng.integers(0, len(es), 30)
+        ins = rng.random(30) < 0.7
+        bs = np.where(ins, rng.integers(0, 1500, 30), es[pick])
+        bd = np.where(ins, rng.integers(0, 1500, 30), ed[pick])
+        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=False)
+        loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True)
+        ws = next(iter(gg.__dict__["_rank_workspaces"].values()))
+        epochs.append(ws.loop_epoch)
+        assert loop.iterations == seq.iterations and loop.affected == seq.affected, b
+        np.testing.assert_allclose(_host(loop.x), _host(seq.x), rtol=1e-10)
+        x = loop.x
+    assert epochs[2] == frontier_loop._EPOCH_LIMIT - 1  # batch 2 ran just under the limit
+    assert epochs[3] == 1 + cfg.max_iter + 1  # batch 3 started again at epoch 1
+
+
 def test_loop_stops_at_max_iter(cp, monkeypatch):
     from streamrank import pagerank_gpu
     from streamrank.graph_gpu import GpuGraph
