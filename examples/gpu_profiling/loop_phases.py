@@ -1,5 +1,5 @@
-"""The frontier loop's device time per phase (phase I, M, then R, P and the decision of each
-iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's size (docs/GPU.md, "Where a
+"""The frontier loop's device time per phase (phase I, M, then R (the updates, up to the grid
+barrier) and the decision of each iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's size (docs/GPU.md, "Where a
 batch's time goes"). GPU only.
 
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
@@ -18,19 +18,19 @@ eng, dang, size = replay.engine, replay.dangling, replay.size
 def nxt():
     return replay.next_batch(size)
 ticks = cp.zeros(3 * 600 + 4, dtype=cp.uint64); fl.LOOP_TICKS = ticks
-R, P, D, I, M, F, T = [], [], [], [], [], [], []
+R, D, I, M, F, T = [], [], [], [], [], []
 for b in range(int(os.environ.get("BATCHES", "40"))):
     st = eng.apply(nxt())
     it = st.rank.iterations
     t = ticks[: 3 * it + 4].get().astype(np.int64) / 1e3
     I.append(t[1] - t[0]); M.append(t[2] - t[1]); T.append(t[3 + 3 * it] - t[0])
     for i in range(it):
-        s0, r1, p1, nx = t[3 + 3 * i], t[4 + 3 * i], t[5 + 3 * i], t[6 + 3 * i]
-        R.append(r1 - s0); P.append(p1 - r1); D.append(nx - p1); F.append(st.rank.affected[i])
+        s0, r1, nx = t[3 + 3 * i], t[4 + 3 * i], t[6 + 3 * i]  # (slot 5 + 3i: unused since stop 24)
+        R.append(r1 - s0); D.append(nx - r1); F.append(st.rank.affected[i])
     if b < 2 and not os.environ.get("QUIET"):
-        print(f"batch {b}: I {I[-1]:.1f} us, M {M[-1]:.1f} us; per iteration (frontier: R/P/decide us):")
-        print("   ", [(int(st.rank.affected[i]), round(t[4+3*i]-t[3+3*i],1), round(t[5+3*i]-t[4+3*i],1), round(t[6+3*i]-t[5+3*i],1)) for i in range(it)])
-F = np.array(F); R, P, D = map(np.array, (R, P, D))
+        print(f"batch {b}: I {I[-1]:.1f} us, M {M[-1]:.1f} us; per iteration (frontier: R/decide us):")
+        print("   ", [(int(st.rank.affected[i]), round(t[4+3*i]-t[3+3*i],1), round(t[6+3*i]-t[4+3*i],1)) for i in range(it)])
+F = np.array(F); R, D = map(np.array, (R, D))
 try:
     k, grid = fl._loop_kernel("float64", int(dang == "self-loop"), 2)
     print(f"loop grid (dfp): {grid} blocks of 256, {k.num_regs} registers per thread")
@@ -41,4 +41,5 @@ print(f"== {dang} SIZE={size}: phase I {np.median(I):.1f} us, phase M {np.median
 for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
     m = (F >= lo) & (F < hi)
     if m.any():
-        print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / P {np.median(P[m]):.1f} / decide {np.median(D[m]):.1f} us")
+        print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / decide {np.median(D[m]):.1f} us"
+              f" = {np.median(R[m] + D[m]):.1f} per iteration")

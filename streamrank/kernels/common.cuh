@@ -89,26 +89,60 @@ __device__ __forceinline__ T block_sum(T v, T* scratch) { return block_reduce<Su
 template <typename T>
 __device__ __forceinline__ T block_max(T v, T* scratch) { return block_reduce<MaxOp>(v, scratch); }
 
-// The max (of non-negative values) and the sum over the block in one pass (two barriers, not
-// four); both valid in thread 0. `scratch` holds 64 values.
+// Inclusive prefix sum of one value per lane over the warp. Every lane of the warp must call it.
 template <typename T>
-__device__ __forceinline__ void block_max_sum(T& mx, T& sm, T* scratch) {
+__device__ __forceinline__ T warp_inclusive_sum(T v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const T t = __shfl_up_sync(SR_FULL_MASK, v, d);
+    if (lane >= d) v += t;
+  }
+  return v;
+}
+
+// The max (of non-negative values) and N sums over the block in one pass (two barriers, where
+// separate block_reduce calls take two each); all valid in thread 0, each summed in the order
+// block_sum sums it. `scratch` holds 32 * (N + 1) values.
+template <int N, typename T>
+__device__ __forceinline__ void block_max_sums(T& mx, T (&sm)[N], T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   mx = warp_max(mx);
-  sm = warp_sum(sm);
+#pragma unroll
+  for (int j = 0; j < N; ++j) sm[j] = warp_sum(sm[j]);
   __syncthreads();  // scratch may still be read by a previous call
   if (lane == 0) {
     scratch[warp] = mx;
-    scratch[32 + warp] = sm;
+#pragma unroll
+    for (int j = 0; j < N; ++j) scratch[32 * (j + 1) + warp] = sm[j];
   }
   __syncthreads();
   const int nw = (blockDim.x + 31) >> 5;
-  mx = threadIdx.x < nw ? scratch[threadIdx.x] : T(0);
-  sm = threadIdx.x < nw ? scratch[32 + threadIdx.x] : T(0);
+  const bool live = threadIdx.x < nw;
+  mx = live ? scratch[threadIdx.x] : T(0);
+#pragma unroll
+  for (int j = 0; j < N; ++j) sm[j] = live ? scratch[32 * (j + 1) + threadIdx.x] : T(0);
   if (warp == 0) {
     mx = warp_max(mx);
-    sm = warp_sum(sm);
+#pragma unroll
+    for (int j = 0; j < N; ++j) sm[j] = warp_sum(sm[j]);
   }
+}
+
+// The max and one sum (`scratch`: 64 values), or the max and two sums (96 values), in one pass.
+template <typename T>
+__device__ __forceinline__ void block_max_sum(T& mx, T& sm, T* scratch) {
+  T s[1] = {sm};
+  block_max_sums<1>(mx, s, scratch);
+  sm = s[0];
+}
+
+template <typename T>
+__device__ __forceinline__ void block_max_sum(T& mx, T& sm, T& sm2, T* scratch) {
+  T s[2] = {sm, sm2};
+  block_max_sums<2>(mx, s, scratch);
+  sm = s[0];
+  sm2 = s[1];
 }
 
 // atomicMax for non-negative doubles (they order like their bit patterns as unsigned integers).

@@ -11,23 +11,12 @@ namespace {
 template <typename T>
 __device__ __forceinline__ T block_exclusive_scan(T v, T* scratch, T& total) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  T x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const T y = __shfl_up_sync(SR_FULL_MASK, x, o);
-    if (lane >= o) x += y;
-  }
+  const T x = sr::warp_inclusive_sum(v);
   __syncthreads();  // scratch may still be read by the previous call
   if (lane == 31) scratch[warp] = x;
   __syncthreads();
   if (warp == 0) {
-    T s = scratch[lane];
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const T y = __shfl_up_sync(SR_FULL_MASK, s, o);
-      if (lane >= o) s += y;
-    }
-    scratch[lane] = s;  // inclusive prefix over warps
+    scratch[lane] = sr::warp_inclusive_sum(scratch[lane]);  // inclusive prefix over warps
   }
   __syncthreads();
   total = scratch[31];

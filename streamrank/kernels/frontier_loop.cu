@@ -97,8 +97,10 @@ struct LoopLists {
   long long n_prev, n_ins, n_del;
   unsigned long long* ticks;  // profiling (or null): the device clock (ns), written by thread 0 of
                               // the grid: [0] start, [1] after phase I, [2] after phase M, then per
-                              // iteration i [3 + 3i] its start, [4 + 3i] and [5 + 3i] after its
-                              // barrier; [3 + 3n] the end (n iterations)
+                              // iteration i [3 + 3i] its start, [4 + 3i] after its barrier
+                              // ([5 + 3i] unused: the slot of the second phase before stop 24,
+                              // kept so that the profiling scripts read every build); [3 + 3n]
+                              // the end (n iterations)
   const long long* counts;    // null, or the counters of the graph update queued before this launch
                               // (graph_fast_update.cu: [0] overflow, [1] new vertices, [2] applied
                               // insertions, [3] applied deletions): then they give the vertex count
@@ -268,7 +270,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         bool own = false;
         const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
         if (rank == 0) {
-          const Decision dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
+          const Decision dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
           if (dec.keep && nf.claim(v, true)) append_split_one<I>(v, loopmark::split_key<I>(dg, od), sw,
                                                                  nf.small_list, nf.large_list, nf.counters);
           team_flag[team] = dec.flag ? 1 : 0;
@@ -288,7 +290,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     // vertices would wait for them.
     const long long skip = (n1 % nblocks) * (blockDim.x >> 5);
     const long long swid = wid >= skip ? wid - skip : wid - skip + nwarps;
-    auto by_groups = [&](auto width) {  // G lanes per vertex, 32 / G vertices per warp at once
+    auto by_groups = [&](auto width) {  // G lanes per vertex (1: a thread), 32 / G vertices per warp at once
       constexpr int G = decltype(width)::value;
       const int group = lane / G, sub = lane % G;
       for (long long b = swid * (32 / G); b < n0; b += nwarps * (32 / G)) {  // uniform over the warp
@@ -304,7 +306,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         bool own = false;
         const V s = sr::group_gather<G, V, true, kLook>(w.c, a.in_idx, o, dg, sub, v, &own, look);
         Decision dec{false, false};
-        if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
+        if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         const bool keep = sub == 0 && dec.keep && nf.claim(v, true);
         sr::warp_append_split<I>(keep, v, loopmark::split_key<I>(dg, od), sw, nf.small_list, nf.large_list,
                                  nf.counters);
@@ -323,29 +325,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     } else if (n0 <= L.warp_limit) {
       by_groups(Lanes<SR_GROUP>{});
     } else {
-      for (long long b0 = swid * 32; b0 < n0; b0 += stride) {  // uniform over the warp
-        const long long i = b0 + lane;
-        I v = 0, dg = 0, od = 0;
-        long long oo = 0;
-        Decision dec{false, false};
-        if (i < n0) {
-          v = cur_small[i];
-          const long long o = a.in_off[v];
-          dg = a.in_deg[v];
-          od = a.out_deg[v];
-          oo = a.out_off[v];
-          const V xo = a.x[v];
-          bool own = false;
-          const V s = sr::thread_gather<V, true, kLook>(w.c, a.in_idx, o, dg, v, &own, look);
-          dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
-        }
-        const bool keep = dec.keep && nf.claim(v, true);
-        sr::warp_append_split<I>(keep, v, loopmark::split_key<I>(dg, od), sw, nf.small_list, nf.large_list,
-                                 nf.counters);
-        const I mark_deg = dec.flag ? od : I(0);
-        const I widest = static_cast<I>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(mark_deg)));
-        loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, widest, 0, 1, nf);
-      }
+      by_groups(Lanes<1>{});  // a thread per vertex (group_gather<1> sums as sr::thread_gather)
     }
     // copies: F(k-1) without F(k), from the highest threads down (the least busy above)
     if (it > 0) {
@@ -372,7 +352,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       acc[2 * SR_SPREAD * ((it + 2) % 3) + threadIdx.x] = 0;
     }
     grid.sync();  // every update, copy, append and block result of the iteration is visible
-    if (L.ticks && tid == 0) L.ticks[4 + 3 * it] = L.ticks[5 + 3 * it] = device_ns();
+    if (L.ticks && tid == 0) L.ticks[4 + 3 * it] = device_ns();
 
     // ---- decide (identically in every block): warp 0 combines the copies (exact: integer max and
     // sum), thread 0 decides

@@ -57,16 +57,7 @@ __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u
     nl += (p[j] && key[j] >= nf.switch_degree) ? 1 : 0;
   }
   const int lane = threadIdx.x & 31;
-  int is = ns, il = nl;  // inclusive sums over the lanes
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int ts = __shfl_up_sync(SR_FULL_MASK, is, d);
-    const int tl = __shfl_up_sync(SR_FULL_MASK, il, d);
-    if (lane >= d) {
-      is += ts;
-      il += tl;
-    }
-  }
+  const int is = sr::warp_inclusive_sum(ns), il = sr::warp_inclusive_sum(nl);  // over the lanes
   const int total_s = __shfl_sync(SR_FULL_MASK, is, 31), total_l = __shfl_sync(SR_FULL_MASK, il, 31);
   int base_s = 0, base_l = 0;
   if (lane == 31) {  // both reservations in flight together

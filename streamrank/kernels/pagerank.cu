@@ -85,7 +85,7 @@ __global__ void mark_direct(const I* __restrict__ ids, long long n, int* __restr
 
 template <typename I, typename V, int SELF, int MODE>
 __global__ void __launch_bounds__(SR_SMALL_THREADS, 4) rank_small(const RankArgs<I, V>* __restrict__ args, int parity) {
-  __shared__ double scratch[32];
+  __shared__ double scratch[96];  // sr::block_max_sum of three values
   const RankArgs<I, V>& a = *args;
   if (a.status[0]) return;  // uniform over the block: safe before the barriers below
   const View<I, V> w = view_of<I, V, MODE>(a, parity);
@@ -115,15 +115,13 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, 4) rank_small(const RankArgs
       sr::warp_append_split<I>(dec.flag, v, od, sw, a.lists[4], a.lists[5], a.cnt + 4);
     }
   }
-  lmax = sr::block_max(lmax, scratch);
-  lsum = sr::block_sum(lsum, scratch);
-  ldang = sr::block_sum(ldang, scratch);
+  sr::block_max_sum(lmax, lsum, ldang, scratch);
   if (threadIdx.x == 0) write_block_results(a, blockIdx.x, lmax, lsum, ldang);
 }
 
 template <typename I, typename V, int SELF, int MODE>
 __global__ void __launch_bounds__(256) rank_large(const RankArgs<I, V>* __restrict__ args, int parity) {
-  __shared__ double scratch[32];
+  __shared__ double scratch[96];  // finish_iteration's sr::block_max_sum
   __shared__ V vscratch[32];
   __shared__ int last;
   const RankArgs<I, V>& a = *args;
@@ -176,7 +174,7 @@ __global__ void __launch_bounds__(256) rank_large(const RankArgs<I, V>* __restri
 
 template <typename I, typename V, int MODE>
 __global__ void __launch_bounds__(SR_SMALL_THREADS) post_small(const RankArgs<I, V>* __restrict__ args, int parity) {
-  __shared__ double scratch[32];
+  __shared__ double scratch[96];  // finish_iteration's sr::block_max_sum
   __shared__ int last;
   const RankArgs<I, V>& a = *args;
   if (a.status[0]) return;
@@ -208,7 +206,7 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS) post_small(const RankArgs<I,
 
 template <typename I, typename V, int MODE>
 __global__ void __launch_bounds__(256) mark_large(const RankArgs<I, V>* __restrict__ args, int parity) {
-  __shared__ double scratch[32];
+  __shared__ double scratch[96];  // finish_iteration's sr::block_max_sum
   __shared__ int last;
   const RankArgs<I, V>& a = *args;
   if (a.status[0]) return;

@@ -348,7 +348,10 @@ __device__ __forceinline__ sr::Look<I, V> look_of(const RankArgs<I, V>& a, const
 
 // New value of v from its in-sum, bookkeeping of the change; returns the decision (DF/DF-P).
 // `own`: v has an explicit self-loop, left out of `s` (the local-form modes; always false in MODE 3).
-template <typename I, typename V, int SELF, int MODE>
+// FLAGS: the caller keeps DF-P's frontier membership in `aff`, so a pruned vertex's flag is
+// cleared (the launch sequence); the cooperative loop keeps it in stamps (loop_marking.cuh) and
+// passes false.
+template <typename I, typename V, int SELF, int MODE, bool FLAGS = true>
 __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const View<I, V>& w, I v, V s,
                                                   I od, V xo, double& lmax, double& lsum, double& ldang,
                                                   bool own = false) {
@@ -361,7 +364,7 @@ __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const
   if (MODE == 3 && !SELF && od == 0) ldang += static_cast<double>(xn);
   const Decision dec =
       decide<(MODE == 1 || MODE == 2) ? MODE : 0>(static_cast<double>(xn), static_cast<double>(xo), od, a.tau_f, a.tau_p);
-  if (MODE == 2 && !dec.keep) a.aff[v] = 0;
+  if (FLAGS && MODE == 2 && !dec.keep) a.aff[v] = 0;
   return dec;
 }
 
@@ -377,7 +380,7 @@ __device__ __forceinline__ void write_block_results(const RankArgs<I, V>& a, int
 // Second stage of the convergence check, run by the last block of an iteration's last launch:
 // reduce the block results (max |dx|, sum dx, dangling sum), keep sum(x) current, record the
 // iteration, decide (max|dx| / sum(x) < tol, or an empty frontier), zero the counters that the
-// next iteration refills; MODE 3 computes the next base term.
+// next iteration refills; MODE 3 computes the next base term. `scratch` holds 96 values.
 template <typename I, typename V, int MODE>
 __device__ void finish_iteration(const RankArgs<I, V>& a, const View<I, V>& w, double* scratch) {
   const int nb = a.gt + a.gb;
@@ -387,9 +390,7 @@ __device__ void finish_iteration(const RankArgs<I, V>& a, const View<I, V>& w, d
     s += a.part[nb + i];
     dang += a.part[2 * nb + i];
   }
-  m = sr::block_max(m, scratch);
-  s = sr::block_sum(s, scratch);
-  dang = sr::block_sum(dang, scratch);
+  sr::block_max_sum(m, s, dang, scratch);  // scratch: 96 values
   if (threadIdx.x == 0) {
     const double t = a.total[0] + s;
     a.total[0] = t;

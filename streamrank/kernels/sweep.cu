@@ -154,7 +154,7 @@ __global__ void partition_buckets(const RankArgs<I, V>* __restrict__ args) {
 template <typename I, typename V, typename C, int SELF>
 __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(const RankArgs<I, V>* __restrict__ args,
                                                                               int parity) {
-  __shared__ double scratch[32];
+  __shared__ double scratch[96];  // sr::block_max_sum of three values
   __shared__ V vscratch[32];
   __shared__ int last;
   const RankArgs<I, V>& a = *args;
@@ -169,9 +169,7 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(c
     bucket_pass<16, I, V, C, SELF>(a, w, c, cn, a.lists[3], a.cnt[3], a.gt, lmax, lsum, ldang);
     bucket_pass<4, I, V, C, SELF>(a, w, c, cn, a.lists[2], a.cnt[2], a.gt, lmax, lsum, ldang);
     bucket_pass<1, I, V, C, SELF>(a, w, c, cn, a.lists[0], a.cnt[0], a.gt, lmax, lsum, ldang);
-    lmax = sr::block_max(lmax, scratch);
-    lsum = sr::block_sum(lsum, scratch);
-    ldang = sr::block_sum(ldang, scratch);
+    sr::block_max_sum(lmax, lsum, ldang, scratch);
   } else {
     const I* __restrict__ idx = a.in_idx;
     const I* __restrict__ list = a.lists[1];

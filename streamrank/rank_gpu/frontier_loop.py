@@ -55,8 +55,8 @@ _LOOP_IN_PLACE = os.environ.get("STREAMRANK_LOOP_IN_PLACE", "0") != "0"
 loop_unavailable: str | None = None
 #: Set to a device uint64 array of at least 3 * max_iter + 4 entries to have the frontier loop
 #: write the device clock (ns) at its start, after its first two phases, at the start of each
-#: iteration and after its barrier (twice, where the loop had two phases before stop 24), and at
-#: its end (profiling; layout in frontier_loop.cu's LoopLists::ticks).
+#: iteration and after its barrier, and at its end (profiling; layout in frontier_loop.cu's
+#: LoopLists::ticks).
 LOOP_TICKS = None
 _LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
 _LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
@@ -95,8 +95,7 @@ def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, max_iter: in
         ws.loop_part = cp.zeros(grid + _ACCUMULATORS, dtype=cp.float64)
         ws.loop_prefix = None
     if ws.loop_stamp is None:
-        ws.loop_stamp = cp.zeros(2 * ws.n, dtype=cp.uint32)
-        ws.loop_epoch = 1
+        ws.loop_stamp = cp.zeros(2 * ws.n, dtype=cp.uint32)  # (ws.loop_epoch starts at 1, above 0)
         ws.loop_prefix = None
     if ws.loop_epoch + max_iter + 1 >= _EPOCH_LIMIT:  # queued before the launch that reads them
         ws.loop_stamp.fill(0)
