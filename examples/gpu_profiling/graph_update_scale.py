@@ -26,6 +26,25 @@ from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
 from streamrank.rmat import rmat_edges  # noqa: E402
 
+parts = os.environ.get("PARTS", "0") != "0"
+if parts:
+    import time
+
+    import cupy as cp
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _clock import TIMES, wrap  # noqa: E402
+    from streamrank import gpu_step, graph_gpu, graph_gpu_lists  # noqa: E402
+    _apply = gpu_step.OneSyncStepper.apply
+
+    def _timed_apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0):
+        TIMES["pre"].append((time.perf_counter() - t0) * 1e6)
+        return _apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0)
+
+    gpu_step.OneSyncStepper.apply = _timed_apply
+    wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
+    wrap(graph_gpu.GpuGraph, "finish_fast", "book")
+    wrap(graph_gpu_lists.Direction, "reserve", "reserve")
+
 sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
 batches = int(os.environ.get("BATCHES", "60"))
 dangling = os.environ.get("DANGLING", "uniform")
@@ -52,8 +71,12 @@ for name, src, dst in graphs():
     eng.load_edges(src, dst)
     ids = np.unique(np.concatenate([src, dst]))
     for size in sizes:
-        g_ms, r_ms, steps, scans = [], [], [], []
+        g_ms, r_ms, steps, scans, ev, caps = [], [], [], [], [], []
+        if parts:
+            TIMES.clear()
         for b in range(batches + 5):
+            if b == 5 and parts:
+                TIMES.clear()
             n_del = size // 5
             n_ins = size - n_del
             pick = rng.integers(0, src.shape[0], n_del)
@@ -66,7 +89,11 @@ for name, src, dst in graphs():
                 ok = (u >= 0) & (v >= 0)
                 mn = np.minimum(g.out_degree.get()[u[ok]], g.in_degree.get()[v[ok]])
                 scans.append((mn.sum(), mn.max(initial=0)))
+            c0 = eng._stepper.graphs.captures if parts and eng._stepper.graphs else 0
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
+            if b >= 5 and parts:
+                ev.append(cp.cuda.get_elapsed_time(eng._stepper.start, eng._stepper.graph_done) * 1e3)
+                caps.append((eng._stepper.graphs.captures if eng._stepper.graphs else 0) - c0)
             if b >= 5:
                 g_ms.append(st.graph_ms)
                 r_ms.append(st.rank_ms)
@@ -80,6 +107,12 @@ for name, src, dst in graphs():
             m = np.median(np.asarray(steps), axis=0)
             print("   kernel steps (us): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
                   + f"; steps 1-5 {m[:6].sum():.1f}", flush=True)
+        if parts and ev:
+            md = lambda k: float(np.median(TIMES[k])) if TIMES[k] else 0.0  # noqa: E731
+            print(f"   graph_ms parts (us, medians): before queueing {md('pre'):.1f}, queueing {md('queue'):.1f}, "
+                  f"start -> graph update end (events) {np.median(ev):.1f}, bookkeeping {md('book'):.1f}; "
+                  f"captures per batch {np.mean(caps):.2f}, tail reservations {len(TIMES['reserve'])} "
+                  f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}", flush=True)
         if scans:
             a = np.asarray(scans)
             print(f"   membership scans per batch: sum median {np.median(a[:, 0]):.0f}, "
