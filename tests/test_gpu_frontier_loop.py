@@ -65,26 +65,20 @@ def _later_handover(affected, grid: int, first: int):
 
 
 # handover 1e-9: after the first iteration (the loop's contributions then sit in the buffer of
-# odd parity); "later": after a later iteration, chosen from the launch sequence's frontiers.
-# hub: the loop's hub degree (frontier_loop._LOOP_HUB_DEGREE): None, the default (256: the six
-# hubs of _edges take a block each, the other large vertices a warp once they outnumber the
-# blocks); 0, a block for every large vertex; 12, hundreds of hubs beside the warps' vertices
+# odd parity); "later": after a later iteration, chosen from the launch sequence's frontiers
 @pytest.mark.parametrize("algorithm", ["df", "dfp"])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("handover", [None, 1e-9, "later"])
-@pytest.mark.parametrize("hub", [None, 0, 12])
-def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, handover, hub):
+def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, handover):
     from streamrank import pagerank_gpu
     from streamrank.rank_gpu import frontier_loop
     from streamrank.graph_gpu import GpuGraph
 
-    if hub is not None:
-        monkeypatch.setattr(frontier_loop, "_LOOP_HUB_DEGREE", hub)
     handed = _record_handovers(monkeypatch, frontier_loop)
     later = []  # the iteration counts after which a "later" hand-over happened
     default = frontier_loop._LOOP_HANDOVER
 
-    rng = np.random.default_rng(zlib.crc32(f"{algorithm}/{dangling}/{handover}/{hub}".encode()))
+    rng = np.random.default_rng(zlib.crc32(f"{algorithm}/{dangling}/{handover}".encode()))
     s, d = _edges(rng)
     gg = GpuGraph.from_edges(s, d)
     # switch degree 8: both list kinds (thread and block per vertex) carry many vertices

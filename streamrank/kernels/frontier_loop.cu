@@ -81,19 +81,15 @@ namespace cg = cooperative_groups;
 // The lists of the loop and the batch, in one device struct (streamrank.pagerank_gpu packs it).
 template <typename I, typename V>
 struct LoopLists {
-  I* front[8];        // frontier pairs 0..3: small (larger degree < switch), large (medium vertices
-                      // from the front, hubs from the back: loop_marking.cuh)
-  int* front_cnt[4];  // each pair's counters: [0] small, [1] medium
+  I* front[8];        // frontier pairs 0..3: small (larger degree < switch), large
+  int* front_cnt[4];  // each pair's counters: [0] small, [1] large
   double* part;       // [gridDim.x] sums of x at the start, then the iterations' accumulators
                       // (8 bytes each), [3][2][SR_SPREAD], rotating: max |dx| (the bits of a
                       // non-negative double, atomicMax) and sum dx in fixed point (SR_FIXED,
                       // atomicAdd), block b adding into copy b mod SR_SPREAD
   unsigned* stamp;    // [2 * vertices] frontier stamps (loop_marking.cuh)
-  int* hub_cnt;       // [4] each pair's hubs
   long long handover; // stop and hand over when a frontier exceeds this many vertices
   long long warp_limit;  // lists up to this long take a group of lanes per vertex, not a thread
-  long long hub_degree;  // large vertices of at least this key are hubs (a block each)
-  long long cap;         // entries of each list
   const V* x_prev;    // the previous ranks (n_prev entries; new vertices start at 1)
   const long long* ins_src;  // the batch's changed edges (internal ids, sorted by source)
   const long long* del_src;
@@ -146,7 +142,6 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   const RankArgs<I, V>& a = *args;
   const LoopLists<I, V>& L = *lists;
   const I sw = static_cast<I>(a.switch_degree);
-  const I hub = static_cast<I>(L.hub_degree);
   const int nblocks = gridDim.x;
   const int lane = threadIdx.x & 31;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -165,10 +160,6 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   double* const init_part = L.part;
   unsigned long long* const acc = reinterpret_cast<unsigned long long*>(L.part + nblocks);  // [3][2][SR_SPREAD]
   const unsigned epoch = static_cast<unsigned>(L.epoch);
-  // entry t of pair p's frontier: small [0, n0), medium [n0, n01), then the hubs from the back
-  auto entry = [&](int p, long long t, long long n0, long long n01) -> I {
-    return t < n0 ? L.front[2 * p][t] : (t < n01 ? L.front[2 * p + 1][t - n0] : L.front[2 * p + 1][L.cap - 1 - (t - n01)]);
-  };
   long long n_all = a.n, n_ins = L.n_ins, n_del = L.n_del;
   if (L.counts) {  // the batch's sizes from the graph update on the device (no host round trip)
     if (L.counts[0] != 0) return;  // uniform: the graph update overflowed and changed nothing
@@ -180,7 +171,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   // ---- phase I: the start of the iterate, one pass over all vertices
   if (L.ticks && tid == 0) L.ticks[0] = device_ns();
   if (tid == 0) {
-    for (int j = 0; j < 4; ++j) L.front_cnt[j][0] = L.front_cnt[j][1] = L.hub_cnt[j] = 0;
+    for (int j = 0; j < 4; ++j) L.front_cnt[j][0] = L.front_cnt[j][1] = 0;
     a.status[0] = a.status[1] = a.status[2] = a.status[3] = 0;
     a.base[0] = 1.0;
   }
@@ -207,8 +198,8 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     total = sr::block_sum(t, scratch);
     if (tid == 0) a.total[0] = total;
   }
-  const loopmark::NextFrontier<I> first{L.stamp, epoch, 0, a.in_deg, a.out_deg, sw, hub, L.front[0], L.front[1],
-                                        L.front_cnt[0], L.hub_cnt, L.cap};
+  const loopmark::NextFrontier<I> first{L.stamp, epoch, 0, a.in_deg, a.out_deg, sw, L.front[0], L.front[1],
+                                        L.front_cnt[0]};
   const long long n_direct = SELF ? n_del + n_ins + n_del : n_del;
   for (long long b0 = tid - lane; b0 < n_direct; b0 += stride) {  // uniform over the warp
     const long long i = b0 + lane;
@@ -221,7 +212,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       pred = first.claim(u, true);
       if (pred) d = loopmark::split_key<I>(a.in_deg[u], a.out_deg[u]);
     }
-    loopmark::warp_append<I>(pred, u, d, first);
+    sr::warp_append_split<I>(pred, u, d, sw, L.front[0], L.front[1], L.front_cnt[0]);
   }
   const long long n_sources = n_ins + n_del;
   for (long long j = wid; j < n_sources; j += nwarps) {  // a warp per source; uniform over the warp
@@ -252,42 +243,36 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     const int ni = (fi + 1) & 3, zi = (fi + 2) & 3, pi = (fi + 3) & 3;
     const I* cur_small = L.front[2 * fi];
     const I* cur_large = L.front[2 * fi + 1];
-    const long long n0 = L.front_cnt[fi][0], n1 = L.front_cnt[fi][1], nh = L.hub_cnt[fi];
+    const long long n0 = L.front_cnt[fi][0], n1 = L.front_cnt[fi][1];
     w.c = a.cbuf[it & 1];
     w.cn = a.cbuf[(it + 1) & 1];
-    const loopmark::NextFrontier<I> nf{L.stamp, epoch + it + 1, (it + 1) & 1, a.in_deg, a.out_deg, sw, hub,
-                                       L.front[2 * ni], L.front[2 * ni + 1], L.front_cnt[ni], L.hub_cnt + ni, L.cap};
+    const loopmark::NextFrontier<I> nf{L.stamp, epoch + it + 1, (it + 1) & 1, a.in_deg, a.out_deg, sw,
+                                       L.front[2 * ni], L.front[2 * ni + 1], L.front_cnt[ni]};
     unsigned long long* const it_acc = acc + 2 * SR_SPREAD * (it % 3);  // max copies, then sum copies
 
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
-    // Large vertices: when they outnumber the grid's blocks, a warp per medium vertex and a team
-    // per hub; else a team per large vertex, hubs first. Entry i of the teams' work: hub i (from
-    // the back of the large list) while i < nh, then medium i - nh.
-    const bool warp_mediums = nh + n1 > nblocks;
-    const long long n_teams = warp_mediums ? nh : nh + n1;
-    const I* const hubs_end = cur_large + (L.cap - 1);  // hub k at hubs_end[-k]
-    auto large_at = [&](long long i) -> I { return i < nh ? hubs_end[-i] : cur_large[i - nh]; };
-    // a team per vertex gathers, updates and marks (the block, or with kHalves each half of it when
-    // the teams' work is longer than the grid's blocks: two vertices at once, where one block took
-    // two in turn); the next vertex's id is loaded ahead
+    // large list: a team per vertex gathers, updates and marks (the block, or with kHalves each half
+    // of it when the list is longer than the grid's blocks: two vertices at once, where one block
+    // took two in turn); the next vertex's id is loaded ahead
     auto by_teams = [&](auto width) {
       constexpr int W = decltype(width)::value;
       const int team = threadIdx.x / W, rank = threadIdx.x % W;
       // team t of every block after team t - 1 of all (blocks are 256 threads: __launch_bounds__)
       const long long unit = team * nblocks + blockIdx.x, units = (256 / W) * nblocks;
-      I v_next = unit < n_teams ? large_at(unit) : I(0);
-      for (long long i = unit; i < n_teams; i += units) {  // uniform over the team
+      I v_next = unit < n1 ? cur_large[unit] : I(0);
+      for (long long i = unit; i < n1; i += units) {  // uniform over the team
         const I v = v_next;
         const long long o = a.in_off[v];
         const I dg = a.in_deg[v];
         const long long oo = a.out_off[v];
         const I od = a.out_deg[v];
-        if (i + units < n_teams) v_next = large_at(i + units);
+        if (i + units < n1) v_next = cur_large[i + units];
         bool own = false;
         const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
         if (rank == 0) {
           const Decision dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
-          if (dec.keep && nf.claim(v, true)) nf.append_one(v, loopmark::split_key<I>(dg, od));
+          if (dec.keep && nf.claim(v, true)) append_split_one<I>(v, loopmark::split_key<I>(dg, od), sw,
+                                                                 nf.small_list, nf.large_list, nf.counters);
           team_flag[team] = dec.flag ? 1 : 0;
         }
         loopmark::team_sync<W>(team);  // team_flag is set (set again only past the next gather's barriers)
@@ -295,28 +280,23 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, mark_deg, rank, W, nf);
       }
     };
-    if (kHalves && n_teams > nblocks) {
+    if (kHalves && n1 > nblocks) {
       by_teams(Lanes<128>{});
     } else {
       by_teams(Lanes<256>{});
     }
-    // medium vertices (warp_mediums) from the warps after the teams' (blocks 0 .. nh - 1 take a hub
-    // first), then the small list: a group of lanes (or a thread) per vertex, from the warps after
-    // those, so that the least busy warps start it (the others' small vertices would wait for them)
-    const long long teams = warp_mediums ? nh : n_teams;
-    const long long team_warps = 8 * (teams % nblocks);
-    const long long first_small = warp_mediums ? team_warps + n1 : team_warps;
-    const long long busy = teams >= nblocks ? nwarps : first_small;  // warps with a large vertex
-    auto rotated = [&](long long first) { const long long f = first % nwarps; return wid >= f ? wid - f : wid - f + nwarps; };
-    // G lanes per vertex of `list` (1: a thread), 32 / G vertices per warp at once; `gw`: the warp's
-    // place in the order
-    auto by_groups = [&](auto width, const I* list, long long count, long long gw) {
+    // small list: a group of lanes (or a thread) per vertex
+    // The blocks with fewer large vertices (or teams busy with one) start it: the others' small
+    // vertices would wait for them.
+    const long long skip = (n1 % nblocks) * (blockDim.x >> 5);
+    const long long swid = wid >= skip ? wid - skip : wid - skip + nwarps;
+    auto by_groups = [&](auto width) {  // G lanes per vertex (1: a thread), 32 / G vertices per warp at once
       constexpr int G = decltype(width)::value;
       const int group = lane / G, sub = lane % G;
-      for (long long b = gw * (32 / G); b < count; b += nwarps * (32 / G)) {  // uniform over the warp
+      for (long long b = swid * (32 / G); b < n0; b += nwarps * (32 / G)) {  // uniform over the warp
         const long long i = b + group;
-        const bool valid = i < count;
-        const I v = valid ? list[i] : I(0);
+        const bool valid = i < n0;
+        const I v = valid ? cur_small[i] : I(0);
         const long long o = valid ? a.in_off[v] : 0;
         const I dg = valid ? a.in_deg[v] : I(0);
         const long long oo = valid ? a.out_off[v] : 0;  // every lane: the group marks together
@@ -328,35 +308,32 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         Decision dec{false, false};
         if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         const bool keep = sub == 0 && dec.keep && nf.claim(v, true);
-        loopmark::warp_append<I>(keep, v, loopmark::split_key<I>(dg, od), nf);
+        sr::warp_append_split<I>(keep, v, loopmark::split_key<I>(dg, od), sw, nf.small_list, nf.large_list,
+                                 nf.counters);
         const bool flag = __shfl_sync(SR_FULL_MASK, dec.flag, lane - sub);  // the group's lane 0 decided
         const I mark_deg = flag ? od : I(0);
         const I widest = static_cast<I>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(mark_deg)));
         loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, widest, sub, G, nf);
       }
     };
-    if (warp_mediums) by_groups(Lanes<32>{}, cur_large, n1, rotated(team_warps));
-    // the small list: a warp per vertex while the warps that are not busy with large vertices
-    // take it in one pass, 16 lanes while it fits the grid's warps four times (SR_TIERS), then
-    // SR_GROUP lanes up to warp_limit, then a thread per vertex
-    const long long idle = nwarps - (busy < nwarps ? busy : nwarps);
-    const long long swid = rotated(first_small);
-    if (SR_TIERS && n0 <= idle) {
-      by_groups(Lanes<32>{}, cur_small, n0, swid);
+    // the widest groups that take the list in one pass (a warp) or two (16 lanes), then
+    // SR_GROUP lanes up to warp_limit (SR_TIERS 0: SR_GROUP lanes for every short list)
+    if (SR_TIERS && n0 <= nwarps) {
+      by_groups(Lanes<32>{});
     } else if (SR_TIERS && n0 <= 4 * nwarps) {
-      by_groups(Lanes<16>{}, cur_small, n0, swid);
+      by_groups(Lanes<16>{});
     } else if (n0 <= L.warp_limit) {
-      by_groups(Lanes<SR_GROUP>{}, cur_small, n0, swid);
+      by_groups(Lanes<SR_GROUP>{});
     } else {
-      by_groups(Lanes<1>{}, cur_small, n0, swid);  // a thread per vertex (group_gather<1> sums as sr::thread_gather)
+      by_groups(Lanes<1>{});  // a thread per vertex (group_gather<1> sums as sr::thread_gather)
     }
     // copies: F(k-1) without F(k), from the highest threads down (the least busy above)
     if (it > 0) {
       const unsigned in_cur = epoch + it;
       const int cur_slot = it & 1;
-      const long long p0 = L.front_cnt[pi][0], p01 = p0 + L.front_cnt[pi][1], pn = p01 + L.hub_cnt[pi];
-      for (long long t = stride - 1 - tid; t < pn; t += stride) {
-        const I v = entry(pi, t, p0, p01);
+      const long long p0 = L.front_cnt[pi][0], p1 = L.front_cnt[pi][1];
+      for (long long t = stride - 1 - tid; t < p0 + p1; t += stride) {
+        const I v = t < p0 ? L.front[2 * pi][t] : L.front[2 * pi + 1][t - p0];
         if (__ldcg(L.stamp + 2 * static_cast<long long>(v) + cur_slot) != in_cur) w.cn[v] = w.c[v];
       }
     }
@@ -370,7 +347,6 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     if (tid == 0) {
       L.front_cnt[zi][0] = 0;
       L.front_cnt[zi][1] = 0;
-      L.hub_cnt[zi] = 0;
     }
     if (blockIdx.x == 0 && threadIdx.x < 2 * SR_SPREAD) {  // iteration k+2's, read last in iteration k-1
       acc[2 * SR_SPREAD * ((it + 2) % 3) + threadIdx.x] = 0;
@@ -382,7 +358,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     // sum), thread 0 decides
     if (threadIdx.x < 32) {
       long long next = 0;  // loaded beside the accumulators, not after their reduction
-      if (threadIdx.x == 0) next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1] + L.hub_cnt[ni];
+      if (threadIdx.x == 0) next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
       unsigned long long mx = lane < SR_SPREAD ? __ldcg(&it_acc[lane]) : 0ULL;
       long long sm = lane < SR_SPREAD ? static_cast<long long>(__ldcg(&it_acc[SR_SPREAD + lane])) : 0LL;
 #pragma unroll
@@ -396,7 +372,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         total += static_cast<double>(sm) * (1.0 / SR_FIXED);
         const bool conv = (total > 0.0 && m / total < a.tol) || next == 0;
         if (blockIdx.x == 0) {
-          a.hist[it] = static_cast<int>(n0 + n1 + nh);
+          a.hist[it] = static_cast<int>(n0 + n1);
           a.status[1] = it + 1;
           a.status[2] = conv ? 1 : 0;
           a.total[0] = total;
@@ -416,29 +392,16 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     // it expects the current contributions in cbuf[0] (they are in B(it)) and the affected flags
     // of F(it) set: B(it) differs from B(it - 1) = cbuf[0] only on F(it - 1)
     const int pl = (fi + 3) & 3;
-    const long long l0 = L.front_cnt[pl][0], l01 = l0 + L.front_cnt[pl][1], ln = l01 + L.hub_cnt[pl];
+    const long long l0 = L.front_cnt[pl][0], l1 = L.front_cnt[pl][1];
     if (it & 1) {
-      for (long long t = tid; t < ln; t += stride) {
-        const I v = entry(pl, t, l0, l01);
+      for (long long t = tid; t < l0 + l1; t += stride) {
+        const I v = t < l0 ? L.front[2 * pl][t] : L.front[2 * pl + 1][t - l0];
         a.cbuf[0][v] = a.cbuf[1][v];
       }
     }
-    const long long c0 = L.front_cnt[fi][0], c1 = L.front_cnt[fi][1], ch = L.hub_cnt[fi];
-    for (long long t = tid; t < c0 + c1 + ch; t += stride) a.aff[entry(fi, t, c0, c0 + c1)] = 1;
-    // and one large list: the hubs move behind the medium vertices, through pair fi + 2's small
-    // list (unused now), as the two ranges may overlap
-    if (ch > 0) {  // uniform over the grid
-      I* const large = L.front[2 * fi + 1];
-      I* const tmp = L.front[2 * ((fi + 2) & 3)];
-      for (long long t = tid; t < ch; t += stride) tmp[t] = large[L.cap - 1 - t];
-      grid.sync();  // every hub is read before any is written
-      for (long long t = tid; t < ch; t += stride) large[c1 + t] = tmp[t];
-    }
-    if (tid == 0) {  // (every count was read before the barrier above, or ch == 0 and this writes c1)
-      L.front_cnt[fi][1] = static_cast<int>(c1 + ch);
-      L.hub_cnt[fi] = 0;
-      a.status[3] = fi + 1;
-    }
+    const long long c0 = L.front_cnt[fi][0], c1 = L.front_cnt[fi][1];
+    for (long long t = tid; t < c0 + c1; t += stride) a.aff[t < c0 ? L.front[2 * fi][t] : L.front[2 * fi + 1][t - c0]] = 1;
+    if (tid == 0) a.status[3] = fi + 1;
   } else if (tid == 0) {
     a.status[0] = 1;
   }

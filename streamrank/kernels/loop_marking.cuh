@@ -8,12 +8,9 @@
 // raises `epoch` past every stamp of earlier batches (frontier_loop.py), so nothing is cleared
 // between batches.
 //
-// Frontier lists are split by the larger of a vertex's in- and out-degree (its key): the small
-// list (key below the switch degree) takes a group of lanes per vertex, which gathers its
-// in-edges and marks its out-edges. Large vertices of a key below the hub degree ("medium") are
-// appended from the front of the large list and take a warp each when the large vertices
-// outnumber the grid's blocks; hubs are appended from the back of the same list and take a block
-// (or half a block, team_gather) each.
+// Frontier lists are split by the larger of a vertex's in- and out-degree: the small list
+// (both below the switch degree) takes a group of lanes per vertex, which gathers its in-edges
+// and marks its out-edges; the large list a block (or half a block, team_gather) per vertex.
 #pragma once
 
 #include "rank_common.cuh"
@@ -36,33 +33,15 @@ struct NextFrontier {
   const I* in_deg;
   const I* out_deg;
   I switch_degree;
-  I hub_degree;    // keys of at least this (and the switch degree) are hubs
   I* small_list;
-  I* large_list;   // medium vertices at [0, counters[1]), hubs at [cap - hubs, cap)
-  int* counters;   // [0] small, [1] medium
-  int* hub_counter;
-  long long cap;   // entries of each list
+  I* large_list;
+  int* counters;  // [0] small, [1] large
 
   // True for the one caller that enters v into F(k+1) (the plain read skips most repeats; a
   // stale value there is only ever lower, and then the atomic decides).
   __device__ __forceinline__ bool claim(I v, bool valid) const {
     unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
     return valid && *s != value && atomicMax(s, value) < value;
-  }
-  // 0: small, 1: medium, 2: hub
-  __device__ __forceinline__ int kind(I key) const {
-    return key < switch_degree ? 0 : (key < hub_degree ? 1 : 2);
-  }
-  __device__ __forceinline__ int* counter(int k) const { return k == 2 ? hub_counter : counters + k; }
-  __device__ __forceinline__ void put(int k, int at, I v) const {
-    if (k == 0) small_list[at] = v;
-    else if (k == 1) large_list[at] = v;
-    else large_list[cap - 1 - at] = v;
-  }
-  // One thread appends v (of key `key`) alone.
-  __device__ __forceinline__ void append_one(I v, I key) const {
-    const int k = kind(key);
-    put(k, atomicAdd(counter(k), 1), v);
   }
 };
 
@@ -71,42 +50,29 @@ struct NextFrontier {
 template <int N, typename I>
 __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u)[N], const I (&key)[N],
                                                  const NextFrontier<I>& nf) {
-  int kind[N];
-  int cnt[3] = {0, 0, 0};
+  int ns = 0, nl = 0;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    kind[j] = p[j] ? nf.kind(key[j]) : -1;
-#pragma unroll
-    for (int k = 0; k < 3; ++k) cnt[k] += kind[j] == k ? 1 : 0;
+    ns += (p[j] && key[j] < nf.switch_degree) ? 1 : 0;
+    nl += (p[j] && key[j] >= nf.switch_degree) ? 1 : 0;
   }
   const int lane = threadIdx.x & 31;
-  int at[3], base[3] = {0, 0, 0};
-#pragma unroll
-  for (int k = 0; k < 3; ++k) at[k] = sr::warp_inclusive_sum(cnt[k]) - cnt[k];  // exclusive, over the lanes
-  if (lane == 31) {  // the reservations in flight together
-#pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      const int total = at[k] + cnt[k];
-      if (total) base[k] = atomicAdd(nf.counter(k), total);
-    }
+  const int is = sr::warp_inclusive_sum(ns), il = sr::warp_inclusive_sum(nl);  // over the lanes
+  const int total_s = __shfl_sync(SR_FULL_MASK, is, 31), total_l = __shfl_sync(SR_FULL_MASK, il, 31);
+  int base_s = 0, base_l = 0;
+  if (lane == 31) {  // both reservations in flight together
+    if (total_s) base_s = atomicAdd(nf.counters, total_s);
+    if (total_l) base_l = atomicAdd(nf.counters + 1, total_l);
   }
-#pragma unroll
-  for (int k = 0; k < 3; ++k) at[k] += __shfl_sync(SR_FULL_MASK, base[k], 31);
+  int at_s = __shfl_sync(SR_FULL_MASK, base_s, 31) + is - ns;
+  int at_l = __shfl_sync(SR_FULL_MASK, base_l, 31) + il - nl;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-#pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      if (kind[j] == k) nf.put(k, at[k]++, u[j]);
+    if (p[j]) {
+      if (key[j] < nf.switch_degree) nf.small_list[at_s++] = u[j];
+      else nf.large_list[at_l++] = u[j];
     }
   }
-}
-
-// One vertex per lane (warp_append_many of one item). Every lane of the warp must call it.
-template <typename I>
-__device__ __forceinline__ void warp_append(bool p, I u, I key, const NextFrontier<I>& nf) {
-  const bool pp[1] = {p};
-  const I uu[1] = {u}, kk[1] = {key};
-  warp_append_many<1, I>(pp, uu, kk, nf);
 }
 
 // Mark the out-neighbours out_idx[o + e], e = first, first + step, ... < od, four per lane and

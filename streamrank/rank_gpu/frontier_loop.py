@@ -37,10 +37,6 @@ _LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
 #: (knob STREAMRANK_LOOP_WARP_FACTOR); the group has _LOOP_GROUP lanes (STREAMRANK_LOOP_GROUP).
 _LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
 _LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
-#: Large frontier vertices (larger degree at least ``switch_degree``) below this degree take a warp
-#: each when the large vertices outnumber the loop's blocks; from it on ("hubs") a block each
-#: (knob STREAMRANK_LOOP_HUB_DEGREE; 0: a block for every large vertex).
-_LOOP_HUB_DEGREE = int(os.environ.get("STREAMRANK_LOOP_HUB_DEGREE", "256"))
 #: Shorter lists take wider groups first: a warp per vertex while the list fits the grid's warps
 #: once, 16 lanes while it fits them twice (1; 0: _LOOP_GROUP lanes for every list up to the
 #: limit). Knob STREAMRANK_LOOP_TIERS.
@@ -62,14 +58,11 @@ loop_unavailable: str | None = None
 #: iteration and after its barrier, and at its end (profiling; layout in frontier_loop.cu's
 #: LoopLists::ticks).
 LOOP_TICKS = None
-_LISTS_PREFIX = "<15Qqqqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps,
-# hub counters, sizes (hand-over, warp limit, hub degree, list capacity)
+_LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
 _LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
 #: The loop's four frontier pairs in the workspace's list pairs (A, B, C, then the flag pair the
 #: launch sequence uses; the loop has no flag lists).
 _LOOP_PAIRS = (0, 1, 3, 2)
-#: Where the loop's hub counters (one per frontier pair) sit in the workspace's counters.
-_HUB_CNT = 10
 #: Frontier stamps are 32-bit: past this the stamps are zeroed and the epoch starts again.
 _EPOCH_LIMIT = 2**32 - 1
 _LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
@@ -92,12 +85,10 @@ def pending_batch(pending) -> tuple:
     return base, base + 16 * m, base + 24 * m, 0, 0, int(pending.counters.data.ptr)
 
 
-def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, hub_degree: int, max_iter: int, x_prev,
-                 batch: tuple) -> bytes:
+def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, max_iter: int, x_prev, batch: tuple) -> bytes:
     """The LoopLists struct of frontier_loop.cu: the four frontier pairs (:data:`_LOOP_PAIRS`),
-    their counters, the block-result buffer, the frontier stamps, the hub counters
-    (:data:`_HUB_CNT`), the hand-over size, the longest list that takes a group of lanes per
-    vertex, the hub degree, the lists' capacity, the batch (previous ranks, changed edges:
+    their counters, the block-result buffer, the frontier stamps, the hand-over size, the longest
+    list that takes a group of lanes per vertex, the batch (previous ranks, changed edges:
     :func:`host_batch` or :func:`pending_batch`) and the batch's stamp epoch, above every stamp
     of earlier batches (a batch stamps at most ``epoch + max_iter``)."""
     if ws.loop_part is None or ws.loop_part.shape[0] < grid + _ACCUMULATORS:  # block sums, accumulators
@@ -111,14 +102,13 @@ def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, hub_degree: 
         ws.loop_epoch = 1
     epoch = ws.loop_epoch
     ws.loop_epoch += max_iter + 1
-    key = (grid, int(handover), int(warp_limit), int(hub_degree))
+    key = (grid, int(handover), int(warp_limit))
     if ws.loop_prefix is None or ws.loop_prefix[0] != key:  # the workspace's part, packed once
         base = int(ws.cnt.data.ptr)
         rows = [ws.row_ptr(2 * p + j) for p in _LOOP_PAIRS for j in (0, 1)]
         cnts = [base + 4 * _PAIR_CNT[p] for p in _LOOP_PAIRS]
         ws.loop_prefix = (key, struct.pack(_LISTS_PREFIX, *rows, *cnts, int(ws.loop_part.data.ptr),
-                                           int(ws.loop_stamp.data.ptr), base + 4 * _HUB_CNT, *key[1:],
-                                           int(ws.lists.shape[1])))
+                                           int(ws.loop_stamp.data.ptr), *key[1:]))
     p_ins, p_dsrc, p_ddst, n_ins, n_del, counts = batch
     return ws.loop_prefix[1] + struct.pack(
         _LISTS_SUFFIX, int(x_prev.data.ptr) if x_prev.shape[0] else 0, p_ins, p_dsrc, p_ddst,
@@ -152,17 +142,14 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
         raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
     if _LOOP_BLOCK_SOURCE < 1:
         raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {_LOOP_BLOCK_SOURCE}")
-    if _LOOP_HUB_DEGREE < 0:
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_HUB_DEGREE must be non-negative, got {_LOOP_HUB_DEGREE}")
     self_loop = 1 if config.dangling == "self-loop" else 0
     k, grid = _loop_kernel(config.dtype, self_loop, mode)
     handover = int(_LOOP_HANDOVER * grid * _THREADS)
     if flood is not None:
         handover = max(handover, int(flood))
     groups = grid * _THREADS // _LOOP_GROUP
-    hub_degree = min(max(_LOOP_HUB_DEGREE, int(config.switch_degree)), 2**31 - 1)
-    lists = _lists_bytes(ws, graph.xp, grid, handover, int(_LOOP_WARP_FACTOR * groups), hub_degree,
-                         int(config.max_iter), x_prev, batch)
+    lists = _lists_bytes(ws, graph.xp, grid, handover, int(_LOOP_WARP_FACTOR * groups), int(config.max_iter),
+                         x_prev, batch)
     head = _args_bytes(graph, ws, x, config, in_place=_LOOP_IN_PLACE)
     return k, grid, head + bytes(_LISTS_OFFSET - len(head)) + lists
 

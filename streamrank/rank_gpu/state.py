@@ -87,8 +87,7 @@ class _Workspace:
         self.aff = cp.zeros(n, dtype=cp.int32)
         # list pairs (small, large): A, B, flags, C (C: the cooperative loop's)
         self.lists = cp.zeros((8, n), dtype=cp.int32)
-        # A: 0,1  B: 2,3  flags: 4,5  ticket: 6  C: 8,9  the cooperative loop's hub counters: 10-13
-        self.cnt = cp.zeros(14, dtype=cp.int32)
+        self.cnt = cp.zeros(10, dtype=cp.int32)  # A: 0,1  B: 2,3  flags: 4,5  ticket: 6  C: 8,9
         self.resize_results(cp, 1)  # status, scalars, hist
         self.gt = 8 * sm_count()  # blocks of the thread-per-vertex kernels (256 threads)
         self.gb = 16 * sm_count()  # blocks of the block-per-vertex kernels (64 threads)
