@@ -41,6 +41,16 @@ if parts:
         return _apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0)
 
     gpu_step.OneSyncStepper.apply = _timed_apply
+    _probe_a = np.arange(64)
+
+    def _probe() -> float:
+        """A fixed piece of host work (us): small NumPy calls and Python objects, as a batch has."""
+        t = time.perf_counter()
+        for _ in range(20):
+            b = _probe_a[:32].copy()
+            b += 1
+            {"k": int(b[0]), "v": (1, 2, 3)}.get("k")
+        return (time.perf_counter() - t) * 1e6
     wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
     wrap(graph_gpu.GpuGraph, "finish_fast", "book")
     wrap(graph_gpu_lists.Direction, "reserve", "reserve")
@@ -90,6 +100,8 @@ for name, src, dst in graphs():
                 mn = np.minimum(g.out_degree.get()[u[ok]], g.in_degree.get()[v[ok]])
                 scans.append((mn.sum(), mn.max(initial=0)))
             c0 = eng._stepper.graphs.captures if parts and eng._stepper.graphs else 0
+            if parts and b >= 5:
+                TIMES["probe"].append(_probe())
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
             if b >= 5 and parts:
                 ev.append(cp.cuda.get_elapsed_time(eng._stepper.start, eng._stepper.graph_done) * 1e3)
@@ -112,7 +124,8 @@ for name, src, dst in graphs():
             print(f"   graph_ms parts (us, medians): before queueing {md('pre'):.1f}, queueing {md('queue'):.1f}, "
                   f"start -> graph update end (events) {np.median(ev):.1f}, bookkeeping {md('book'):.1f}; "
                   f"captures per batch {np.mean(caps):.2f}, tail reservations {len(TIMES['reserve'])} "
-                  f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}", flush=True)
+                  f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}; "
+                  f"fixed host work just before the batch {md('probe'):.1f} us", flush=True)
         if scans:
             a = np.asarray(scans)
             print(f"   membership scans per batch: sum median {np.median(a[:, 0]):.0f}, "

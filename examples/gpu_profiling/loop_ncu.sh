@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Nsight Compute on one launch of the frontier loop (kernels/frontier_loop.cu) during the
+# sx-mathoverflow replay of loop_phases.py: throughput against the device's peaks, memory traffic
+# by level, warp stalls, occupancy. Usage (repository root, GPU machine with ncu):
+#   OUT=dir DANGLING=self-loop SIZE=50 SKIP=10 bash examples/gpu_profiling/loop_ncu.sh
+# writes $OUT/loop.ncu-rep and $OUT/loop_ncu.txt (the report's details page).
+set -euo pipefail
+OUT=${OUT:-.}
+SXMO=${SXMO:-$PWD/.device-data/sx-mathoverflow.txt.gz}
+NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+SXMO=$SXMO DANGLING=${DANGLING:-self-loop} SIZE=${SIZE:-50} QUIET=1 BATCHES=$(( ${SKIP:-10} + 2 )) PYTHONPATH=. \
+  "$NCU" --kernel-name regex:frontier_loop --launch-skip "${SKIP:-10}" --launch-count 1 \
+  --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+  --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+  --section ComputeWorkloadAnalysis -f -o "$OUT/loop" python3 examples/gpu_profiling/loop_phases.py
+"$NCU" --import "$OUT/loop.ncu-rep" --page details > "$OUT/loop_ncu.txt"
