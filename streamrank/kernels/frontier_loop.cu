@@ -64,6 +64,9 @@ namespace cg = cooperative_groups;
 // per thread under 65,536 / (256 * SR_MIN_BLOCKS)); the launch puts up to
 // STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident (-DSR_MIN_BLOCKS=...;
 // 4 caps the registers at 64, which made phase R slower than the 3 blocks of 85 it costs).
+#ifndef SR_FOLD
+#define SR_FOLD 1
+#endif
 #ifndef SR_MIN_BLOCKS
 #define SR_MIN_BLOCKS 3
 #endif
@@ -155,6 +158,11 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   // (its loop 9-10% faster per batch on sx-mathoverflow); in self-loop mode a hub's marking by
   // 128 threads took longer than two hubs one after the other (3-4% slower per batch).
   constexpr bool kHalves = kLook;
+  // A small vertex kept in the frontier enters F(k+1) in its marking's first round
+  // (loopmark::mark_strided<I, true>): self-loop mode, where it shortens the chain of a small
+  // vertex; uniform mode's gathers need the registers (STREAMRANK_LOOP_FOLD / -DSR_FOLD: 1 self-loop
+  // mode, 2 both, 0 neither).
+  constexpr bool kFold = SR_FOLD == 2 || (SR_FOLD == 1 && !kLook);
   const sr::Look<I, V> look = look_of(a, w);
   double* const init_part = L.part;
   unsigned long long* const acc = reinterpret_cast<unsigned long long*>(L.part + nblocks);  // [3][2][SR_SPREAD]
@@ -308,13 +316,17 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         const V s = sr::group_gather<G, V, true, kLook>(w.c, a.in_idx, o, dg, sub, v, &own, look);
         Decision dec{false, false};
         if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
-        const bool keep = sub == 0 && dec.keep && nf.claim(v, true);
-        sr::warp_append_split<I>(keep, v, loopmark::split_key<I>(dg, od), sw, nf.small_list, nf.large_list,
-                                 nf.counters);
         const bool flag = __shfl_sync(SR_FULL_MASK, dec.flag, lane - sub);  // the group's lane 0 decided
         const I mark_deg = flag ? od : I(0);
         const I widest = static_cast<I>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(mark_deg)));
-        loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, widest, sub, G, nf);
+        const I key = loopmark::split_key<I>(dg, od);
+        if (kFold) {  // a kept vertex enters F(k+1) in the marking's first round
+          loopmark::mark_strided<I, true>(a.out_idx, oo, mark_deg, widest, sub, G, nf, v, key, sub == 0 && dec.keep);
+        } else {
+          const bool keep = sub == 0 && dec.keep && nf.claim(v, true);
+          sr::warp_append_split<I>(keep, v, key, sw, nf.small_list, nf.large_list, nf.counters);
+          loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, widest, sub, G, nf);
+        }
       }
     };
     // the widest groups that take the list in one pass (a warp) or two (16 lanes), then

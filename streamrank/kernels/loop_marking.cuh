@@ -77,25 +77,36 @@ __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u
 
 // Mark the out-neighbours out_idx[o + e], e = first, first + step, ... < od, four per lane and
 // round (loads, claims and degree reads each in flight together); `widest` is the largest
-// od over the warp, so that every lane runs the same rounds. Every lane of the warp must call it.
-template <typename I>
+// od over the warp, so that every lane runs the same rounds. With FOLD, the lanes where
+// `extra_p` holds also enter `extra` (of split key `extra_key`) into F(k+1) in the first round
+// (its claim and append beside those of the marks: a kept vertex's, no round trip of its own).
+// Every lane of the warp must call it.
+template <typename I, bool FOLD = false>
 __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long long o, I od, I widest, int first,
-                                             int step, const NextFrontier<I>& nf) {
+                                             int step, const NextFrontier<I>& nf, I extra = I(0),
+                                             I extra_key = I(0), bool extra_p = false) {
   constexpr int kUnroll = 4;
-  for (I b0 = 0; b0 < widest; b0 += kUnroll * step) {  // uniform over the warp
-    I u[kUnroll], key[kUnroll];
-    bool p[kUnroll];
+  constexpr int kItems = FOLD ? kUnroll + 1 : kUnroll;
+  const bool fold = FOLD && __any_sync(SR_FULL_MASK, extra_p);
+  for (I b0 = 0; b0 < widest || (fold && b0 == 0); b0 += kUnroll * step) {  // uniform over the warp
+    I u[kItems], key[kItems];
+    bool p[kItems];
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) {
       const I e = b0 + j * step + first;
       p[j] = e < od;
       u[j] = p[j] ? out_idx[o + e] : I(0);
     }
+    if (FOLD) {
+      p[kUnroll] = extra_p && b0 == 0;
+      u[kUnroll] = extra;
+    }
 #pragma unroll
-    for (int j = 0; j < kUnroll; ++j) p[j] = nf.claim(u[j], p[j]);
+    for (int j = 0; j < kItems; ++j) p[j] = nf.claim(u[j], p[j]);
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) key[j] = p[j] ? split_key<I>(nf.in_deg[u[j]], nf.out_deg[u[j]]) : I(0);
-    warp_append_many<kUnroll, I>(p, u, key, nf);
+    if (FOLD) key[kUnroll] = extra_key;
+    warp_append_many<kItems, I>(p, u, key, nf);
   }
 }
 

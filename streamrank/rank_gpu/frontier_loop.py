@@ -41,6 +41,9 @@ _LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
 #: once, 16 lanes while it fits them twice (1; 0: _LOOP_GROUP lanes for every list up to the
 #: limit). Knob STREAMRANK_LOOP_TIERS.
 _LOOP_TIERS = 0 if os.environ.get("STREAMRANK_LOOP_TIERS", "1") == "0" else 1
+#: A small vertex that stays in the frontier is appended to the next one in its marking's first
+#: round (1: self-loop mode; 2: both modes; 0: neither). Knob STREAMRANK_LOOP_FOLD.
+_LOOP_FOLD = int(os.environ.get("STREAMRANK_LOOP_FOLD", "1"))
 #: Initial marking: sources of at least this out-degree take a block, smaller ones a warp (knob
 #: STREAMRANK_LOOP_BLOCK_SOURCE). 64 against the earlier 1024: the loop's device time 3-7% lower
 #: on sx-mathoverflow (docs/GPU.md).
@@ -140,6 +143,8 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
     :data:`_LISTS_OFFSET`) the launch reads from device memory."""
     if _LOOP_GROUP not in (2, 4, 8, 16, 32):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
+    if _LOOP_FOLD not in (0, 1, 2):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_FOLD must be 0, 1 or 2, got {_LOOP_FOLD}")
     if _LOOP_BLOCK_SOURCE < 1:
         raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {_LOOP_BLOCK_SOURCE}")
     self_loop = 1 if config.dangling == "self-loop" else 0
@@ -212,7 +217,8 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}",
-                    f"-DSR_SPREAD={_SPREAD}", f"-DSR_TIERS={_LOOP_TIERS}"), cooperative=True)
+                    f"-DSR_SPREAD={_SPREAD}", f"-DSR_TIERS={_LOOP_TIERS}", f"-DSR_FOLD={_LOOP_FOLD}"),
+                   cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
