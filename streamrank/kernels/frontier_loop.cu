@@ -140,6 +140,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   __shared__ double scratch[64];
   __shared__ V vscratch[64];
   __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
+  __shared__ int team_flag[2];  // the team's vertex needs its out-neighbours marked
   cg::grid_group grid = cg::this_grid();
   const RankArgs<I, V>& a = *args;
   const LoopLists<I, V>& L = *lists;
@@ -273,19 +274,17 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         const I dg = a.in_deg[v];
         const long long oo = a.out_off[v];
         const I od = a.out_deg[v];
-        // every thread: read before the gather's barriers, so before the team's update stores x[v]
-        const V xo = a.x[v];
         if (i + units < n1) v_next = cur_large[i + units];
         bool own = false;
         const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
-        // each thread takes the team's decision itself (the same sum, old value and arithmetic), so
-        // that the marking does not wait for the update's stores, claim and append
         if (rank == 0) {
-          const Decision dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
+          const Decision dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
           if (dec.keep && nf.claim(v, true)) append_split_one<I>(v, loopmark::split_key<I>(dg, od), sw,
                                                                  nf.small_list, nf.large_list, nf.counters);
+          team_flag[team] = dec.flag ? 1 : 0;
         }
-        const I mark_deg = vertex_decision<I, V, SELF, MODE>(a, w, s, od, xo, own).flag ? od : I(0);
+        loopmark::team_sync<W>(team);  // team_flag is set (set again only past the next gather's barriers)
+        const I mark_deg = team_flag[team] ? od : I(0);
         loopmark::mark_strided<I>(a.out_idx, oo, mark_deg, mark_deg, rank, W, nf);
       }
     };

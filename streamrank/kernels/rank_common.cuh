@@ -351,20 +351,6 @@ __device__ __forceinline__ sr::Look<I, V> look_of(const RankArgs<I, V>& a, const
 // FLAGS: the caller keeps DF-P's frontier membership in `aff`, so a pruned vertex's flag is
 // cleared (the launch sequence); the cooperative loop keeps it in stamps (loop_marking.cuh) and
 // passes false.
-template <typename I, typename V, int SELF, int MODE>
-__device__ __forceinline__ Decision decision_of(const RankArgs<I, V>& a, V xn, V xo, I od) {
-  return decide<(MODE == 1 || MODE == 2) ? MODE : 0>(static_cast<double>(xn), static_cast<double>(xo), od, a.tau_f,
-                                                     a.tau_p);
-}
-
-// The decision update_vertex takes for v, without its stores (the same arithmetic: threads of a
-// team that all hold the in-sum and the old value agree with the one that updates v).
-template <typename I, typename V, int SELF, int MODE>
-__device__ __forceinline__ Decision vertex_decision(const RankArgs<I, V>& a, const View<I, V>& w, V s, I od, V xo,
-                                                    bool own) {
-  return decision_of<I, V, SELF, MODE>(a, solved_form<V, SELF>(s, w.alpha, od, w.base, own), xo, od);
-}
-
 template <typename I, typename V, int SELF, int MODE, bool FLAGS = true>
 __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const View<I, V>& w, I v, V s,
                                                   I od, V xo, double& lmax, double& lsum, double& ldang,
@@ -376,7 +362,8 @@ __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const
   lmax = fmax(lmax, fabs(diff));
   lsum += diff;
   if (MODE == 3 && !SELF && od == 0) ldang += static_cast<double>(xn);
-  const Decision dec = decision_of<I, V, SELF, MODE>(a, xn, xo, od);
+  const Decision dec =
+      decide<(MODE == 1 || MODE == 2) ? MODE : 0>(static_cast<double>(xn), static_cast<double>(xo), od, a.tau_f, a.tau_p);
   if (FLAGS && MODE == 2 && !dec.keep) a.aff[v] = 0;
   return dec;
 }
