@@ -54,6 +54,16 @@ if parts:
     wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
     wrap(graph_gpu.GpuGraph, "finish_fast", "book")
     wrap(graph_gpu_lists.Direction, "reserve", "reserve")
+    from streamrank import gpu_batch_graph, graph_gpu_fast  # noqa: E402
+    PIECES = [(graph_gpu_fast.FastUpdater, "launch", "FastUpdater.launch"), (graph_gpu_fast.FastUpdater, "stage", "stage"),
+              (graph_gpu_fast.FastUpdater, "staged_key", "staged_key"), (gpu_batch_graph.BatchGraphs, "replay", "replay"),
+              (graph_gpu_fast.FastUpdater, "outcome", "outcome"), (graph_gpu.GpuGraph, "_maybe_compact", "_maybe_compact"),
+              (graph_gpu.GpuGraph, "_ensure_room", "_ensure_room")]
+    for _obj, _name, _label in PIECES:
+        wrap(_obj, _name, _label)
+#: GC=off: the collector disabled after loading; GC=freeze: gc.freeze() after loading (the objects
+#: made so far are never scanned again)
+gc_mode = os.environ.get("GC", "on")
 
 sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
 batches = int(os.environ.get("BATCHES", "60"))
@@ -79,6 +89,10 @@ print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms medi
 for name, src, dst in graphs():
     eng = Engine("gpu", "dfp", config=RankConfig(dangling=dangling))
     eng.load_edges(src, dst)
+    if gc_mode != "on":
+        import gc
+        gc.collect()
+        gc.disable() if gc_mode == "off" else gc.freeze()
     ids = np.unique(np.concatenate([src, dst]))
     for size in sizes:
         g_ms, r_ms, steps, scans, ev, caps = [], [], [], [], [], []
@@ -126,6 +140,7 @@ for name, src, dst in graphs():
                   f"captures per batch {np.mean(caps):.2f}, tail reservations {len(TIMES['reserve'])} "
                   f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}; "
                   f"fixed host work just before the batch {md('probe'):.1f} us", flush=True)
+            print("   host pieces (us): " + ", ".join(f"{lab} {md(lab):.1f}" for _, _, lab in PIECES), flush=True)
         if scans:
             a = np.asarray(scans)
             print(f"   membership scans per batch: sum median {np.median(a[:, 0]):.0f}, "
