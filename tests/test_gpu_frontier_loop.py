@@ -118,6 +118,38 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         assert {it % 2 for it in later} == {0, 1}, later
 
 
+# fold: a kept small vertex enters the next frontier in its marking's first round
+# (STREAMRANK_LOOP_FOLD; default 1, self-loop mode only, which the test above covers): 0 never,
+# 2 in uniform mode too
+@pytest.mark.parametrize("fold", [0, 2])
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_loop_fold_settings_match_launch_sequence(cp, monkeypatch, fold, dangling):
+    from streamrank import pagerank_gpu
+    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank_gpu import frontier_loop
+
+    monkeypatch.setattr(frontier_loop, "_LOOP_FOLD", fold)
+    rng = np.random.default_rng(zlib.crc32(f"fold/{fold}/{dangling}".encode()))
+    s, d = _edges(rng)
+    gg = GpuGraph.from_edges(s, d)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    x = pagerank_gpu.static_pagerank(gg, config=cfg).x
+    for k in (3, 40, 500):
+        es, ed = (_host(a) for a in gg.edges_external())
+        ins = rng.random(k) < 0.75
+        pick = rng.integers(0, len(es), k)
+        bs = np.where(ins, rng.integers(0, 3100, k), es[pick])
+        bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
+        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=False)
+        loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True)
+        assert frontier_loop.loop_unavailable is None
+        assert loop.iterations == seq.iterations and loop.affected == seq.affected, k
+        np.testing.assert_allclose(_host(loop.x), _host(seq.x), rtol=1e-10)
+        x = loop.x
+        assert l1_error(_host(loop.ranks), oracle_pagerank(gg, dangling=dangling)) < 1e-5
+
+
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_frontier_stamps_across_the_epoch_limit(cp, monkeypatch, dangling):
     """The loop's frontier stamps (loop_marking.cuh) near the top of their 32-bit range and after

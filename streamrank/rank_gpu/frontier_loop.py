@@ -211,14 +211,18 @@ def loop_outcome(graph, ws, config, args):
     return it, bool(status[2]), hist[:it].tolist(), total
 
 
-@functools.lru_cache(maxsize=None)
 def _loop_kernel(dtype: str, self_loop: int, mode: int):
-    """(kernel, grid) of the cooperative loop, compiled and sized once per process."""
+    """(kernel, grid) of the cooperative loop for the current knobs, compiled and sized once per
+    process and setting."""
+    return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int):
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
-                   (f"-DSR_GROUP={_LOOP_GROUP}", f"-DSR_BLOCK_SOURCE={_LOOP_BLOCK_SOURCE}",
-                    f"-DSR_SPREAD={_SPREAD}", f"-DSR_TIERS={_LOOP_TIERS}", f"-DSR_FOLD={_LOOP_FOLD}"),
-                   cooperative=True)
+                   (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",
+                    f"-DSR_TIERS={tiers}", f"-DSR_FOLD={fold}"), cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
