@@ -60,13 +60,15 @@ namespace cg = cooperative_groups;
 #ifndef SR_TIERS
 #define SR_TIERS 1
 #endif
+// A small vertex kept in the frontier enters F(k+1) in its marking's first round: 1 in self-loop
+// mode, 2 in both modes, 0 in neither (-DSR_FOLD=..., knob STREAMRANK_LOOP_FOLD).
+#ifndef SR_FOLD
+#define SR_FOLD 1
+#endif
 // Blocks of 256 threads that must fit one multiprocessor at once (the compiler keeps the registers
 // per thread under 65,536 / (256 * SR_MIN_BLOCKS)); the launch puts up to
 // STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident (-DSR_MIN_BLOCKS=...;
 // 4 caps the registers at 64, which made phase R slower than the 3 blocks of 85 it costs).
-#ifndef SR_FOLD
-#define SR_FOLD 1
-#endif
 #ifndef SR_MIN_BLOCKS
 #define SR_MIN_BLOCKS 3
 #endif
