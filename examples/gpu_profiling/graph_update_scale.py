@@ -12,10 +12,21 @@ of a production batch.
 
 With ``STREAMRANK_FAST_TICKS=1`` each size also prints the fused kernel's steps (device clock, us)
 and the membership scan each batch asks for: per query the shorter of out(u) and in(v), summed and
-at its largest (from the degrees before the batch).
+at its largest (from the degrees before the batch). With ``PARTS=1`` each size also prints
+what ``graph_ms`` is made of (graph_ms_parts.py's split, on these graphs): the engine's host work
+before queueing, the host's queueing, the device events from the batch's start to the graph
+update's end, the bookkeeping after the wait, the host pieces inside them, per batch the captures
+of CUDA graphs and the reservations of tail room, and the time of a fixed piece of host work
+(NumPy and Python calls) run just before each batch: when it grows with the graph, the host itself
+runs slower there. ``GC=off`` disables Python's garbage collector after loading, ``GC=freeze``
+freezes what loading made (``gc.freeze``). ``IDLE=sleep|spin`` with ``IDLE_MS`` (10) idles the host
+that long after each batch (asleep, or spinning in Python), ``SCHEDULE=spin|yield|block`` sets the
+CUDA driver's wait (cuDevicePrimaryCtxSetFlags, before the context exists), ``GRAPHS=sxmo|rmat`` runs one
+graph only.
 """
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -28,8 +39,6 @@ from streamrank.rmat import rmat_edges  # noqa: E402
 
 parts = os.environ.get("PARTS", "0") != "0"
 if parts:
-    import time
-
     import cupy as cp
     sys.path.insert(0, os.path.dirname(__file__))
     from _clock import TIMES, wrap  # noqa: E402
@@ -65,6 +74,12 @@ if parts:
 #: made so far are never scanned again)
 gc_mode = os.environ.get("GC", "on")
 
+_schedule = os.environ.get("SCHEDULE")
+if _schedule:  # the primary context's flags (CU_CTX_SCHED_*), before any CUDA call of this process
+    import ctypes
+    _cu = ctypes.CDLL("libcuda.so.1")
+    assert _cu.cuInit(0) == 0 and _cu.cuDevicePrimaryCtxSetFlags(0, {"spin": 1, "yield": 2, "block": 4}[_schedule]) == 0
+idle, idle_s = os.environ.get("IDLE"), float(os.environ.get("IDLE_MS", "10")) / 1e3
 sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
 batches = int(os.environ.get("BATCHES", "60"))
 dangling = os.environ.get("DANGLING", "uniform")
@@ -74,7 +89,10 @@ def graphs():
     s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
     k = int(0.9 * s.shape[0])
     keep = s[:k] != d[:k]
-    yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
+    if os.environ.get("GRAPHS", "sxmo") != "rmat":
+        yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
+    if os.environ.get("GRAPHS", "rmat") == "sxmo":
+        return
     scale, ef = int(os.environ.get("SCALE", "20")), int(os.environ.get("EDGE_FACTOR", "11"))
     s, d = rmat_edges(scale, ef, seed=1)
     yield f"R-MAT scale {scale}, edge factor {ef}", s, d
@@ -114,6 +132,12 @@ for name, src, dst in graphs():
                 mn = np.minimum(g.out_degree.get()[u[ok]], g.in_degree.get()[v[ok]])
                 scans.append((mn.sum(), mn.max(initial=0)))
             c0 = eng._stepper.graphs.captures if parts and eng._stepper.graphs else 0
+            if idle == "sleep":
+                time.sleep(idle_s)
+            elif idle == "spin":
+                t_end = time.perf_counter() + idle_s
+                while time.perf_counter() < t_end:
+                    pass
             if parts and b >= 5:
                 TIMES["probe"].append(_probe())
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
