@@ -261,20 +261,6 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     unsigned long long* const it_acc = acc + 2 * SR_SPREAD * (it % 3);  // max copies, then sum copies
 
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
-    // copies: F(k-1) without F(k) get B(k+1)[v] = B(k)[v] (neither changes during this phase). Entry
-    // t goes to thread t: its loads are issued here and its store follows the large list, whose
-    // work hides their latency; entries past the grid's threads follow the small list.
-    I copy_v = 0;
-    unsigned copy_stamp = 0;  // 0: no entry (stamps of this batch are at least epoch + 1)
-    V copy_val = V(0);
-    if (it > 0) {
-      const long long c0 = L.front_cnt[pi][0], cn = c0 + L.front_cnt[pi][1];
-      if (tid < cn) {
-        copy_v = tid < c0 ? L.front[2 * pi][tid] : L.front[2 * pi + 1][tid - c0];
-        copy_stamp = __ldcg(L.stamp + 2 * static_cast<long long>(copy_v) + (it & 1));
-        copy_val = w.c[copy_v];
-      }
-    }
     // large list: a team per vertex gathers, updates and marks (the block, or with kHalves each half
     // of it when the list is longer than the grid's blocks: two vertices at once, where one block
     // took two in turn); the next vertex's id is loaded ahead
@@ -309,7 +295,6 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     } else {
       by_teams(Lanes<256>{});
     }
-    if (copy_stamp != 0 && copy_stamp != epoch + it) w.cn[copy_v] = copy_val;
     // small list: a group of lanes (or a thread) per vertex
     // The blocks with fewer large vertices (or teams busy with one) start it: the others' small
     // vertices would wait for them.
@@ -356,11 +341,14 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     } else {
       by_groups(Lanes<1>{});  // a thread per vertex (group_gather<1> sums as sr::thread_gather)
     }
-    if (it > 0) {  // the copies past the grid's threads
-      const long long c0 = L.front_cnt[pi][0], cn = c0 + L.front_cnt[pi][1];
-      for (long long t = tid + stride; t < cn; t += stride) {
-        const I v = t < c0 ? L.front[2 * pi][t] : L.front[2 * pi + 1][t - c0];
-        if (__ldcg(L.stamp + 2 * static_cast<long long>(v) + (it & 1)) != epoch + it) w.cn[v] = w.c[v];
+    // copies: F(k-1) without F(k), from the highest threads down (the least busy above)
+    if (it > 0) {
+      const unsigned in_cur = epoch + it;
+      const int cur_slot = it & 1;
+      const long long p0 = L.front_cnt[pi][0], p1 = L.front_cnt[pi][1];
+      for (long long t = stride - 1 - tid; t < p0 + p1; t += stride) {
+        const I v = t < p0 ? L.front[2 * pi][t] : L.front[2 * pi + 1][t - p0];
+        if (__ldcg(L.stamp + 2 * static_cast<long long>(v) + cur_slot) != in_cur) w.cn[v] = w.c[v];
       }
     }
     sr::block_max_sum(lmax, lsum, scratch);
