@@ -1,6 +1,6 @@
 """The frontier loop's device time per phase (phase I, M, then R (the updates, up to the grid
-barrier) and the decision of each iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's size (docs/GPU.md, "Where a
-batch's time goes"). GPU only.
+barrier) and the decision of each iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's
+size (docs/GPU.md, "Where a batch's time goes"). GPU only.
 
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
         python3 examples/gpu_profiling/loop_phases.py
