@@ -118,18 +118,26 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         assert {it % 2 for it in later} == {0, 1}, later
 
 
-# fold: a kept small vertex enters the next frontier in its marking's first round
-# (STREAMRANK_LOOP_FOLD; default 1, self-loop mode only, which the test above covers): 0 never,
-# 2 in uniform mode too
-@pytest.mark.parametrize("fold", [0, 2])
+# Knob settings of the loop that the other tests leave at their defaults, each against the launch
+# sequence: STREAMRANK_LOOP_FOLD 0 (a kept small vertex appended on its own) and 2 (in its
+# marking's first round in uniform mode too; the default 1 does so in self-loop mode only);
+# STREAMRANK_LOOP_HALVES 1 (half-block teams for large lists longer than the grid in self-loop mode
+# too) and 0 (in neither mode); STREAMRANK_LOOP_TRACE 1 (the per-warp trace into LOOP_TICKS, whose
+# list sizes must be the loop's)
+@pytest.mark.parametrize("knob,value", [("_LOOP_FOLD", 0), ("_LOOP_FOLD", 2), ("_LOOP_HALVES", 1),
+                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1)])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
-def test_loop_fold_settings_match_launch_sequence(cp, monkeypatch, fold, dangling):
+def test_loop_knob_settings_match_launch_sequence(cp, monkeypatch, knob, value, dangling):
     from streamrank import pagerank_gpu
     from streamrank.graph_gpu import GpuGraph
     from streamrank.rank_gpu import frontier_loop
 
-    monkeypatch.setattr(frontier_loop, "_LOOP_FOLD", fold)
-    rng = np.random.default_rng(zlib.crc32(f"fold/{fold}/{dangling}".encode()))
+    monkeypatch.setattr(frontier_loop, knob, value)
+    grid = frontier_loop._loop_kernel("float64", int(dangling == "self-loop"), 2)[1]
+    sizes_at = 2048 + 64 * grid * 8 * 4
+    if knob == "_LOOP_TRACE":
+        monkeypatch.setattr(frontier_loop, "LOOP_TICKS", cp.zeros(sizes_at + 128, dtype=cp.uint64))
+    rng = np.random.default_rng(zlib.crc32(f"{knob}/{value}/{dangling}".encode()))
     s, d = _edges(rng)
     gg = GpuGraph.from_edges(s, d)
     cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
@@ -146,6 +154,10 @@ def test_loop_fold_settings_match_launch_sequence(cp, monkeypatch, fold, danglin
         assert frontier_loop.loop_unavailable is None
         assert loop.iterations == seq.iterations and loop.affected == seq.affected, k
         np.testing.assert_allclose(_host(loop.x), _host(seq.x), rtol=1e-10)
+        if knob == "_LOOP_TRACE":  # each traced iteration's small + large list sizes are its frontier's
+            t = _host(frontier_loop.LOOP_TICKS).astype(np.int64)
+            n = min(loop.iterations, 64)
+            assert (t[sizes_at: sizes_at + 2 * n: 2] + t[sizes_at + 1: sizes_at + 2 * n: 2]).tolist() == loop.affected[:n]
         x = loop.x
         assert l1_error(_host(loop.ranks), oracle_pagerank(gg, dangling=dangling)) < 1e-5
 

@@ -65,6 +65,17 @@ namespace cg = cooperative_groups;
 #ifndef SR_FOLD
 #define SR_FOLD 1
 #endif
+// Profiling (-DSR_TRACE=1, knob STREAMRANK_LOOP_TRACE; streamrank/rank_gpu/frontier_loop.py has the
+// layout): per warp and iteration, the device clock when its large-list work, its small-list work
+// and its copies end, and its small groups and largest degrees; per iteration the list sizes.
+// Half-block teams for large lists longer than the grid: -1 in uniform mode only (below), 1 in
+// both modes, 0 in neither (-DSR_HALVES=..., knob STREAMRANK_LOOP_HALVES).
+#ifndef SR_HALVES
+#define SR_HALVES -1
+#endif
+#ifndef SR_TRACE
+#define SR_TRACE 0
+#endif
 // Blocks of 256 threads that must fit one multiprocessor at once (the compiler keeps the registers
 // per thread under 65,536 / (256 * SR_MIN_BLOCKS)); the launch puts up to
 // STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident (-DSR_MIN_BLOCKS=...;
@@ -160,7 +171,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   // Half-block teams for large lists longer than the grid: uniform mode, whose gathers read ahead
   // (its loop 9-10% faster per batch on sx-mathoverflow); in self-loop mode a hub's marking by
   // 128 threads took longer than two hubs one after the other (3-4% slower per batch).
-  constexpr bool kHalves = kLook;
+  constexpr bool kHalves = SR_HALVES < 0 ? kLook : SR_HALVES != 0;
   // A small vertex kept in the frontier enters F(k+1) in its marking's first round
   // (loopmark::mark_strided<I, true>): self-loop mode, where it shortens the chain of a small
   // vertex; uniform mode's gathers need the registers (STREAMRANK_LOOP_FOLD / -DSR_FOLD: 1 self-loop
@@ -261,6 +272,15 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     unsigned long long* const it_acc = acc + 2 * SR_SPREAD * (it % 3);  // max copies, then sum copies
 
     double lmax = 0.0, lsum = 0.0, ldang = 0.0;
+    constexpr int kTraceIts = 64;
+    unsigned long long* const trace = (SR_TRACE && L.ticks && it < kTraceIts)
+                                          ? L.ticks + 2048 + (static_cast<long long>(it) * nwarps + wid) * 4
+                                          : nullptr;
+    unsigned tr_units = 0, tr_mark = 0, tr_in = 0;
+    if (SR_TRACE && trace && tid == 0) {
+      L.ticks[2048 + kTraceIts * nwarps * 4 + 2 * it] = static_cast<unsigned long long>(n0);
+      L.ticks[2048 + kTraceIts * nwarps * 4 + 2 * it + 1] = static_cast<unsigned long long>(n1);
+    }
     // large list: a team per vertex gathers, updates and marks (the block, or with kHalves each half
     // of it when the list is longer than the grid's blocks: two vertices at once, where one block
     // took two in turn); the next vertex's id is loaded ahead
@@ -295,6 +315,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     } else {
       by_teams(Lanes<256>{});
     }
+    if (SR_TRACE && trace && lane == 0) trace[0] = device_ns();
     // small list: a group of lanes (or a thread) per vertex
     // The blocks with fewer large vertices (or teams busy with one) start it: the others' small
     // vertices would wait for them.
@@ -320,6 +341,11 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         const bool flag = __shfl_sync(SR_FULL_MASK, dec.flag, lane - sub);  // the group's lane 0 decided
         const I mark_deg = flag ? od : I(0);
         const I widest = static_cast<I>(__reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(mark_deg)));
+        if (SR_TRACE) {
+          ++tr_units;
+          tr_mark = max(tr_mark, static_cast<unsigned>(widest));
+          tr_in = max(tr_in, __reduce_max_sync(SR_FULL_MASK, static_cast<unsigned>(dg)));
+        }
         const I key = loopmark::split_key<I>(dg, od);
         if (kFold) {  // a kept vertex enters F(k+1) in the marking's first round
           loopmark::mark_strided<I, true>(a.out_idx, oo, mark_deg, widest, sub, G, nf, v, key, sub == 0 && dec.keep);
@@ -341,6 +367,11 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     } else {
       by_groups(Lanes<1>{});  // a thread per vertex (group_gather<1> sums as sr::thread_gather)
     }
+    if (SR_TRACE && trace && lane == 0) {
+      trace[1] = device_ns();
+      trace[2] = (static_cast<unsigned long long>(tr_units) << 40) |
+                 (static_cast<unsigned long long>(min(tr_mark, 0xFFFFFu)) << 20) | min(tr_in, 0xFFFFFu);
+    }
     // copies: F(k-1) without F(k), from the highest threads down (the least busy above)
     if (it > 0) {
       const unsigned in_cur = epoch + it;
@@ -351,6 +382,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         if (__ldcg(L.stamp + 2 * static_cast<long long>(v) + cur_slot) != in_cur) w.cn[v] = w.c[v];
       }
     }
+    if (SR_TRACE && trace && lane == 0) trace[3] = device_ns();
     sr::block_max_sum(lmax, lsum, scratch);
     if (threadIdx.x == 0) {  // results unused: reductions the memory system does without waiting
       const int copy = blockIdx.x % SR_SPREAD;

@@ -61,6 +61,16 @@ loop_unavailable: str | None = None
 #: iteration and after its barrier, and at its end (profiling; layout in frontier_loop.cu's
 #: LoopLists::ticks).
 LOOP_TICKS = None
+#: Profiling: with STREAMRANK_LOOP_TRACE=1 the loop also writes, into LOOP_TICKS from entry 2048
+#: on, for each of the first 64 iterations and each warp w of the grid, 4 entries at
+#: 2048 + (iteration * warps + w) * 4: the device clock when the warp's large-list work ended, when
+#: its small-list work ended, its small groups << 40 | largest marking degree << 20 | largest
+#: in-degree, and the clock when its copies ended; then at 2048 + 64 * warps * 4 + 2 * iteration
+#: the small and large list sizes. LOOP_TICKS then needs 2048 + 64 * warps * 4 + 128 entries.
+_LOOP_TRACE = 1 if os.environ.get("STREAMRANK_LOOP_TRACE", "0") != "0" else 0
+#: Half-block teams take the large vertices when they outnumber the blocks: -1 in uniform mode
+#: only, 1 in both modes, 0 in neither. Knob STREAMRANK_LOOP_HALVES.
+_LOOP_HALVES = int(os.environ.get("STREAMRANK_LOOP_HALVES", "-1"))
 _LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
 _LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
 #: The loop's four frontier pairs in the workspace's list pairs (A, B, C, then the flag pair the
@@ -143,6 +153,8 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
     :data:`_LISTS_OFFSET`) the launch reads from device memory."""
     if _LOOP_GROUP not in (2, 4, 8, 16, 32):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
+    if _LOOP_HALVES not in (-1, 0, 1):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_HALVES must be -1, 0 or 1, got {_LOOP_HALVES}")
     if _LOOP_FOLD not in (0, 1, 2):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_FOLD must be 0, 1 or 2, got {_LOOP_FOLD}")
     if _LOOP_BLOCK_SOURCE < 1:
@@ -214,15 +226,18 @@ def loop_outcome(graph, ws, config, args):
 def _loop_kernel(dtype: str, self_loop: int, mode: int):
     """(kernel, grid) of the cooperative loop for the current knobs, compiled and sized once per
     process and setting."""
-    return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD)
+    return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD, _LOOP_TRACE,
+                          _LOOP_HALVES)
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int):
+def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int,
+                   trace: int, halves: int):
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",
-                    f"-DSR_TIERS={tiers}", f"-DSR_FOLD={fold}"), cooperative=True)
+                    f"-DSR_TIERS={tiers}", f"-DSR_FOLD={fold}", f"-DSR_TRACE={trace}",
+                    f"-DSR_HALVES={halves}"), cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 

@@ -1,0 +1,61 @@
+"""Where an iteration of the frontier loop spends its time, warp by warp (docs/GPU.md, stop 25):
+the loop compiled with its trace (``STREAMRANK_LOOP_TRACE=1``, layout in
+``streamrank/rank_gpu/frontier_loop.py``) on the sx-mathoverflow replay of loop_phases.py. For the
+iterations of each frontier-size bin it prints, as medians over those iterations: the list sizes,
+the iteration's time to its barrier, when the warps' large-list work, small-list work and copies
+end (median warp and slowest warp), and what the slowest warp did (its block's large vertices,
+its small groups, their largest marking degree and in-degree). GPU only; the trace's extra
+registers slow the loop a little, so read its times against each other, not against
+loop_phases.py's.
+
+    SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \\
+        python3 examples/gpu_profiling/loop_trace.py
+"""
+import os
+import sys
+
+os.environ["STREAMRANK_LOOP_TRACE"] = "1"  # before streamrank reads its knobs
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, ".")
+sys.path.insert(0, os.path.dirname(__file__))
+from _sxmo import replay_from_env  # noqa: E402
+import cupy as cp  # noqa: E402
+from streamrank.rank_gpu import frontier_loop as fl  # noqa: E402
+
+replay = replay_from_env()
+eng, dang, size = replay.engine, replay.dangling, replay.size
+_, grid = fl._loop_kernel("float64", int(dang == "self-loop"), 2)
+nwarps, its_max = grid * 8, 64
+sizes_at = 2048 + its_max * nwarps * 4
+ticks = cp.zeros(sizes_at + 2 * its_max, dtype=cp.uint64)
+fl.LOOP_TICKS = ticks
+rows = []
+for b in range(int(os.environ.get("BATCHES", "40"))):
+    st = eng.apply(replay.next_batch(size))
+    t = ticks.get().astype(np.int64)
+    for i in range(min(st.rank.iterations, its_max)):
+        s0, end = t[3 + 3 * i], t[4 + 3 * i]
+        w = t[2048 + i * nwarps * 4: 2048 + (i + 1) * nwarps * 4].reshape(nwarps, 4)
+        n0, n1 = t[sizes_at + 2 * i], t[sizes_at + 2 * i + 1]
+        large, small, copies = (w[:, 0] - s0) / 1e3, (w[:, 1] - s0) / 1e3, (w[:, 3] - s0) / 1e3
+        units, mark, indeg = w[:, 2] >> 40, (w[:, 2] >> 20) & 0xFFFFF, w[:, 2] & 0xFFFFF
+        slow = int(np.argmax(copies))
+        blk = slow // 8
+        blk_large = n1 // grid + (1 if blk < n1 % grid else 0)  # by_teams: block b takes b, b + grid, ...
+        rows.append((st.rank.affected[i], n0, n1, (end - s0) / 1e3, np.median(large), large.max(), np.median(small),
+                     small.max(), np.median(copies), copies.max(), large[slow], small[slow], blk_large, units[slow],
+                     mark[slow], indeg[slow], np.mean(units == 0), np.mean(units >= 2)))
+r = np.asarray(rows, dtype=float)
+print(f"{dang} SIZE={size}, grid {grid} blocks ({nwarps} warps); medians over the iterations of each bin; times in us "
+      "since the iteration's start")
+print("bin | n0 n1 | to barrier | large end (median warp / max) | small end (median / max) | copies end (median / max)"
+      " | slowest warp: its large end, small end, its block's large vertices, small groups, max mark degree, max in-degree"
+      " | warps with 0 / >= 2 small groups")
+for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
+    m = (r[:, 0] >= lo) & (r[:, 0] < hi)
+    if m.any():
+        q = np.median(r[m], axis=0)
+        print(f"{lo}-{hi} (n={m.sum()}) | {q[1]:.0f} {q[2]:.0f} | {q[3]:.1f} | {q[4]:.1f} / {q[5]:.1f} | {q[6]:.1f} / "
+              f"{q[7]:.1f} | {q[8]:.1f} / {q[9]:.1f} | {q[10]:.1f}, {q[11]:.1f}, {q[12]:.0f}, {q[13]:.0f}, {q[14]:.0f}, "
+              f"{q[15]:.0f} | {q[16]:.2f} / {q[17]:.2f}")
