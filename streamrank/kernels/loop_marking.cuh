@@ -43,6 +43,11 @@ struct NextFrontier {
     unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
     return valid && *s != value && atomicMax(s, value) < value;
   }
+  // The same without the plain read first (one round trip less; an atomic for every candidate).
+  __device__ __forceinline__ bool claim_atomic(I v, bool valid) const {
+    unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
+    return valid && atomicMax(s, value) < value;
+  }
 };
 
 // Lanes append their claimed vertices u[j] (p[j]) of split keys key[j]: one atomic per list
@@ -107,7 +112,7 @@ __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long
     for (int j = 0; j < kUnroll; ++j) key[j] = p[j] ? split_key<I>(nf.in_deg[u[j]], nf.out_deg[u[j]]) : I(0);
     if (FOLD) key[kUnroll] = extra_key;
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) p[j] = nf.claim(u[j], p[j]);
+    for (int j = 0; j < kItems; ++j) p[j] = nf.claim_atomic(u[j], p[j]);
     warp_append_many<kItems, I>(p, u, key, nf);
   }
 }
