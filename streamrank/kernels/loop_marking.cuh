@@ -106,13 +106,11 @@ __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long
       p[kUnroll] = extra_p && b0 == 0;
       u[kUnroll] = extra;
     }
-    // the split keys of every out-neighbour, read beside the claims' stamps (one round trip for
-    // both; a key of a vertex already claimed is read for nothing)
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) p[j] = nf.claim_atomic(u[j], p[j]);
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) key[j] = p[j] ? split_key<I>(nf.in_deg[u[j]], nf.out_deg[u[j]]) : I(0);
     if (FOLD) key[kUnroll] = extra_key;
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) p[j] = nf.claim_atomic(u[j], p[j]);
     warp_append_many<kItems, I>(p, u, key, nf);
   }
 }
