@@ -43,7 +43,8 @@ struct NextFrontier {
     unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
     return valid && *s != value && atomicMax(s, value) < value;
   }
-  // The same without the plain read first (one round trip less; an atomic for every candidate).
+  // The same without the plain read first: one round trip less, an atomic for every candidate
+  // (self-loop mode's marking, frontier_loop.cu).
   __device__ __forceinline__ bool claim_atomic(I v, bool valid) const {
     unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
     return valid && atomicMax(s, value) < value;
@@ -85,8 +86,9 @@ __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u
 // od over the warp, so that every lane runs the same rounds. With FOLD, the lanes where
 // `extra_p` holds also enter `extra` (of split key `extra_key`) into F(k+1) in the first round
 // (its claim and append beside those of the marks: a kept vertex's, no round trip of its own).
-// Every lane of the warp must call it.
-template <typename I, bool FOLD = false>
+// With ATOMIC the claims skip their plain read (NextFrontier::claim_atomic): one round trip less
+// per round, an atomic for every candidate. Every lane of the warp must call it.
+template <typename I, bool FOLD = false, bool ATOMIC = false>
 __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long long o, I od, I widest, int first,
                                              int step, const NextFrontier<I>& nf, I extra = I(0),
                                              I extra_key = I(0), bool extra_p = false) {
@@ -107,7 +109,7 @@ __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long
       u[kUnroll] = extra;
     }
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) p[j] = nf.claim_atomic(u[j], p[j]);
+    for (int j = 0; j < kItems; ++j) p[j] = ATOMIC ? nf.claim_atomic(u[j], p[j]) : nf.claim(u[j], p[j]);
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) key[j] = p[j] ? split_key<I>(nf.in_deg[u[j]], nf.out_deg[u[j]]) : I(0);
     if (FOLD) key[kUnroll] = extra_key;
