@@ -1,0 +1,63 @@
+"""Field parsing of the line-by-line path: ids, timestamps and ops from text tokens or JSON values."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from streamrank.batch import MAX_VERTEX_ID, parse_op
+from streamrank.errors import BatchFormatError
+
+from .report import _Bad
+
+_TS_RANGE = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+_ID_RE = re.compile(rb"[0-9]+\Z")
+_NEG_RE = re.compile(rb"-[0-9]+\Z")
+_TS_RE = re.compile(rb"-?[0-9]+\Z")
+
+
+def _parse_int(token: bytes | str | int | None, *, missing: str, label: str, signed: bool) -> int:
+    """An integer from a text token or a JSON value (the checks ids and timestamps share).
+
+    ``missing`` and ``label`` name the field in the reasons; a text token with a sign is
+    rejected as negative unless ``signed``. Raises :class:`_Bad`.
+    """
+    if token is None or token == b"" or token == "":
+        raise _Bad(f"missing {missing}")
+    if isinstance(token, bool) or isinstance(token, float):
+        raise _Bad(f"non-integer {label} {token!r}")
+    if isinstance(token, int):
+        return token
+    raw = token.strip() if isinstance(token, bytes) else token.strip().encode("utf-8", "replace")
+    if not signed and _NEG_RE.match(raw):
+        raise _Bad(f"negative {label} {raw.decode()}")
+    if not (_TS_RE if signed else _ID_RE).match(raw):
+        raise _Bad(f"non-integer {label} {raw.decode('utf-8', 'replace')[:40]!r}")
+    return int(raw)
+
+
+def _parse_id(token: bytes | str | int | None, name: str) -> int:
+    """A vertex id from a text token or a JSON value; raises :class:`_Bad`."""
+    value = _parse_int(token, missing=name, label=f"{name} id", signed=False)
+    if value < 0:
+        raise _Bad(f"negative {name} id {value}")
+    if value > MAX_VERTEX_ID:
+        raise _Bad(f"{name} id {value} beyond int64")
+    return value
+
+
+def _parse_ts(token: bytes | str | int | None) -> int:
+    """An integer timestamp from a text token or a JSON value; raises :class:`_Bad`."""
+    value = _parse_int(token, missing="ts", label="ts", signed=True)
+    if not _TS_RANGE[0] <= value <= _TS_RANGE[1]:
+        raise _Bad(f"ts {value} beyond int64")
+    return value
+
+
+def _parse_op_field(value: Any) -> int:
+    try:
+        return 1 if parse_op(value) else -1
+    except BatchFormatError as exc:
+        raise _Bad(f"unknown op {value!r}") from exc

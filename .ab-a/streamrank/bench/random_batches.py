@@ -1,0 +1,285 @@
+"""Benchmark of the dynamic algorithms against Static and against what a user would otherwise run.
+
+Protocol (issue 3, following the published DF-P experiments): a base graph (R-MAT generated on the
+device, or an edge file), then for every batch fraction ``f`` a sequence of random batches of
+``round(f * |E|)`` edges, 80% insertions of random edges between existing vertices and 20%
+deletions of random edges of the base graph. Each batch is applied once to the graph store
+(timed: "graph update"), then every algorithm updates its own ranks from its own previous ranks
+(timed: "rank update"). Times are wall-clock with a device synchronization at the end of each
+stage. The first batch of every fraction is a warm-up and is not counted.
+
+Baselines measured in the same run:
+
+- ``static``: the engine's Static PageRank on the same device (and the speedups are against it);
+- ``cusparse``: a power iteration on cuSPARSE (``cupyx.scipy.sparse`` CSR SpMV) of the standard
+  formulation, the matrix rebuilt from the edge list every batch, warm-started from the previous
+  ranks: what a CuPy user would write. Once on the base graph, also from scratch to an L1 change
+  of 1e-6 (the setting of the reference figure);
+- ``cugraph``: rebuild the pylibcugraph graph, then PageRank warm-started from the previous ranks,
+  where cuGraph is installed ("not installed" otherwise).
+
+L1 error is measured after the last batch of each fraction against an oracle: cuGraph where
+installed, else a float64 cuSPARSE power iteration to an L1 change of 1e-13 on the GPU (an
+implementation independent of the engine's kernels), else SciPy on the CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..auto_policy import AutoPolicy
+from ..backend import device_name, resolve_backend
+from ..config import ALGORITHMS, RankConfig, check_algorithm
+from ..device_memory import DeviceMemoryTracker
+from ..errors import InvalidArgumentError
+from ..metrics import l1_error
+from .baselines import CusparsePower, baseline_step, oracle_fn
+from .inputs import BatchMaker, load_base_edges, parse_graph_spec
+
+DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
+
+
+@dataclass
+class BenchOptions:
+    graph: str = "rmat:18"
+    fractions: tuple = DEFAULT_FRACTIONS
+    algorithms: tuple = ALGORITHMS
+    batches: int = 5
+    device: str = "auto"
+    seed: int = 0
+    config: RankConfig = field(default_factory=RankConfig)
+    baselines: bool = True
+
+
+def _stats(values) -> tuple:
+    a = np.asarray(values, dtype=np.float64)
+    if a.size == 0:
+        return float("nan"), float("nan")
+    return float(np.median(a)), float(np.percentile(a, 95))
+
+
+def run_bench(opts: BenchOptions, *, log=print) -> dict:
+    """Run the benchmark and return the report (a JSON-ready dict).
+
+    Parameters
+    ----------
+    opts : BenchOptions
+    log : callable
+        Progress lines (``print`` by default).
+    """
+    for a in opts.algorithms:
+        check_algorithm(a)
+    if int(opts.batches) < 1:
+        raise InvalidArgumentError("--batches must be >= 1")
+    for f in opts.fractions:
+        if not 0 < float(f) <= 1:
+            raise InvalidArgumentError(f"batch fractions must be in (0, 1], got {f}")
+    backend = resolve_backend(opts.device)
+    xp = backend.xp
+    cfg = opts.config
+    if backend.is_gpu:
+        from .. import pagerank_gpu as rank
+        from ..graph_gpu import GpuGraph as Graph
+
+        rank.compile_kernels(cfg.dtype)
+    else:
+        from .. import pagerank_cpu as rank
+        from ..graph import CpuGraph as Graph
+    from ..oracle_cugraph import cugraph_available
+
+    spec = parse_graph_spec(opts.graph)
+    report = {"graph": dict(spec), "device": device_name(backend), "backend": backend.name,
+              "config": cfg.to_dict(), "batches": int(opts.batches), "seed": int(opts.seed)}
+    use_cugraph = backend.is_gpu and cugraph_available() and opts.baselines
+    report["cugraph"] = "installed" if use_cugraph else "not installed"
+
+    t = time.perf_counter()
+    base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
+    backend.synchronize()
+    report["graph"]["generate_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    graph = Graph.from_edges(base_src, base_dst)
+    backend.synchronize()
+    report["graph"].update(vertices=graph.num_vertices, edges=graph.num_edges,
+                           build_s=time.perf_counter() - t)
+    # Device memory: the store's own arrays, and the peak over the engine's stages (sampled after
+    # the build and after every rank update; the bench's base edge arrays, 16 B per edge, and one
+    # rank vector per algorithm are live then too).
+    track = DeviceMemoryTracker(backend)
+    track.sample("store built")
+    log(f"graph {spec['name']}: {graph.num_vertices} vertices, {graph.num_edges} edges "
+        f"(generated in {report['graph']['generate_s']:.2f} s, stored in {report['graph']['build_s']:.2f} s) "
+        f"on {report['device']}")
+
+    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=use_cugraph)
+
+    # ---- static on the base graph: the engine's, then cuSPARSE at the same criterion and at L1 1e-6
+    rank.static_pagerank(graph, config=cfg)  # warm-up (pools, first-use compilation)
+    backend.synchronize()
+    t = time.perf_counter()
+    res0 = rank.static_pagerank(graph, config=cfg)
+    backend.synchronize()
+    static_ms = (time.perf_counter() - t) * 1e3
+    ref = oracle(graph)
+    report["oracle"] = oracle_name
+    static = {"ms": static_ms, "iterations": res0.iterations, "l1_error": l1_error(res0.ranks, ref)}
+    report["static"] = static
+    log(f"static {cfg.dtype}: {static['ms']:.2f} ms, {static['iterations']} iterations, "
+        f"L1 error {static['l1_error']:.2e} (oracle {oracle_name})")
+    if backend.is_gpu and opts.baselines:
+        t = time.perf_counter()
+        power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype=cfg.dtype)
+        backend.synchronize()
+        build_ms = (time.perf_counter() - t) * 1e3
+        for label, crit, tol in (("cusparse_static", "linf", cfg.tol / 1.0), ("cusparse_static_l1", "l1", 1e-6)):
+            power.run(tol=tol, criterion=crit, max_iter=3)  # warm-up
+            backend.synchronize()
+            t = time.perf_counter()
+            p, its = power.run(tol=tol, criterion=crit, max_iter=cfg.max_iter)
+            backend.synchronize()
+            report[label] = {"ms": (time.perf_counter() - t) * 1e3, "iterations": its, "criterion": crit,
+                             "tol": tol, "build_ms": build_ms, "l1_error": l1_error(p, ref)}
+            log(f"{label}: {report[label]['ms']:.2f} ms, {its} iterations ({crit} < {tol:g}), "
+                f"L1 error {report[label]['l1_error']:.2e}; matrix build {build_ms:.1f} ms")
+        del power
+        from .sweep_bytes import measure_sweeps
+
+        report["sweeps"] = measure_sweeps(graph, cfg, backend, x0=res0.x, log=log)
+    if use_cugraph:
+        from ..oracle_cugraph import build_cugraph_graph, pagerank_on
+
+        s, d = graph.edges()
+        # float64 weights (ranks computed in float64): float32 at an L1 tolerance of 1e-6 fails
+        # to converge on some graphs (pylibcugraph FailedToConvergeError seen on R-MAT 9)
+        handle, cg = build_cugraph_graph(s, d, graph.num_vertices, dangling=cfg.dangling, weight_dtype="float64")
+        pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
+        backend.synchronize()
+        t = time.perf_counter()
+        p = pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
+        backend.synchronize()
+        report["cugraph_static"] = {"ms": (time.perf_counter() - t) * 1e3, "l1_error": l1_error(p, ref), "tol_l1": 1e-6}
+
+    # ---- batches
+    maker = BatchMaker(graph, base_src, base_dst, xp=xp, seed=opts.seed + 1)
+    rows = []
+    names = list(opts.algorithms)
+    extra = (["cusparse"] if backend.is_gpu and opts.baselines else []) + (["cugraph"] if use_cugraph else [])
+    for frac in opts.fractions:
+        size = max(1, int(round(float(frac) * graph.num_edges)))
+        start = res0 if not rows else rank.static_pagerank(graph, config=cfg)  # graph moved on: untimed
+        x = {a: start.x for a in names}
+        p_prev = {b: start.ranks for b in extra}
+        rec = {a: {"graph_ms": [], "rank_ms": [], "iterations": [], "affected": [], "initial": [],
+                   "converged": [], "ran": []} for a in names + extra}
+        policies = {a: AutoPolicy() for a in names if a == "auto"}
+        # the CPU's DT/DF/DF-P keep their per-vertex arrays across batches, as in the engine
+        kws = {a: ({} if backend.is_gpu else {"workspace": rank.FrontierWorkspace()}) for a in names}
+        for b in range(int(opts.batches) + 1):  # batch 0 warms up
+            batch = maker.make(size)
+            backend.synchronize()
+            t = time.perf_counter()
+            changes = graph.apply(batch)
+            backend.synchronize()
+            graph_ms = (time.perf_counter() - t) * 1e3
+            for a in names:
+                t = time.perf_counter()
+                chosen = policies[a].choose(changes) if a in policies else a
+                res = rank.update_pagerank(chosen, graph, changes, x[a], config=cfg, **kws[a])
+                backend.synchronize()
+                ms = (time.perf_counter() - t) * 1e3
+                track.sample("engine batches")
+                x[a] = res.x
+                if a in policies:
+                    policies[a].observe(res, changes, graph.num_vertices)
+                if b:
+                    rec[a]["ran"].append(res.algorithm)
+                    r = rec[a]
+                    r["graph_ms"].append(graph_ms)
+                    r["rank_ms"].append(ms)
+                    r["iterations"].append(res.iterations)
+                    r["affected"].append(res.affected_total)
+                    r["initial"].append(res.initially_affected)
+                    r["converged"].append(bool(res.converged))
+            for bl in extra:
+                p_prev[bl], gms, rms, its = baseline_step(bl, graph, p_prev[bl], cfg, backend)
+                if b:
+                    r = rec[bl]
+                    r["graph_ms"].append(gms)
+                    r["rank_ms"].append(rms)
+                    r["iterations"].append(its)
+        ref = oracle(graph)
+        totals = {}
+        for a in names + extra:
+            r = rec[a]
+            tot = np.asarray(r["graph_ms"]) + np.asarray(r["rank_ms"])
+            totals[a] = float(np.median(tot))
+            gm, gp = _stats(r["graph_ms"])
+            rm, rp = _stats(r["rank_ms"])
+            tm, tp = _stats(tot)
+            p_final = (x[a] / x[a].sum()) if a in x else p_prev[a]
+            rows.append({
+                "fraction": float(frac), "batch_size": size, "algorithm": a,
+                "graph_ms_median": gm, "graph_ms_p95": gp, "rank_ms_median": rm, "rank_ms_p95": rp,
+                "total_ms_median": tm, "total_ms_p95": tp,
+                "iterations_median": float(np.median(r["iterations"])) if r["iterations"] else float("nan"),
+                "affected_median": float(np.median(r["affected"])) if r["affected"] else float("nan"),
+                "initial_median": float(np.median(r["initial"])) if r["initial"] else float("nan"),
+                "converged": all(r["converged"]) if r["converged"] else True,
+                "l1_error": l1_error(p_final, ref),
+                "ran": {k: r["ran"].count(k) for k in sorted(set(r["ran"]))},
+            })
+        for row in rows[-len(names + extra):]:
+            a = row["algorithm"]
+            row["speedup_vs_static"] = totals["static"] / totals[a] if "static" in totals else float("nan")
+            row["speedup_vs_cusparse"] = totals["cusparse"] / totals[a] if "cusparse" in totals else float("nan")
+            row["speedup_vs_cugraph"] = (totals["cugraph"] / totals[a]) if "cugraph" in totals else "not installed"
+        # One more batch, after the errors were taken: every stage synchronized and timed.
+        profile = _profile_batch(graph, rank, maker, size, x, cfg, backend) if backend.is_gpu else None
+        if profile:
+            report.setdefault("profile", {})[f"{frac:g}"] = profile
+            log(f"fraction {frac:g}: profiled batch (stages synchronized): "
+                + ", ".join(f"{k} {v:.3f} ms" for k, v in profile.items()))
+        log(f"fraction {frac:g} (batch of {size} edges) done")
+    report["rows"] = rows
+    report["memory"] = _memory_report(graph, track)  # printed by report.format_report
+    return report
+
+
+def _memory_report(graph, track) -> dict:
+    e = max(int(graph.num_edges), 1)
+    out = track.report(e)
+    store = int(graph.nbytes) if track.backend.is_gpu else None  # device bytes: the GPU store only
+    out["store_bytes"] = store
+    out["store_bytes_per_edge"] = store / e if store is not None else None
+    pool = out.get("peak_pool_used_bytes")
+    out["peak_pool_used_bytes_per_edge"] = pool / e if pool is not None else None
+    return out
+
+
+def _profile_batch(graph, rank, maker, size, x, cfg, backend):
+    """One extra batch with a device sync after each stage: where the time of DF-P goes."""
+    algo = "dfp" if "dfp" in x else next(iter(x))
+    graph.stage_ms = {}
+    rank.STAGE_MS = {}
+    try:
+        changes = graph.apply(maker.make(size))
+        for a in x:  # keep every algorithm on the same graph
+            if a != algo:
+                x[a] = rank.update_pagerank(a, graph, changes, x[a], config=cfg).x
+        rank.STAGE_MS = {}
+        backend.synchronize()
+        t = time.perf_counter()
+        x[algo] = rank.update_pagerank(algo, graph, changes, x[algo], config=cfg).x
+        backend.synchronize()
+        out = {f"graph: {k}": v for k, v in graph.stage_ms.items()}
+        out.update({f"{algo}: {k}": v for k, v in rank.STAGE_MS.items()})
+        out[f"{algo}: total"] = (time.perf_counter() - t) * 1e3
+        return out
+    finally:
+        graph.stage_ms = None
+        rank.STAGE_MS = None
+
+

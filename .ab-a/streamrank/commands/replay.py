@@ -1,0 +1,148 @@
+"""``streamrank replay``: replay a file of edges through the engine, timed and checked."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..backend import DEVICES
+from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, UPDATE_ORDERS, RankConfig
+from ..errors import InvalidArgumentError
+from ..table import format_table
+from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
+
+HELP = "replay a file of timestamped edges (default: the bundled CollegeMsg graph) and report ranks, time and error"
+
+COLUMNS = [
+    ("algorithm", "algorithm"), ("device", "device"), ("batches", "batches"),
+    ("batch_ms_median", "ms/batch med"), ("batch_ms_p95", "ms/batch p95"),
+    ("graph_ms_median", "graph ms"), ("rank_ms_median", "rank ms"),
+    ("iterations_median", "iters med"), ("affected_median", "affected med"),
+    ("l1_error", "L1 err"), ("linf_error", "Linf err"),
+    ("top20_precision", "top20"), ("top100_precision", "top100"),
+]
+
+
+def add_arguments(p):
+    p.add_argument("path", nargs="?", default=None,
+                   help="edge file (SNAP text[.gz], .csv, .parquet, .jsonl); default: bundled CollegeMsg")
+    p.add_argument("--algorithm", default="auto", choices=list(ALGORITHMS) + ["all"],
+                   help="rank update (default auto: DF-P per batch, warm sweeps where its frontier floods the graph)")
+    p.add_argument("--base-fraction", type=float, default=0.9)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--batch-fraction", type=float, default=1e-4, help="batch size as a share of all edges (default 1e-4)")
+    size.add_argument("--batch-size", type=int, default=None, help="batch size in edges")
+    p.add_argument("--delete-fraction", type=float, default=0.0)
+    p.add_argument("--dangling", default="uniform", choices=DANGLING_MODES)
+    p.add_argument("--device", default="auto", choices=DEVICES)
+    p.add_argument("--check", action="store_true", help="compare with the oracle during and after the replay")
+    p.add_argument("--check-every", type=int, default=None, help="batches between checks (default: ~10 checks)")
+    p.add_argument("--json", default=None, metavar="OUT")
+    p.add_argument("--ranks-out", default=None, metavar="FILE.parquet")
+    p.add_argument("--plot", default=None, metavar="FILE.png")
+    p.add_argument("--top", type=int, default=10, help="top ranks to print (default 10)")
+    p.add_argument("--max-batches", type=int, default=None)
+    p.add_argument("--keep-order", action="store_true", help="keep file order instead of timestamp order")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad line")
+    p.add_argument("--format", default=None, help="override the format detected from the extension")
+    p.add_argument("--id-type", default="auto", choices=ID_TYPES,
+                   help="vertex ids: integers, strings, or auto (fixed by the first data line; default)")
+    p.add_argument("--max-id-bytes", type=int, default=DEFAULT_MAX_ID_BYTES,
+                   help="longest string id in UTF-8 bytes (default 1024)")
+    p.add_argument("--alpha", type=float, default=0.85)
+    p.add_argument("--tol", type=float, default=1e-10)
+    p.add_argument("--frontier-tol", type=float, default=1e-6)
+    p.add_argument("--prune-tol", type=float, default=1e-6)
+    p.add_argument("--dtype", default="float64", choices=DTYPES)
+    p.add_argument("--update-order", default="gauss-seidel", choices=UPDATE_ORDERS,
+                   help="CPU local-form iterations: Gauss-Seidel in fixed blocks (default) or Jacobi "
+                        "(the GPU always iterates Jacobi)")
+    p.add_argument("--contributions", default="float64", choices=CONTRIBUTION_DTYPES,
+                   help="GPU standard-form sweeps (static, warm, auto's warm part): type of the gathered "
+                        "contributions; float32 halves their bytes, the last sweeps stay in --dtype")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--baseline", default=None, choices=["networkx"],
+                   help="also time networkx.pagerank of the graph after a few sampled batches and print "
+                        "it beside each algorithm's time per batch (needs NetworkX)")
+    p.add_argument("--baseline-samples", type=int, default=5, help="batches whose graph the baseline ranks (default 5)")
+
+
+def run(args) -> int:
+    from ..replay import BUNDLED_GRAPH, read_stream, replay
+
+    path = args.path or str(BUNDLED_GRAPH)
+    algorithms = list(ALGORITHMS) if args.algorithm == "all" else [args.algorithm]
+    config = RankConfig(alpha=args.alpha, tol=args.tol, frontier_tol=args.frontier_tol,
+                        prune_tol=args.prune_tol, dangling=args.dangling, dtype=args.dtype,
+                        sweep_contributions=args.contributions, update_order=args.update_order)
+    if args.check_every is not None and args.check_every < 1:
+        raise InvalidArgumentError("--check-every must be >= 1")
+    stream = read_stream(path, keep_order=args.keep_order, strict=args.strict, fmt=args.format,
+                         id_type=args.id_type, max_id_bytes=args.max_id_bytes)
+    if stream.bad_lines:
+        print(f"{path}: {stream.bad_lines} bad line(s) skipped; first: "
+              + "; ".join(str(x) for x in stream.bad_examples[:3]), file=sys.stderr)
+    report = replay(stream, algorithms=algorithms, base_fraction=args.base_fraction,
+                    batch_fraction=args.batch_fraction, batch_size=args.batch_size,
+                    delete_fraction=args.delete_fraction, config=config, device=args.device,
+                    check=args.check, check_every=args.check_every, max_batches=args.max_batches,
+                    seed=args.seed, progress=not args.no_progress, baseline=args.baseline,
+                    baseline_samples=args.baseline_samples)
+    g = report.graph
+    eng = report.runs[0].engine
+    print(f"graph: {g['path']}")
+    print(f"  {g['edges_in_file']:,} edges in file, base graph {g['base_edges']:,} edges, "
+          f"{g['batches']} batches of {g['batch_size']} ({g['deletions_per_batch']} deletions each), "
+          f"final |V|={g['vertices']:,} |E|={g['edges']:,}, {g['id_type']} ids, dangling={g['dangling']}")
+    print(f"  backend: {eng.backend.name} ({eng.backend.reason})")
+    if args.top > 0:
+        ids, p = eng.top_k(args.top)
+        print(f"\ntop {len(ids)} ranks ({report.runs[0].algorithm}):")
+        for i, (v, r) in enumerate(zip(ids.tolist(), p.tolist()), 1):
+            print(f"  {i:3d}. vertex {str(v):<12} {r:.6e}")
+    print()
+    rows = [r.summary() for r in report.runs]
+    print(format_table(rows, COLUMNS))
+    for r in rows:
+        if r["algorithm"] == "auto":
+            print("auto ran: " + ", ".join(f"{a} {k} batches" for a, k in r["ran"].items()))
+    if report.baseline is not None:
+        _print_baseline(report)
+    if args.check:
+        if g["oracle"] == "cugraph":
+            print("\nerrors are against cuGraph's static PageRank (float64) of the final graph")
+        else:
+            print("\nerrors are against a float64 SciPy static PageRank of the final graph (L1 change < 1e-15)")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report.to_dict(), fh, indent=2)
+        print(f"wrote {args.json}")
+    if args.ranks_out:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        ids, p = eng.ranks()
+        pq.write_table(pa.table({"vertex": vertex_column(ids), "rank": p}), args.ranks_out)
+        print(f"wrote {args.ranks_out}")
+    if args.plot:
+        from ..plots import plot_replay
+
+        plot_replay(report, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _print_baseline(report) -> None:
+    """The baseline's median beside every algorithm's median time per batch."""
+    bl = report.baseline
+    d = bl.to_dict()
+    print(f"\nbaseline: networkx.pagerank (alpha={report.graph['alpha']}, tol={max(bl.tol):.2g}: "
+          f"L1 error <= {d['target_l1']:g}) of the graph after batches "
+          f"{', '.join(str(b) for b in bl.batches)}: median {bl.median_ms:.1f} ms "
+          f"({', '.join(f'{m:.1f}' for m in bl.ms)}); its L1 error against the oracle at most "
+          f"{max(bl.l1_error):.2g}; building the NetworkX graph (not counted) median {d['build_ms_median']:.0f} ms")
+    for run in report.runs:
+        med = run.summary()["batch_ms_median"]
+        print(f"  {run.algorithm}: {med:.3g} ms per batch (graph update included), "
+              f"{bl.median_ms / med:.0f}x under the NetworkX recompute")

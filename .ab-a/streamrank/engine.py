@@ -1,0 +1,397 @@
+"""The engine: a graph store and its ranks, advanced one batch at a time.
+
+Used by the replay tool, the daemon, personalized PageRank queries and the benchmarks. It picks
+the backend (:func:`streamrank.backend.resolve_backend`) and with it the graph store and the rank
+code; the rest of the package only sees this class.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import Backend, resolve_backend
+from .batch import EdgeBatch
+from .changes import AppliedChanges
+from .auto_policy import AutoPolicy
+from .config import RankConfig, check_algorithm
+from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
+from .result import RankResult
+from .string_ids import StringIdMap
+from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
+
+
+#: A small GPU batch runs with one host wait (graph and rank updates queued back to back,
+#: :mod:`streamrank.gpu_step`); STREAMRANK_ONE_SYNC=0 applies every batch as two synchronized steps.
+ONE_SYNC = os.environ.get("STREAMRANK_ONE_SYNC", "1") != "0"
+
+
+@dataclass
+class StepResult:
+    """One applied batch.
+
+    Attributes
+    ----------
+    seq : int
+        Batch sequence number (1 for the first batch after the base graph).
+    changes : AppliedChanges
+    rank : RankResult
+        On the CPU with DT, DF or DF-P, ``rank.x`` is the engine's live iterate (advanced in
+        place by the next batch); copy it to keep it.
+    graph_ms, rank_ms : float
+        Wall time of the graph update and of the rank update (device work included). A small
+        GPU batch runs both with one host wait (:mod:`streamrank.gpu_step`): then ``graph_ms``
+        is the time until the graph update had finished on the device (CUDA events) plus its
+        bookkeeping, and ``rank_ms`` the rest of the batch's wall time.
+    """
+
+    seq: int
+    changes: AppliedChanges
+    rank: RankResult
+    graph_ms: float
+    rank_ms: float
+
+    @property
+    def total_ms(self) -> float:
+        return self.graph_ms + self.rank_ms
+
+
+def _modules(backend: Backend):
+    """``(graph store class, rank module, rank keyword arguments)`` of a backend: the CPU rank
+    code takes a workspace that lives as long as the engine."""
+    if backend.is_gpu:
+        from . import graph_gpu, pagerank_gpu
+
+        return graph_gpu.GpuGraph, pagerank_gpu, {}
+    from . import graph, pagerank_cpu
+
+    return graph.CpuGraph, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace()}
+
+
+class Engine:
+    """Dynamic PageRank over a changing graph.
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "gpu"} or Backend
+    algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
+        Rank update used by :meth:`apply`. Default ``"auto"``: per batch DF-P or warm sweeps
+        (:mod:`streamrank.auto_policy`); ``step.rank.algorithm`` records what ran.
+    config : RankConfig
+    id_type : {"auto", "int", "string"}
+        Kind of the external vertex ids (:mod:`streamrank.vertex_ids`); ``"auto"``: fixed by the
+        first edges. A batch of the other kind is refused (:class:`~streamrank.vertex_ids.IdError`,
+        reason ``mixed_id_types``), never coerced.
+    max_id_bytes : int
+        Longest string id accepted by :meth:`load_edges` (UTF-8 bytes, default 1 KiB).
+    max_graph_bytes : int, optional
+        Most bytes the graph store may hold while it grows (:attr:`max_graph_bytes`); default: no
+        limit but the free device memory (GPU).
+
+    Notes
+    -----
+    String ids are encoded to integer codes by the engine's :class:`~streamrank.string_ids.StringIdMap`
+    (:attr:`string_ids`) before a batch reaches the graph store, whose id map then sees only
+    integers; :meth:`ranks`, :meth:`top_k` and :meth:`edges_external` map back to the strings.
+    The dictionary is part of :meth:`state`.
+    """
+
+    def __init__(self, device="auto", algorithm: str = "auto", *, config: RankConfig = RankConfig(),
+                 id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+                 max_graph_bytes: int | None = None):
+        if not isinstance(config, RankConfig):
+            raise InvalidArgumentError("config must be a RankConfig")
+        self._ids_lock = IdTypeLock(check_id_type(id_type))
+        self.max_id_bytes = check_max_id_bytes(max_id_bytes)
+        self.string_ids: StringIdMap | None = StringIdMap() if id_type == "string" else None
+        self.backend = resolve_backend(device)
+        self.algorithm = check_algorithm(algorithm)
+        self.config = config
+        graph_cls, self._rank, self._rank_kw = _modules(self.backend)
+        self.graph = graph_cls(max_bytes=max_graph_bytes)
+        self.x = self.backend.xp.zeros(0, dtype=np.float64)
+        self.seq = 0
+        self.last: RankResult | None = None
+        self.policy = AutoPolicy() if self.algorithm == "auto" else None
+        self._stepper = None
+        if self.backend.is_gpu and ONE_SYNC:
+            from .gpu_step import OneSyncStepper
+
+            self._stepper = OneSyncStepper(self.backend.xp)
+
+    @property
+    def max_graph_bytes(self) -> int | None:
+        """The graph store's limit (``graph.max_bytes``): a batch whose growth would pass it, or
+        the free device memory, raises :class:`~streamrank.errors.GraphCapacityError` from
+        :meth:`apply` and changes neither the graph nor the ranks. None: no limit."""
+        return self.graph.max_bytes
+
+    @max_graph_bytes.setter
+    def max_graph_bytes(self, value) -> None:
+        self.graph.max_bytes = value
+
+    # ------------------------------------------------------------------ ids
+    @property
+    def id_type(self) -> str:
+        """``"int"`` or ``"string"``; ``"auto"`` while no edge has fixed it."""
+        return self._ids_lock.current
+
+    def _encode(self, batch: EdgeBatch) -> EdgeBatch:
+        """``batch`` with its ids as the graph store takes them (string ids -> integer codes).
+
+        Raises
+        ------
+        IdError
+            For ids of the other kind than the engine's (``mixed_id_types``).
+        """
+        if len(batch) == 0:
+            return batch if batch.id_kind == "int" else EdgeBatch.empty()
+        self._ids_lock.admit(batch.id_kind)
+        if batch.id_kind == "int":
+            return batch
+        if self.string_ids is None:
+            self.string_ids = StringIdMap()
+        insert = self.backend.to_host(batch.insert)
+        src, dst = self.string_ids.encode_edges(to_string_array(batch.src), to_string_array(batch.dst), insert)
+        return EdgeBatch(src, dst, insert)
+
+    def _external(self, codes):
+        """External ids (host) of the graph store's external ids ``codes`` (host int64)."""
+        return codes if self.string_ids is None else self.string_ids.decode(codes)
+
+    # ------------------------------------------------------------------ building
+    def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
+        """Apply base edges (external ids) and recompute the ranks statically.
+
+        ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
+        :meth:`EdgeBatch.from_arrays`; ids are integers or strings. ``vertices`` (external ids)
+        are created first, in their order, edges or not (:meth:`add_vertices`). Does not advance
+        :attr:`seq`.
+        """
+        if vertices is not None:
+            self.add_vertices(vertices)
+        batch = EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp, max_id_bytes=self.max_id_bytes)
+        self.graph.apply(self._encode(batch))
+        return self.recompute()
+
+    def add_vertices(self, ids) -> int:
+        """Create the vertices ``ids`` (external ids, in this order) that the graph lacks, without
+        edges: isolated vertices, as the published DF-P protocol creates ``0 .. N-1`` up front.
+
+        The ranks are not recomputed (call :meth:`recompute` or :meth:`load_edges` after).
+        Returns how many vertices were created.
+        """
+        xp = self.backend.xp
+        ids = np.asarray(ids)
+        if ids.ndim != 1:
+            raise InvalidArgumentError(f"ids must be one-dimensional, got shape {ids.shape}")
+        fresh = ids[self.lookup(ids.tolist()) < 0] if ids.size else ids
+        if fresh.shape[0] == 0:
+            return 0
+        # A vertex is created by its first insertion: insert a self-loop on every new id (no
+        # unknown vertex can hold one already), then delete those loops again.
+        before = self.graph.num_vertices
+        loops = EdgeBatch.from_arrays(fresh, fresh, max_id_bytes=self.max_id_bytes)
+        self.graph.apply(self._encode(loops))
+        self.graph.apply(self._encode(EdgeBatch.from_arrays(fresh, fresh, np.zeros(fresh.shape[0], dtype=bool),
+                                                            max_id_bytes=self.max_id_bytes)))
+        n = self.graph.num_vertices
+        x = xp.ones(n, dtype=self.x.dtype)
+        x[: self.x.shape[0]] = self.x
+        self.x = x
+        return n - before
+
+    def recompute(self, *, config: RankConfig | None = None) -> RankResult:
+        """Replace the ranks with a static computation of the current graph.
+
+        Parameters
+        ----------
+        config : RankConfig, optional
+            Settings for this computation only (default: the engine's). The published DF-P
+            protocol starts from base ranks converged to the iteration cap (its tolerance is
+            1e-100): ``replace(engine.config, tol=0.0)``.
+        """
+        if config is not None and not isinstance(config, RankConfig):
+            raise InvalidArgumentError(f"config must be a RankConfig, got {type(config).__name__}")
+        res = self._rank.static_pagerank(self.graph, config=self.config if config is None else config)
+        self._take(res)
+        return res
+
+    # ------------------------------------------------------------------ one batch
+    def apply(self, batch: EdgeBatch) -> StepResult:
+        """Apply one batch to the graph and update the ranks.
+
+        Parameters
+        ----------
+        batch : EdgeBatch
+            Integer or string ids (string ids are encoded to codes first; ``graph_ms`` includes it).
+
+        Returns
+        -------
+        StepResult
+
+        Raises
+        ------
+        IdError
+            For ids of the other kind than the engine's (reason ``mixed_id_types``).
+        GraphCapacityError
+            When the batch does not fit the graph store (free device memory or
+            :attr:`max_graph_bytes`): the graph, the ranks, :attr:`seq` and the string-id
+            dictionary stay as they were, so a smaller batch (or a checkpoint) can follow.
+        """
+        if not isinstance(batch, EdgeBatch):
+            raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
+        t0 = time.perf_counter()  # the graph time includes encoding string ids
+        known = len(self.string_ids) if self.string_ids is not None else 0
+        try:
+            encoded = self._encode(batch)
+            if self._one_sync_eligible(encoded):
+                step = self._stepper.apply(self.graph, encoded, self.x, self.algorithm, self.config, self._rank, t0)
+                if step is not None:
+                    return self._finish_step(step.changes, step.rank, step.graph_ms, step.total_ms - step.graph_ms)
+                changes = self.graph.apply(encoded, fast=False)  # the fast launch did not fit: re-plan
+            else:
+                changes = self.graph.apply(encoded)  # the store moves the batch to its backend
+        except GraphCapacityError:
+            if self.string_ids is not None:
+                self.string_ids.truncate(known)  # the refused batch's new ids get no codes
+            raise
+        self.backend.synchronize()  # so that the stage timings include the device work
+        t1 = time.perf_counter()
+        algorithm = self.policy.choose(changes) if self.policy else self.algorithm
+        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config, **self._rank_kw)
+        self.backend.synchronize()
+        t2 = time.perf_counter()
+        return self._finish_step(changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+
+    def _finish_step(self, changes, res: RankResult, graph_ms: float, rank_ms: float) -> StepResult:
+        if self.policy:
+            self.policy.observe(res, changes, self.graph.num_vertices)
+        self._take(res)
+        self.seq += 1
+        return StepResult(self.seq, changes, res, graph_ms, rank_ms)
+
+    def _one_sync_eligible(self, batch: EdgeBatch) -> bool:
+        """Whether the batch runs with one host wait (:mod:`streamrank.gpu_step`): GPU, a small
+        batch, DF/DF-P, or ``auto`` choosing DF-P whatever the batch's applied size."""
+        if self._stepper is None:
+            return False
+        if self.policy is not None and not self.policy.dfp_for_any(len(batch)):
+            return False
+        return self._stepper.eligible(self.graph, batch, self.algorithm)
+
+    def _take(self, res: RankResult):
+        self.x = res.x
+        self.last = res
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def num_vertices(self) -> int:
+        return self.graph.num_vertices
+
+    def ranks(self):
+        """``(external_ids, p)`` as host NumPy arrays by internal id; ``p`` sums to 1.
+
+        ``external_ids`` is int64 for integer ids and an object array of ``str`` for string ids.
+        """
+        ext = self._external(self.backend.to_host(self.graph.ids.external))  # device-to-host copy on the GPU
+        x = self.backend.to_host(self.x)
+        if x.shape[0] == 0:
+            return ext, x.astype(np.float64)
+        return ext, x.astype(np.float64) / float(x.sum())
+
+    def top_k(self, k: int):
+        """``(external_ids, p)`` of the ``k`` best vertices, descending."""
+        from .metrics import top_k as _top
+
+        if int(k) < 1:
+            raise InvalidArgumentError(f"k must be >= 1, got {k}")
+        ext, p = self.ranks()
+        idx = _top(p, int(k))
+        return ext[idx], p[idx]
+
+    def edges_external(self):
+        """All edges as host arrays of external ids ``(src, dst)`` (int64 or ``str`` objects)."""
+        s, d = self.graph.edges_external()
+        return self._external(self.backend.to_host(s)), self._external(self.backend.to_host(d))
+
+    def lookup(self, ids) -> np.ndarray:
+        """Internal vertex ids (host int64) of external ``ids`` (a sequence); -1 where unknown.
+
+        Raises
+        ------
+        InvalidArgumentError
+            For ids of the other kind than the engine's.
+        """
+        ids = list(ids)
+        if self.string_ids is not None:
+            if not all(isinstance(v, str) for v in ids):
+                raise InvalidArgumentError("this engine has string vertex ids; look up strings")
+            codes = self.string_ids.lookup(ids)
+        else:
+            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ids):
+                raise InvalidArgumentError("this engine has integer vertex ids; look up integers")
+            codes = np.asarray(ids, dtype=np.int64).reshape(-1)
+        out = np.full(codes.shape[0], -1, dtype=np.int64)
+        known = codes >= 0
+        if known.any():
+            out[known] = self.backend.to_host(self.graph.ids.lookup(self.backend.asarray(codes[known])))
+        return out
+
+    # ------------------------------------------------------------------ checkpoints
+    def state(self) -> dict:
+        """Host arrays and scalars that rebuild this engine exactly."""
+        st = dict(self.graph.state())
+        st["x"] = self.backend.to_host(self.x).astype(np.float64)
+        st["seq"] = np.int64(self.seq)
+        st["id_type"] = self.id_type
+        if self.string_ids is not None:
+            st.update(self.string_ids.state())
+        if self.policy is not None:
+            st["auto_policy"] = self.policy.state()
+        return st
+
+    @classmethod
+    def from_state(cls, state: dict, *, device="auto", algorithm: str = "auto",
+                   config: RankConfig = RankConfig(), id_type: str = "auto",
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None) -> "Engine":
+        """Rebuild an engine saved by :meth:`state` (on any backend); ``max_graph_bytes`` applies
+        to the batches after.
+
+        ``id_type`` other than ``"auto"`` must agree with the saved one (a state without one,
+        written before string ids existed, holds integer ids when it holds any vertex).
+
+        Raises
+        ------
+        StreamrankError
+            When the state is incomplete or inconsistent, or its id type differs from ``id_type``.
+        """
+        check_id_type(id_type)
+        saved = str(state.get("id_type", "int" if len(state.get("external", ())) else "auto"))
+        if saved not in ("auto", "int", "string"):
+            raise StreamrankError(f"engine state: unknown id_type {saved!r}")
+        if id_type != "auto" and saved != "auto" and saved != id_type:
+            raise StreamrankError(f"the saved engine has {saved} vertex ids but id_type={id_type!r} was asked")
+        eng = cls(device, algorithm, config=config, id_type=saved if saved != "auto" else id_type,
+                  max_id_bytes=max_id_bytes, max_graph_bytes=max_graph_bytes)
+        if saved == "string":
+            eng.string_ids = StringIdMap.from_state(state)
+        try:
+            eng.graph = type(eng.graph).from_state(state, max_bytes=max_graph_bytes)
+            x = np.asarray(state["x"], dtype=np.float64)
+            seq = int(state["seq"])
+        except KeyError as exc:
+            raise StreamrankError(f"engine state lacks {exc}") from exc
+        if x.shape[0] != eng.graph.num_vertices:
+            raise StreamrankError("engine state: ranks and graph disagree in size")
+        if eng.string_ids is not None and eng.graph.num_vertices and \
+                int(np.max(np.asarray(state["external"]))) >= len(eng.string_ids):
+            raise StreamrankError("engine state: the graph holds string-id codes the dictionary lacks")
+        eng.x = eng.backend.asarray(x)
+        eng.seq = seq
+        if eng.policy is not None and isinstance(state.get("auto_policy"), dict):
+            eng.policy.load_state(state["auto_policy"])  # choose as the saved engine would have
+        return eng

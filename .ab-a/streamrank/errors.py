@@ -1,0 +1,57 @@
+"""The package's own exceptions.
+
+Every error a caller of the public API can see derives from :class:`StreamrankError`, so
+``except StreamrankError`` catches them all. Low-level errors (NumPy, CuPy, pyarrow, kafka-python,
+OS errors) are re-raised as one of these with the original attached as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+
+class StreamrankError(Exception):
+    """Base class of every error raised by streamrank."""
+
+
+class InvalidArgumentError(StreamrankError, ValueError):
+    """A public function was called with an argument outside its documented domain."""
+
+
+class BackendUnavailableError(StreamrankError, RuntimeError):
+    """The requested backend (for example ``device="gpu"``) cannot be used on this machine."""
+
+
+class BatchFormatError(StreamrankError, ValueError):
+    """An edge batch or record is malformed (bad id, unknown op, missing field, ...)."""
+
+
+class SourceError(StreamrankError, IOError):
+    """An edge source (file, directory, Kafka topic) could not be read."""
+
+
+class CheckpointError(StreamrankError, IOError):
+    """A checkpoint could not be written, found, or restored."""
+
+
+class KernelError(StreamrankError, RuntimeError):
+    """A CUDA kernel failed to compile, load, or launch."""
+
+
+class GraphCapacityError(StreamrankError, MemoryError):
+    """A batch (or a build) needs more memory than the graph store may take.
+
+    Raised before the store changes anything: the graph, its id map and the ranks stay exactly as
+    they were before the batch, so the caller can checkpoint, apply smaller batches, or move to a
+    larger device. The message says what was needed, what was free and what to do.
+
+    Attributes
+    ----------
+    needed : int
+        Bytes the operation would allocate.
+    available : int
+        Bytes it could have had (the tighter of free device memory and the store's limit).
+    """
+
+    def __init__(self, message: str, *, needed: int = 0, available: int = 0):
+        super().__init__(message)
+        self.needed = int(needed)
+        self.available = int(available)

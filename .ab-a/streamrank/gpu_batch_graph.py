@@ -1,0 +1,73 @@
+"""Captured CUDA graphs of the one-wait batch (:mod:`streamrank.gpu_step`), replayed per batch.
+
+Queueing a small batch's work one call at a time costs the host about 120 us in Python and CuPy
+(a 26-argument launch, argument structs, copies), while the GPU needs about 25 us for the graph
+update, and the cooperative loop starts only when the host has queued it. The two pieces of a
+batch are therefore written so that every launch argument is a fixed address and every
+per-batch value sits in pinned memory (the graph update: ``FastUpdater.queue_staged``, reading a
+staged header and batch; the rank update: the loop's argument image in the workspace,
+``rank_gpu.frontier_loop``). :class:`BatchGraphs` captures such a piece once into a CUDA graph
+and replays it for each batch; a piece is captured again when the key its owner gives changes
+(an address or size the graph holds: the store grew or was compacted, the id map was rebuilt,
+another workspace or loop kernel). docs/GPU.md, "One wait per batch".
+
+Capturing needs a stream of its own (the default stream cannot be captured); the replays go to
+the current stream. If capturing fails on a device, the reason is kept in
+:attr:`BatchGraphs.unavailable` and the owners queue their work call by call.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+class BatchGraphs:
+    """Captured graphs of one engine by slot (``"graph"``, ``"rank"``), each with its key."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.side = cp.cuda.Stream(non_blocking=True)
+        self._slots = {}
+        #: Why capturing failed on this device (then nothing is replayed), or None.
+        self.unavailable: str | None = None
+        #: Captures made (a capture per change of an address the graphs hold).
+        self.captures = 0
+
+    def replay(self, slot: str, key: tuple, queue) -> bool:
+        """Replay the graph of ``slot`` on the current stream, capturing what ``queue`` queues
+        first when the slot is empty or its key differs from ``key``. False when capturing is
+        unavailable here (nothing was queued: call ``queue`` instead)."""
+        if self.unavailable is not None:
+            return False
+        held = self._slots.get(slot)
+        if held is None or held[0] != key:
+            graph = self._capture(queue)
+            if graph is None:
+                return False
+            held = self._slots[slot] = (key, graph)
+        held[1].launch(stream=self.cp.cuda.get_current_stream())
+        return True
+
+    def _capture(self, queue):
+        """Capture what ``queue`` queues on the side stream into an executable graph; None (and
+        :attr:`unavailable` set) when this device or driver refuses it."""
+        side = self.side
+        side.synchronize()  # sync: the side stream is idle before a capture (it only ever captures)
+        # thread-local: CUDA calls of other threads (the daemon's fetch and checkpoint threads)
+        # neither break the capture nor are refused while it runs
+        mode = getattr(self.cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
+        try:
+            with side:
+                side.begin_capture(mode=mode)
+                try:
+                    queue()
+                finally:
+                    graph = side.end_capture()
+        except Exception as exc:  # noqa: BLE001 - an unsupported capture: queue call by call instead
+            self.unavailable = f"{type(exc).__name__}: {exc}"
+            log.warning("CUDA graph capture unavailable, small batches are queued call by call: %s", exc)
+            return None
+        self.captures += 1
+        return graph

@@ -1,0 +1,123 @@
+"""A small batch on the GPU with one host wait: the graph update and the rank update queued back
+to back (docs/GPU.md, "One wait per batch").
+
+The fast path of the graph store (:meth:`streamrank.graph_gpu.GpuGraph.launch_fast`) writes the
+batch's sizes (overflow, new vertices, applied insertions and deletions) into device counters;
+the cooperative DF/DF-P loop (:func:`streamrank.pagerank_gpu.launch_update`) reads them there.
+The host queues both launches and the copies of their results into pinned memory, waits once,
+then does the bookkeeping of both. While the graph kernel runs, the host packs and uploads the
+rank update's arguments, so that host work and device work overlap.
+
+When the graph update reports that the batch did not fit the room reserved ahead (it then wrote
+nothing, and the loop returned at once), the caller applies the batch the usual way.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from .batch import EdgeBatch
+from .changes import AppliedChanges
+from .errors import GraphCapacityError
+from .gpu_batch_graph import BatchGraphs
+from .result import RankResult
+
+#: Host batches replay two captured CUDA graphs (:mod:`streamrank.gpu_batch_graph`);
+#: STREAMRANK_CUDA_GRAPHS=0 queues them call by call.
+CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
+
+#: Algorithms that can run behind a pending graph update.
+STEP_ALGORITHMS = ("df", "dfp", "auto")
+
+
+@dataclass
+class OneSyncStep:
+    """A batch applied by :meth:`OneSyncStepper.apply`.
+
+    ``graph_ms`` is the host time until the graph kernel was queued plus the device time until
+    it finished (CUDA events) plus the graph's bookkeeping after the wait; ``total_ms`` the wall
+    time of the whole batch; the rank update's time is the rest.
+    """
+
+    changes: AppliedChanges
+    rank: RankResult
+    graph_ms: float
+    total_ms: float
+
+
+class OneSyncStepper:
+    """One engine's one-wait batches: the timing events, the captured graphs and counts (created on
+    the GPU only)."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.start = cp.cuda.Event()
+        self.graph_done = cp.cuda.Event()
+        #: The captured CUDA graphs a host batch replays (None: STREAMRANK_CUDA_GRAPHS=0).
+        self.graphs = BatchGraphs(cp) if CUDA_GRAPHS else None
+        #: Batches applied with one wait, and fast launches that did not fit (then applied the
+        #: usual way).
+        self.steps = 0
+        self.misfits = 0
+
+    def eligible(self, graph, batch: EdgeBatch, algorithm: str) -> bool:
+        """Whether ``batch`` can take the one-wait path: a fast-path batch, DF/DF-P/auto, and a
+        graph with vertices (the rank module decides the rest at launch)."""
+        return (algorithm in STEP_ALGORITHMS and graph.num_vertices > 0 and graph.fast_eligible(len(batch)))
+
+    def apply(self, graph, batch: EdgeBatch, x_prev, algorithm: str, config, rank_module, t0: float):
+        """Queue the graph update and the rank update, wait once, finish both.
+
+        Returns
+        -------
+        OneSyncStep or None
+            None when the batch did not fit the room reserved ahead: the graph update wrote
+            nothing (and the loop returned at once); apply it with ``graph.apply(batch,
+            fast=False)``.
+
+        Raises
+        ------
+        GraphCapacityError
+            When the device memory for the batch's arrays ran out before anything changed.
+        """
+        cp = self.cp
+        stream = cp.cuda.get_current_stream()
+        # a device batch is passed to the graph update by address: nothing to replay
+        replay = None if isinstance(batch.src, cp.ndarray) else self.graphs
+        try:
+            self.start.record(stream)
+            t_graph = time.perf_counter()
+            pending = graph.launch_fast(batch, replay=replay)
+        except cp.cuda.memory.OutOfMemoryError as exc:  # before the kernel was queued
+            raise GraphCapacityError(f"out of device memory queueing a batch of {len(batch):,} edges: {exc}; "
+                                     "nothing was changed") from exc
+        self.graph_done.record(stream)
+        try:
+            rank = rank_module.launch_update(algorithm, graph, pending, x_prev, config=config, replay=replay)
+        except cp.cuda.memory.OutOfMemoryError:
+            rank = None  # the graph update is queued: finish it, then rank the usual way
+        except BaseException:
+            stream.synchronize()  # sync: the queued graph update completes; its bookkeeping follows
+            graph.finish_fast(pending)
+            raise
+        stream.synchronize()  # sync: the one wait of the batch (graph counters, loop status)
+        t_wait = time.perf_counter()
+        changes = graph.finish_fast(pending)
+        if changes is None:  # did not fit the reserved room: nothing changed, the loop returned
+            self.misfits += 1
+            return None
+        t_book = time.perf_counter()
+        graph_ms = ((t_graph - t0) * 1e3 + cp.cuda.get_elapsed_time(self.start, self.graph_done)
+                    + (t_book - t_wait) * 1e3)
+        if rank is None:  # the loop could not be compiled or launched here: the usual rank update
+            res = rank_module.update_pagerank(algorithm, graph, changes, x_prev, config=config)
+            stream.synchronize()  # sync: so that the batch's time includes its device work
+        else:
+            res = rank_module.finish_update(rank, graph, changes)
+            if rank.continued:
+                stream.synchronize()  # sync: the hand-over's continuation ran after the wait
+        total_ms = (time.perf_counter() - t0) * 1e3
+        self.steps += 1
+        return OneSyncStep(changes, res, graph_ms, total_ms)

@@ -1,0 +1,280 @@
+"""The fast path of :meth:`streamrank.graph_gpu.GpuGraph.apply`: a small batch in three launches
+queued back to back.
+
+``kernels/graph_fast_update.cu`` runs the update of a batch of up to :data:`FAST_MAX_EDGES`
+edges: one block collapses, looks up ids, numbers new ones, checks membership and plans; only when
+everything fits in the room the host reserved ahead (vertex rows, id map, the tail of each
+``idx``), it commits the new ids, and two grid kernels commit the lists (one scans the lists that
+lose entries in chunks, one rewrites each touched list with one writer). The host then makes
+exactly one synchronizing copy, of 16 counters into pinned memory; when the first kernel reports
+an overflow nothing was written, and the caller runs the slow path (which re-plans and reserves).
+The room is re-reserved by the host after every batch (:meth:`FastUpdate.vertices`,
+:meth:`FastUpdate.slots`), without a sync.
+
+Settings: :class:`FastUpdate`, from the environment by default (``STREAMRANK_FAST_UPDATE=0``
+switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+from .gpu_launch import launch, sm_count
+from .kernels.loader import get_kernel
+
+#: Largest batch the fused kernel takes (FU_MAX in graph_fast_update.cu).
+FAST_MAX_EDGES = 2048
+#: Threads of its one block (FU_THREADS).
+FAST_THREADS = 1024
+#: Bytes of its scratch (at least sizeof(FuWork); the kernel refuses a smaller one).
+FAST_WORK_BYTES = 1 << 20
+_CU = "graph_fast_update.cu"
+_NAMES = ("fast_update", "fast_update_hdr", "fast_update_scan", "fast_update_commit")
+#: Threads of a block of the deletion scan (FU_SCAN_THREADS) and of the commit (FU_COMMIT_THREADS).
+SCAN_THREADS = 256
+COMMIT_THREADS = 256
+#: Compile options of the fused kernel: the per-step device clock for profiling
+#: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
+_OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",)
+_COUNTERS = 16
+#: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
+_HEADER = 64
+# Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
+# frontier_loop.cu) in FastOutcome's field order: overflow, new vertices, applied insertions,
+# applied deletions, duplicates, present insertions, absent deletions, out end, in end.
+#: Overflow bits (FU_OVER_* in the kernel), for messages and tests.
+OVERFLOW_REASONS = {1: "vertex room", 2: "out-direction tail", 4: "in-direction tail", 8: "arguments"}
+
+
+@dataclass(frozen=True)
+class FastUpdate:
+    """Settings of the fast path.
+
+    Attributes
+    ----------
+    enabled : bool
+        Use the fused kernel for batches of 1..``max_edges`` edges.
+    max_edges : int
+        Largest batch that takes the fast path (at most :data:`FAST_MAX_EDGES`).
+    vertex_room : int or None
+        New vertices kept reserved ahead (vertex rows and id map); None: ``2 * max_edges``, what
+        one batch can bring.
+    slot_room : int or None
+        Free slots kept at the end of each direction's ``idx`` for relocated lists (re-reserved
+        when under half of it is left); None: ``max(2**18, 64 * max_edges)``.
+    """
+
+    enabled: bool = True
+    max_edges: int = FAST_MAX_EDGES
+    vertex_room: int | None = None
+    slot_room: int | None = None
+
+    def __post_init__(self):
+        if not 0 <= int(self.max_edges) <= FAST_MAX_EDGES:
+            raise InvalidArgumentError(f"max_edges must be in 0..{FAST_MAX_EDGES}, got {self.max_edges}")
+        for name in ("vertex_room", "slot_room"):
+            v = getattr(self, name)
+            if v is not None and int(v) < 0:
+                raise InvalidArgumentError(f"{name} must be non-negative, got {v}")
+
+    @property
+    def vertices(self) -> int:
+        """New vertices to keep reserved."""
+        return 2 * int(self.max_edges) if self.vertex_room is None else int(self.vertex_room)
+
+    @property
+    def slots(self) -> int:
+        """Free tail slots to keep per direction."""
+        return max(1 << 18, 64 * int(self.max_edges)) if self.slot_room is None else int(self.slot_room)
+
+    @classmethod
+    def from_env(cls, environ=None) -> "FastUpdate":
+        """Settings from ``STREAMRANK_FAST_UPDATE`` (0 = off) and ``STREAMRANK_FAST_UPDATE_MAX``."""
+        env = os.environ if environ is None else environ
+        flag = env.get("STREAMRANK_FAST_UPDATE", "1").strip().lower()
+        if flag not in ("0", "1", "off", "on", "false", "true", "no", "yes"):
+            raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE must be 0 or 1, got {flag!r}")
+        raw = env.get("STREAMRANK_FAST_UPDATE_MAX", str(FAST_MAX_EDGES))
+        try:
+            cap = int(raw)
+        except ValueError:
+            raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE_MAX must be an integer, got {raw!r}") from None
+        return cls(enabled=flag in ("1", "on", "true", "yes"), max_edges=cap)
+
+
+class FastOutcome(NamedTuple):
+    """What one launch did (the counters), and the device buffer of the changes.
+
+    ``overflow`` is 0 when the batch was applied, else FU_OVER_* bits (nothing was written).
+    ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m. (A named
+    tuple, as :class:`PendingFast`: built once per batch on the host's critical path, where a
+    frozen dataclass costs a few microseconds.)
+    """
+
+    overflow: int
+    new_vertices: int
+    inserted: int
+    deleted: int
+    duplicate: int
+    present_insertion: int
+    absent_deletion: int
+    out_end: int
+    in_end: int
+    changes: object
+
+
+class PendingFast(NamedTuple):
+    """A fast-path launch whose counters have not been read yet (:meth:`GpuGraph.launch_fast`).
+
+    ``counters`` is the device array the kernel fills (int64: [0] overflow bits, [1] new
+    vertices, [2] applied insertions, [3] applied deletions, ...): work queued after the launch
+    reads them there. ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m,
+    3m (``m`` = ``received``), sorted by source.
+    """
+
+    num_vertices_before: int
+    received: int
+    changes: object
+    counters: object
+
+
+class FastUpdater:
+    """Scratch, counters and pinned memory of the fused kernel (one per graph)."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.work = cp.empty(FAST_WORK_BYTES, dtype=cp.uint8)
+        self.counters = cp.zeros(_COUNTERS, dtype=cp.int64)
+        self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
+        self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
+        self.kernel = get_kernel(_CU, "fast_update", _NAMES, _OPTIONS)  # compiled once per process
+        #: The same update reading the batch and its sizes from the staged header (a host batch;
+        #: the form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
+        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _OPTIONS)
+        #: The commit of the lists: the deletion scan and the writers, grids sized by the device
+        #: (a fixed size: the work is read on the device, so the launch needs no sync).
+        self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _OPTIONS)
+        self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _OPTIONS)
+        self.scan_blocks, self.commit_blocks = 2 * sm_count(), sm_count()
+        # A host batch goes up in one asynchronous copy of a fixed layout (fast_update_hdr): a
+        # header (batch size, vertex count, room, ends of idx, address of the changes buffer),
+        # then src and dst (int64) and the insert flags, FAST_MAX_EDGES entries each.
+        fm = FAST_MAX_EDGES
+        self.stage_bytes = _HEADER + 17 * fm
+        self._stage_mem = cp.cuda.alloc_pinned_memory(self.stage_bytes)
+        mem = self._stage_mem
+        self._header = np.frombuffer(mem, dtype=np.int64, count=8)
+        self._src = np.frombuffer(mem, dtype=np.int64, count=fm, offset=_HEADER)
+        self._dst = np.frombuffer(mem, dtype=np.int64, count=fm, offset=_HEADER + 8 * fm)
+        self._ins = np.frombuffer(mem, dtype=np.uint8, count=fm, offset=_HEADER + 16 * fm)
+        self._stage_dev = cp.empty(self.stage_bytes, dtype=cp.uint8)
+        # addresses cached: reading them costs about a microsecond each
+        self._stage_host_ptr = int(self._header.ctypes.data)
+        self._stage_dev_ptr = int(self._stage_dev.data.ptr)
+        self.host_ptr = int(self.host.ctypes.data)
+        self._counters_ptr = int(self.counters.data.ptr)
+        self._keep = None
+        #: (arrays, key) of the last staged_key: the arrays held, the key their addresses gave
+        self._key = None
+
+    def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes) -> None:
+        """Write a host batch (at most FAST_MAX_EDGES edges) and its header into the pinned
+        staging buffer (the previous batch's copy from it has completed: every batch ends with a
+        sync); :meth:`queue_staged` queues its copy and the update."""
+        m = len(batch)
+        h = self._header
+        h[0], h[1], h[2], h[3], h[4], h[5] = m, n, room, out_end, in_end, int(changes.data.ptr)
+        # typed views of the pinned buffer: the assignments convert, no temporary arrays
+        self._src[:m] = batch.src
+        self._dst[:m] = batch.dst
+        self._ins[:m] = batch.insert
+
+    def staged_key(self, ids, out, inn) -> tuple:
+        """Every address and size :meth:`queue_staged` passes to the device (a captured copy of
+        that work stays valid while this key is the same)."""
+        arrays = (ids.keys, ids.vals, ids.external_buffer, out.off, out.deg, out.cap, out.idx, inn.off, inn.deg,
+                  inn.cap, inn.idx)
+        held = self._key
+        # the same array objects (held here, so none was freed and its address reused) have the
+        # same addresses and sizes: skip reading them again (about 6 us a batch). The price: arrays
+        # the store replaced (growth, compaction) are freed one batch later, at the next key.
+        if held is not None and all(a is b for a, b in zip(arrays, held[0])):
+            return held[1]
+        key = (*(int(a.data.ptr) for a in arrays), int(ids.mask), int(out.idx.shape[0]), int(inn.idx.shape[0]),
+               self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
+        self._key = (arrays, key)
+        return key
+
+    def queue_staged(self, ids, out, inn) -> None:
+        """Queue the copy of the staged batch, ``fast_update_hdr`` and the copy of the counters
+        into pinned memory: only fixed addresses, so a CUDA graph can capture it
+        (:mod:`streamrank.gpu_batch_graph`)."""
+        cp = self.cp
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
+        launch(self.kernel_hdr, 1, FAST_THREADS,
+               (self._stage_dev, ids.keys, ids.vals, ids.mask, ids.external_buffer,
+                out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
+                inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
+                self.work, np.int64(self.work.nbytes), self.counters))
+        self._queue_lists(out, inn)
+        self._queue_counters(stream)
+
+    def _queue_lists(self, out, inn) -> None:
+        """Queue the commit of the lists after the first kernel (fixed grids: they read their work
+        from ``self.work`` on the device and return at once after an overflow)."""
+        launch(self.kernel_scan, self.scan_blocks, SCAN_THREADS,
+               (out.off, out.idx, inn.off, inn.idx, self.work, self.counters))
+        launch(self.kernel_commit, self.commit_blocks, COMMIT_THREADS,
+               (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx, self.work, self.counters))
+
+    def _queue_counters(self, stream) -> None:
+        self.cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
+                                         2, stream.ptr)  # 2: device to host; read after the caller's sync
+
+    def launch(self, batch, ids, out, inn, n: int, room: int, replay=None):
+        """Queue the fused kernel and the copy of its counters into pinned memory, without
+        waiting; returns the device buffer of the changes. A host batch is staged
+        (:meth:`stage`, :meth:`queue_staged`), replayed from a captured graph when ``replay``
+        (:class:`streamrank.gpu_batch_graph.BatchGraphs`) is given; a device batch is passed by
+        address. :meth:`outcome` reads the counters once the stream has been synchronized (by the
+        caller, possibly after more work was queued)."""
+        cp = self.cp
+        m = int(batch.src.shape[0])
+        changes = cp.empty(4 * m, dtype=cp.int64)  # from the memory pool: no sync
+        if not isinstance(batch.src, cp.ndarray):
+            self.stage(batch, n, room, out.end, inn.end, changes)
+            queue = lambda: self.queue_staged(ids, out, inn)  # noqa: E731
+            if replay is None or not replay.replay("graph", self.staged_key(ids, out, inn), queue):
+                queue()
+            return changes
+        keep = (cp.ascontiguousarray(batch.src, dtype=cp.int64), cp.ascontiguousarray(batch.dst, dtype=cp.int64),
+                cp.ascontiguousarray(batch.insert, dtype=cp.bool_))
+        self._keep = keep  # alive until the kernel has read them (the next launch is after a sync)
+        args = (
+            *keep, np.int32(m),
+            ids.keys, ids.vals, ids.mask, ids.external_buffer, np.int32(n), np.int32(room),
+            out.off, out.deg, out.cap, out.idx, np.int64(out.end), np.int64(out.idx.shape[0]),
+            inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.end), np.int64(inn.idx.shape[0]),
+            self.work, np.int64(self.work.nbytes), changes, self.counters,
+        )
+        launch(self.kernel, 1, FAST_THREADS, args)
+        self._queue_lists(out, inn)
+        self._queue_counters(cp.cuda.get_current_stream())
+        return changes
+
+    def ticks(self):
+        """Profiling (STREAMRANK_FAST_TICKS=1): the last update's device clock (ns) at its start,
+        after its steps 1, 2, 3, 4 (out), 4 (in) and the commit's end, after step 1's pair table, after
+        step 4 (out)'s sort and after its writes, and after the commit's deletion scan, as a host
+        array (a device-to-host copy)."""
+        return self.work[:88].view(self.cp.uint64).get()
+
+    def outcome(self, changes) -> FastOutcome:
+        """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""
+        return FastOutcome(*self.host[:9].tolist(), changes)  # the counters in FastOutcome's order

@@ -1,0 +1,1 @@
+"""CUDA kernel sources (``*.cu``) and their loader."""

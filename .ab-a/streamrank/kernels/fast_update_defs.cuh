@@ -1,0 +1,129 @@
+// The fused small-batch graph update (graph_fast_update.cu): its sizes, counter slots, overflow
+// bits, and the scratch layout of one launch (FuDir, FuWork) with the helpers that write it.
+#pragma once
+
+#include "common.cuh"
+
+#define FU_THREADS 1024             // the block; the scans below assume exactly 32 warps
+#define FU_MAX 2048                 // largest batch (edges); 2 * FU_THREADS
+#define FU_TEMP (4 * FU_MAX)        // slots of the temporary table of unknown ids (load <= 1/2)
+#define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
+#define FU_SHORT 64                 // membership: lists this short are scanned by one thread
+#define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
+#define FU_SCAN_THREADS 256         // block of the deletion scan (fast_update_scan)
+#define FU_CHUNK (8 * FU_SCAN_THREADS)  // list entries per chunk of the deletion scan
+#define FU_COMMIT_THREADS 256       // block of the commit (fast_update_commit)
+#define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
+#define FU_INS_BIT (1LL << 31)      // step 4's sort keys: set for an insertion
+// Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
+// (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
+#ifndef FU_TICKS
+#define FU_TICKS 0
+#endif
+
+// Counter slots (int64), one launch's result.
+#define C_OVERFLOW 0   // 0: applied; else FU_OVER_* bits, and nothing was written
+#define C_NEW 1        // new vertices
+#define C_INS 2        // applied insertions
+#define C_DEL 3        // applied deletions
+#define C_DUP 4        // in-batch duplicates collapsed
+#define C_PRESENT 5    // insertions of present edges (dropped)
+#define C_ABSENT 6     // deletions of absent edges (dropped)
+#define C_OUT_END 7    // used end of the out-direction idx after the batch
+#define C_IN_END 8     // used end of the in-direction idx after the batch
+#define C_COUNT 16
+
+#define FU_OVER_VERTICES 1   // more new vertices than the room reserved (vertex arrays, id map)
+#define FU_OVER_OUT_TAIL 2   // relocated out-lists do not fit in the reserved tail of idx
+#define FU_OVER_IN_TAIL 4    // the same for the in-direction
+#define FU_OVER_ARGS 8       // batch size, block size or workspace outside what this kernel handles
+
+namespace {
+
+// One direction's applied changes, sorted, and their plan (entries of group leaders only, except
+// key which holds every sorted position). A group's kd deletions come first: its insertions are
+// the entries from r + kd to gend.
+struct FuDir {
+  long long key[FU_MAX];    // keys u << 32 | t, sorted by (u, deletion first, t)
+  long long noff[FU_MAX];   // leader: offset of the relocated list in the tail, else -1
+  int gend[FU_MAX];         // leader: end of its group
+  int d0[FU_MAX];           // leader: degree before the batch
+  int kd[FU_MAX];           // leader: deletions in the group
+  int ki[FU_MAX];           // leader: insertions in the group
+  int ncap[FU_MAX];         // leader: capacity of the relocated list
+  // Deletions (fast_update_scan, then fast_update_commit): a leader r with kd > 0 owns the slots
+  // [r, r + kd) of hole / surv: the positions below d0 - kd holding a deleted target (holes) and
+  // the positions from d0 - kd up holding a kept one (survivors), as many of each, counted in
+  // hcnt[r] / scnt[r]; the commit moves survivor j into hole j.
+  int hole[FU_MAX];
+  int surv[FU_MAX];
+  int hcnt[FU_MAX];
+  int scnt[FU_MAX];
+  int dlead[FU_MAX];        // the g-th group with deletions (in sorted order): its leader
+  int dchunk[FU_MAX];       //   its first chunk (FU_CHUNK entries of its list each) of the scan
+};
+
+// Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
+struct FuWork {
+  unsigned long long ticks[16];          // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5;
+                                         // [7] after step 1's table; step 4 (out): [8] after its sort, [9] after its D writes;
+                                         // [10] after step 5's deletion scan ([6], [10]: the last block's clock)
+  long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), arrival order
+  long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
+  int cown[FU_TEMP];                     // step 1's table of (src, dst) pairs: the edge that claimed a slot
+  int clast[FU_TEMP];                    //   the pair's last arrival
+  int cslot[FU_MAX];                     // edge -> its pair's slot
+  unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
+  int tmin[FU_TEMP];                     //   its first position in the interleaved sequence
+  int tval[FU_TEMP];                     //   its new internal id
+  int pslot[2 * FU_MAX];                 // position -> its slot in the temporary table
+  int iu[FU_MAX], iv[FU_MAX];            // insertions' internal ids (-1, then new ids)
+  int du[FU_MAX], dv[FU_MAX];            // deletions' internal ids (-1: unknown)
+  int iok[FU_MAX], dok[FU_MAX];          // applied (insertion absent / deletion present)?
+  int ipos[FU_MAX], dpos[FU_MAX];        // index among the applied insertions / deletions, or -1
+  int mlist[FU_MAX];                     // queries (q as in step 3) left to the warps
+  int tlist[2 * FU_MAX];                 // groups ((dir << 16) | leader) committed by one thread
+  int wlist[2 * FU_MAX];                 //   by one warp
+  int blist[2 * FU_MAX];                 //   by the whole block
+  FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
+  int ndel_groups[2];                    // groups with deletions per direction
+  int nchunks[2];                        // chunks of their lists per direction
+  int nlist[3];                          // lengths of tlist, wlist, blist
+};
+
+// Thread 0 stamps slot k with the device clock; `latest` (the multi-block kernels, every block
+// stamps): the latest clock of the slot.
+__device__ __forceinline__ void fu_stamp(FuWork* w, int k, bool latest) {
+#if FU_TICKS
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (latest) atomicMax(&w->ticks[k], t); else w->ticks[k] = t;
+  }
+#else
+  (void)w;
+  (void)k;
+  (void)latest;
+#endif
+}
+
+__device__ __forceinline__ void fu_tick(FuWork* w, int k) { fu_stamp(w, k, false); }
+__device__ __forceinline__ void fu_tick_max(FuWork* w, int k) { fu_stamp(w, k, true); }
+
+__device__ __forceinline__ void write_counters(long long* counters, long long overflow, long long nnew,
+                                               long long nins, long long ndel, long long dup,
+                                               long long present, long long absent, long long out_end,
+                                               long long in_end) {
+  counters[C_OVERFLOW] = overflow;
+  counters[C_NEW] = nnew;
+  counters[C_INS] = nins;
+  counters[C_DEL] = ndel;
+  counters[C_DUP] = dup;
+  counters[C_PRESENT] = present;
+  counters[C_ABSENT] = absent;
+  counters[C_OUT_END] = out_end;
+  counters[C_IN_END] = in_end;
+  for (int i = C_IN_END + 1; i < C_COUNT; ++i) counters[i] = 0;
+}
+
+}  // namespace

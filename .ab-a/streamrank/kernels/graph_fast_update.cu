@@ -1,0 +1,537 @@
+// The fast path of GpuGraph.apply (streamrank/graph_gpu_fast.py): a whole small batch in three
+// launches queued back to back, with no host round trip inside: fast_update (or fast_update_hdr),
+// ONE block of FU_THREADS threads, steps 1-5 below and the new ids of step 6; fast_update_scan, a
+// grid, the lists that lose entries; fast_update_commit, a grid, the lists' commit (step 6).
+//
+// Semantics are those of the slow path (graph_gpu.py, normalize.py, graph.py):
+//   1. collapse to the last op per (src, dst) pair in arrival order (a table of pairs: each
+//      pair's last arrival survives); survivors in arrival order, duplicates counted;
+//   2. id lookup of every endpoint in the device hash map (idhash.cuh);
+//   3. new vertex ids in the CPU store's order: first appearance over the interleaved
+//      (src, dst) of the collapsed insertions in (src, dst) order (the insertions with an
+//      unknown endpoint are sorted by (src, dst) with a block bitonic sort; a small temporary
+//      table keeps, per unknown id, the first position it occurs at; a block scan over
+//      positions numbers the firsts);
+//   4. membership against the graph before the batch: the shorter of out(u) and in(v) is scanned
+//      by one thread when it is short (FU_SHORT), else by a warp;
+//   5. per direction: the applied changes sorted as keys u << 32 | t (block bitonic sort),
+//      grouped by u, and planned: lists that would overflow move to the reserved tail of idx
+//      (offsets by a block scan);
+//   6. only when everything fits (vertex / id map room, both idx tails) the commit: new ids
+//      into the id map (the one block); then every list that loses entries is scanned in chunks
+//      of FU_CHUNK entries spread over a grid (fast_update_scan: its deleted entries below its
+//      new length are holes, its kept ones from there up survivors); then per touched list, with
+//      one writer each, the survivors move into the holes (order not kept) and the insertions are
+//      appended: small insert-only groups by one thread, lists of at least FU_BIG entries that
+//      move to the tail by a block, the others by a warp (fast_update_commit).
+//      Otherwise NOTHING of the graph or the id map is written and the overflow counter says
+//      why (the grid kernels read it and return); the host then runs the slow path, which
+//      re-plans and reserves.
+// (One block read every long list alone before: 275 us of a 1,000-edge batch on an 11 M-edge
+// R-MAT graph, whose deletions land on hub lists.)
+// Work lists (queries left to warps, groups per kind of writer) are filled with shared-memory
+// atomics, so their order varies between runs; every entry is independent of the others.
+// Thread 0 of the one block writes the counters (slots C_*); the host reads them with its one sync
+// after the three launches.
+#include "common.cuh"
+#include "idhash.cuh"
+#include "fast_update_defs.cuh"
+#include "fast_update_block.cuh"
+#include "fast_update_lists.cuh"
+
+// The batch: bsrc/bdst (external ids), bins (1 = insert) in arrival order, m edges.
+// The id map: hkeys/hvals/hmask (idhash.cuh), ext (internal -> external, capacity >= n + room),
+// n vertices; `room` new vertices fit in the vertex arrays, ext and the table's load limit.
+// Each direction: off/deg/cap/idx of the gapped CSR, the used end of idx and its size (the tail
+// [end, size) is reserved for relocated lists). work: FuWork scratch (work_bytes long).
+// changes: 4 * m int64 (ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m).
+__device__ __forceinline__ void
+fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
+                const unsigned char* __restrict__ bins, int m,
+                long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
+                long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
+                long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
+                unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+  __shared__ long long sh_a[FU_MAX];  // sort keys: external src, then packed internal keys
+  __shared__ long long sh_b[FU_MAX];  // external dst
+  __shared__ int sh_perm[FU_MAX];
+  __shared__ int sh_iscan[32];
+  __shared__ long long sh_lscan[32];
+  __shared__ long long sh_tail[2];
+  __shared__ int s_over, s_mq, s_tq, s_wq, s_bq;  // overflow bits, lengths of the work lists
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (blockDim.x != FU_THREADS || gridDim.x != 1 || m < 1 || m > FU_MAX ||
+      work_bytes < static_cast<long long>(sizeof(FuWork))) {
+    if (tid == 0) write_counters(counters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;  // uniform: the condition is the same for every thread
+  }
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+  fu_tick(w, 0);
+  if (FU_TICKS && tid == 0) w->ticks[6] = w->ticks[10] = 0;  // the grid kernels' atomicMax slots
+
+  // ---------------------------------------------------------------- 1. collapse
+  // A table of (src, dst) pairs in w (open addressing, load <= 1/2): an edge claims its pair's
+  // slot or finds the edge that did (cown), and the slot keeps the pair's last arrival (clast).
+  // The survivor of a pair is its last edge; survivors are numbered in arrival order.
+  int TC = 64;
+  while (TC < 2 * m) TC <<= 1;  // <= FU_TEMP
+  const unsigned long long cmask = static_cast<unsigned long long>(TC - 1);
+  for (int h = tid; h < TC; h += FU_THREADS) {
+    w->cown[h] = -1;
+    w->clast[h] = -1;
+  }
+  if (tid == 0) {
+    s_over = 0;
+    s_mq = 0;
+    s_tq = 0;
+    s_wq = 0;
+    s_bq = 0;
+    sh_tail[0] = 0;
+    sh_tail[1] = 0;
+  }
+  __syncthreads();
+  for (int i = tid; i < m; i += FU_THREADS) {
+    const long long s = bsrc[i], d = bdst[i];
+    unsigned long long h = sr::hash_mix(s ^ static_cast<long long>(sr::hash_mix(d))) & cmask;
+    while (true) {
+      const int prev = atomicCAS(&w->cown[h], -1, i);
+      if (prev < 0 || (bsrc[prev] == s && bdst[prev] == d)) break;
+      h = (h + 1) & cmask;
+    }
+    atomicMax(&w->clast[h], i);
+    w->cslot[i] = static_cast<int>(h);
+  }
+  __syncthreads();
+  fu_tick(w, 7);
+  // Two scans number the surviving insertions and deletions (item i = 2 * tid + j).
+  int ipre[2], dpre[2];
+  bool surv[2], sins[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int i = 2 * tid + j;
+    surv[j] = i < m && w->clast[w->cslot[i]] == i;
+    sins[j] = surv[j] && bins[i] != 0;
+    ipre[j] = (surv[j] && sins[j]) ? 1 : 0;
+    dpre[j] = (surv[j] && !sins[j]) ? 1 : 0;
+  }
+  const int nI = block_scan_items<2, int>(ipre, sh_iscan);
+  const int nD = block_scan_items<2, int>(dpre, sh_iscan);
+  int upre[2];  // insertions with an endpoint the id map does not know (step 2)
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    upre[j] = 0;
+    if (!surv[j]) continue;
+    const int i = 2 * tid + j;
+    const long long s = bsrc[i], d = bdst[i];
+    const int us = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, s));
+    const int vs = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, d));
+    if (sins[j]) {
+      const int k = ipre[j];
+      w->isrc[k] = s;
+      w->idst[k] = d;
+      w->iu[k] = us;
+      w->iv[k] = vs;
+      upre[j] = (us < 0 || vs < 0) ? 1 : 0;
+    } else {
+      const int k = dpre[j];
+      w->du[k] = us;
+      w->dv[k] = vs;
+    }
+  }
+  const bool unknown[2] = {upre[0] != 0, upre[1] != 0};
+  const int K = block_scan_items<2, int>(upre, sh_iscan);
+
+  fu_tick(w, 1);  // (before the barrier below: thread 0's own lookups done)
+
+  // ---------------------------------------------------------------- 2. new vertex ids
+  // In the CPU store's order: first appearance over the interleaved (src, dst) of the collapsed
+  // insertions in (src, dst) order. Only insertions with an unknown endpoint hold new ids, so
+  // only those K are sorted by (src, dst) (none when every id exists, as in the published
+  // protocol); position p of the interleaved sequence src0, dst0, src1, ... of the sorted K.
+  int PK = 1;
+  while (PK < K) PK <<= 1;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (!unknown[j]) continue;
+    const int k = ipre[j];
+    sh_a[upre[j]] = w->isrc[k];
+    sh_b[upre[j]] = w->idst[k];
+    sh_perm[upre[j]] = k;
+  }
+  for (int r = K + tid; r < PK; r += FU_THREADS) {
+    sh_a[r] = FU_KEY_MAX;
+    sh_b[r] = FU_KEY_MAX;
+    sh_perm[r] = -1;
+  }
+  __syncthreads();
+  if (K > 1) {  // uniform; pairs are distinct after the collapse (padding ties only with padding)
+    block_bitonic(PK, [&](int i, int l, bool up) {
+      const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
+      const bool after = ai != al ? ai > al : bi > bl;  // entry i sorts after l
+      if (after == up) {
+        sh_a[i] = al;
+        sh_a[l] = ai;
+        sh_b[i] = bl;
+        sh_b[l] = bi;
+        const int x = sh_perm[i];
+        sh_perm[i] = sh_perm[l];
+        sh_perm[l] = x;
+      }
+    });
+  }
+  const int L = 2 * K;
+  int TT = 64;
+  while (TT < 2 * L) TT <<= 1;  // <= FU_TEMP
+  const unsigned long long tmask = static_cast<unsigned long long>(TT - 1);
+  const unsigned long long empty = static_cast<unsigned long long>(SR_HASH_EMPTY);
+  for (int s = tid; s < TT; s += FU_THREADS) {
+    w->tkey[s] = empty;
+    w->tmin[s] = 0x7fffffff;
+  }
+  __syncthreads();  // iu/iv/isrc/idst written, the temporary table cleared
+  for (int p = tid; p < L; p += FU_THREADS) {
+    const int k = sh_perm[p >> 1];
+    if (((p & 1) ? w->iv[k] : w->iu[k]) >= 0) continue;
+    const long long x = (p & 1) ? w->idst[k] : w->isrc[k];
+    unsigned long long h = sr::hash_mix(x) & tmask;
+    while (true) {
+      const unsigned long long prev = atomicCAS(&w->tkey[h], empty, static_cast<unsigned long long>(x));
+      if (prev == empty || prev == static_cast<unsigned long long>(x)) break;
+      h = (h + 1) & tmask;
+    }
+    atomicMin(&w->tmin[h], p);
+    w->pslot[p] = static_cast<int>(h);
+  }
+  __syncthreads();
+  int fpre[4];
+  bool first[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int p = 4 * tid + j;
+    first[j] = false;
+    if (p < L) {
+      const int k = sh_perm[p >> 1];
+      if (((p & 1) ? w->iv[k] : w->iu[k]) < 0) first[j] = w->tmin[w->pslot[p]] == p;
+    }
+    fpre[j] = first[j] ? 1 : 0;
+  }
+  const int nNew = block_scan_items<4, int>(fpre, sh_iscan);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (!first[j]) continue;
+    const int p = 4 * tid + j;
+    const int k = sh_perm[p >> 1];
+    w->tval[w->pslot[p]] = n + fpre[j];
+    w->new_ext[fpre[j]] = (p & 1) ? w->idst[k] : w->isrc[k];
+  }
+  __syncthreads();  // tval complete
+  for (int p = tid; p < L; p += FU_THREADS) {
+    const int k = sh_perm[p >> 1];
+    if (p & 1) {
+      if (w->iv[k] < 0) w->iv[k] = w->tval[w->pslot[p]];
+    } else {
+      if (w->iu[k] < 0) w->iu[k] = w->tval[w->pslot[p]];
+    }
+  }
+  if (tid == 0 && nNew > room) s_over |= FU_OVER_VERTICES;
+  __syncthreads();
+  fu_tick(w, 2);
+  if (s_over != 0) {  // uniform (read after the barrier, written before it)
+    if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;
+  }
+
+  // ---------------------------------------------------------------- 3. membership
+  // Query q < nD: deletion q; else insertion q - nD. Short lists: this thread; long: a warp.
+  for (int q = tid; q < nD + nI; q += FU_THREADS) {
+    const bool is_del = q < nD;
+    const int k = is_del ? q : q - nD;
+    const int u = is_del ? w->du[k] : w->iu[k];
+    const int v = is_del ? w->dv[k] : w->iv[k];
+    bool hit = false;
+    if (u >= 0 && v >= 0 && u < n && v < n) {  // else unknown (deletion) or new (insertion): absent
+      const int du = out_deg[u], dv = in_deg[v];
+      const bool use_out = du <= dv;
+      const int d = use_out ? du : dv;
+      if (d > FU_SHORT) {
+        w->mlist[atomicAdd(&s_mq, 1)] = q;
+        continue;
+      }
+      hit = use_out ? thread_has(out_idx, out_off[u], d, v) : thread_has(in_idx, in_off[v], d, u);
+    }
+    if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
+  }
+  __syncthreads();
+  const int mq = s_mq;
+  for (int i = warp; i < mq; i += FU_THREADS / 32) {  // uniform over the warp
+    const int q = w->mlist[i];
+    const bool is_del = q < nD;
+    const int k = is_del ? q : q - nD;
+    const int u = is_del ? w->du[k] : w->iu[k];
+    const int v = is_del ? w->dv[k] : w->iv[k];
+    const bool hit = warp_has_edge(u, v, out_off, out_deg, out_idx, in_off, in_deg, in_idx);
+    if (lane == 0) {
+      if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
+    }
+  }
+  __syncthreads();
+  int apre[2], bpre[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int k = 2 * tid + j;
+    apre[j] = k < nI ? w->iok[k] : 0;
+    bpre[j] = k < nD ? w->dok[k] : 0;
+  }
+  const int nIa = block_scan_items<2, int>(apre, sh_iscan);
+  const int nDa = block_scan_items<2, int>(bpre, sh_iscan);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int k = 2 * tid + j;
+    if (k < nI) w->ipos[k] = w->iok[k] ? apre[j] : -1;
+    if (k < nD) w->dpos[k] = w->dok[k] ? bpre[j] : -1;
+  }
+  __syncthreads();
+  fu_tick(w, 3);
+  const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
+
+  // ---------------------------------------------------------------- 4. sort and plan per direction
+  // Both directions' keys are sorted by one network when they fit side by side (two halves of Pc
+  // positions sorted independently), else one direction at a time. A sort key is u << 32 | t
+  // with bit 31 set for an insertion (ids are below 2^31): a group's deletions come first, each
+  // part in target order, and the key alone says what it is (no permutation moves with it).
+  int Pc = 1;
+  while (Pc < c) Pc <<= 1;
+  const bool both = 2 * Pc <= FU_MAX;
+  for (int dir = 0; dir < 2; ++dir) {
+    FuDir& D = w->dir[dir];
+    if (!both || dir == 0) {
+      for (int e = both ? 0 : dir; e <= (both ? 1 : dir); ++e) {  // direction e at offset o
+        const int o = both ? e * Pc : 0;
+        for (int k = tid; k < FU_MAX; k += FU_THREADS) {
+          if (k < nD && w->dpos[k] >= 0) {
+            const long long a = w->du[k], b = w->dv[k];
+            sh_a[o + w->dpos[k]] = e == 0 ? (a << 32) | b : (b << 32) | a;
+          }
+          if (k < nI && w->ipos[k] >= 0) {
+            const long long a = w->iu[k], b = w->iv[k];
+            sh_a[o + nDa + w->ipos[k]] = (e == 0 ? (a << 32) | b : (b << 32) | a) | FU_INS_BIT;
+          }
+        }
+        for (int i = c + tid; i < Pc; i += FU_THREADS) sh_a[o + i] = FU_KEY_MAX;  // padding sorts last
+      }
+      __syncthreads();
+      // sorted in place: sh_a[o + r] the r-th key (keys are distinct, or both padding)
+      block_sort_keys(sh_a, both ? 2 * Pc : Pc, Pc);
+    }
+    const long long* const ka = sh_a + (both ? dir * Pc : 0);  // this direction's sorted keys
+    if (dir == 0) fu_tick(w, 8);
+    int pre[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      pre[j] = (r < c && (ka[r] & FU_INS_BIT) != 0) ? 1 : 0;
+    }
+    block_scan_items<2, int>(pre, sh_iscan);
+    // sh_b (free in this step) keeps the insertions before each sorted position for the planning
+    // below, which reads the sorted keys from ka: shared memory, not D's copies in global memory
+    long long* const sh_ipos = sh_b;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      if (r >= c) continue;
+      const bool ins = (ka[r] & FU_INS_BIT) != 0;
+      const long long key = ka[r] & ~FU_INS_BIT;
+      D.key[r] = key;
+      sh_ipos[r] = pre[j];
+      if (dir == 0) {  // the changes, sorted by (src, dst) of internal ids
+        const int at = ins ? pre[j] : r - pre[j];
+        long long* out = changes + (ins ? 0 : 2 * static_cast<long long>(m));
+        out[at] = key >> 32;
+        out[m + at] = key & 0xffffffffLL;
+      }
+    }
+    __syncthreads();  // D.key and sh_ipos complete
+    if (dir == 0) fu_tick(w, 9);
+    long long need[2], at[2], dc[2];  // dc: (1 << 32) | chunks for a group with deletions
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      need[j] = 0;
+      dc[j] = 0;
+      if (r >= c) continue;
+      const long long key = ka[r];
+      const long long hi = key >> 32;
+      if (r > 0 && (ka[r - 1] >> 32) == hi) continue;  // not a group leader
+      int lo = r + 1, up = c;  // first position of the next vertex
+      while (lo < up) {
+        const int mid = (lo + up) >> 1;
+        if ((ka[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
+      }
+      const int u = static_cast<int>(hi);
+      const int ki = static_cast<int>((lo < c ? sh_ipos[lo] : nIa) - sh_ipos[r]);
+      const int kd = (lo - r) - ki;
+      // vertices from n on (new ones) have degree and capacity 0 (the store keeps them so)
+      const int d = u < n ? (dir == 0 ? out_deg[u] : in_deg[u]) : 0;
+      const int cp = u < n ? (dir == 0 ? out_cap[u] : in_cap[u]) : 0;
+      const long long want = static_cast<long long>(d - kd) + ki;
+      if (ki > 0 && want > cp) need[j] = 2 * want > 4 ? 2 * want : 4;
+      D.gend[r] = lo;
+      D.d0[r] = d;
+      D.kd[r] = kd;
+      D.ki[r] = ki;
+      D.ncap[r] = static_cast<int>(need[j]);
+      if (kd > 0) {
+        D.hcnt[r] = 0;
+        D.scnt[r] = 0;
+        dc[j] = (1LL << 32) | ((d + FU_CHUNK - 1) / FU_CHUNK);
+      }
+      const int entry = (dir << 16) | r;
+      if (kd == 0 && ki <= FU_THREAD_INS && (need[j] == 0 || d <= FU_SHORT)) {
+        w->tlist[atomicAdd(&s_tq, 1)] = entry;
+      } else if (d >= FU_BIG && need[j] > 0) {
+        w->blist[atomicAdd(&s_bq, 1)] = entry;
+      } else {
+        w->wlist[atomicAdd(&s_wq, 1)] = entry;
+      }
+    }
+    at[0] = need[0];
+    at[1] = need[1];
+    const long long tail = block_scan_items<2, long long>(at, sh_lscan);
+    const long long end = dir == 0 ? out_end : in_end;
+    const long long size = dir == 0 ? out_size : in_size;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * tid + j;
+      if (r < c) D.noff[r] = need[j] > 0 ? end + at[j] : -1;
+    }
+    const bool has_del[2] = {dc[0] != 0, dc[1] != 0};
+    const long long dtot = block_scan_items<2, long long>(dc, sh_lscan);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      if (!has_del[j]) continue;
+      const int g = static_cast<int>(dc[j] >> 32);
+      D.dlead[g] = 2 * tid + j;
+      D.dchunk[g] = static_cast<int>(dc[j] & 0xffffffffLL);
+    }
+    if (tid == 0) {
+      w->ndel_groups[dir] = static_cast<int>(dtot >> 32);
+      w->nchunks[dir] = static_cast<int>(dtot & 0xffffffffLL);
+      sh_tail[dir] = tail;
+      if (end + tail > size) s_over |= dir == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
+    }
+    __syncthreads();  // D complete (and, one direction at a time, sh_a free for the next)
+    fu_tick(w, 4 + dir);
+  }
+  if (s_over != 0) {  // uniform (read after the barrier above)
+    if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;
+  }
+
+  // ---------------------------------------------------------------- 5. commit: new ids (the one block)
+  for (int j = tid; j < nNew; j += FU_THREADS) {
+    const long long x = w->new_ext[j];
+    ext[n + j] = x;
+    sr::hash_insert(hkeys, hvals, hmask, x, n + j);
+  }
+  // The lists: fast_update_scan and fast_update_commit, launched after this kernel, read the work
+  // lists and their lengths from w.
+  if (tid == 0) {
+    w->nlist[0] = s_tq;
+    w->nlist[1] = s_wq;
+    w->nlist[2] = s_bq;
+    write_counters(counters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa, out_end + sh_tail[0],
+                   in_end + sh_tail[1]);
+  }
+}
+
+// The kernel: the batch and its sizes as arguments.
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
+            const unsigned char* __restrict__ bins, int m,
+            long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
+            long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
+            long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
+            unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+  fast_update_run(bsrc, bdst, bins, m, hkeys, hvals, hmask, ext, n, room, out_off, out_deg, out_cap, out_idx,
+                  out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
+                  counters);
+}
+
+// The same with everything that changes from batch to batch in device memory, so that a captured
+// CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size m,
+// [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out- and
+// in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
+// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes).
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
+                long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
+                long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
+                unsigned char* work, long long work_bytes, long long* counters) {
+  const long long* bsrc = hdr + 8;
+  const long long* bdst = bsrc + FU_MAX;
+  const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
+  fast_update_run(bsrc, bdst, bins, static_cast<int>(hdr[0]), hkeys, hvals, hmask, ext, static_cast<int>(hdr[1]),
+                  static_cast<int>(hdr[2]), out_off, out_deg, out_cap, out_idx, hdr[3], out_size, in_off, in_deg,
+                  in_cap, in_idx, hdr[4], in_size, work, work_bytes, reinterpret_cast<long long*>(hdr[5]), counters);
+}
+
+// The commit's deletion scan (step 6 above): chunk t of the lists that lose entries (out-direction chunks first),
+// one chunk per block and round. Blocks of exactly FU_SCAN_THREADS threads, any grid. Returns at
+// once when the first kernel reported an overflow (it then planned nothing).
+__global__ void __launch_bounds__(FU_SCAN_THREADS)
+fast_update_scan(const long long* __restrict__ out_off, const int* __restrict__ out_idx,
+                 const long long* __restrict__ in_off, const int* __restrict__ in_idx, unsigned char* work,
+                 const long long* __restrict__ counters) {
+  if (blockDim.x != FU_SCAN_THREADS || counters[C_OVERFLOW] != 0) return;  // uniform
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+  const int n0 = w->nchunks[0], total = n0 + w->nchunks[1];
+  for (int t = blockIdx.x; t < total; t += gridDim.x) {  // uniform over the block
+    const int dir = t < n0 ? 0 : 1;
+    const int tt = dir == 0 ? t : t - n0;
+    FuDir& D = w->dir[dir];
+    int lo = 0, hi = w->ndel_groups[dir] - 1;  // the last group whose first chunk is <= tt
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (D.dchunk[mid] <= tt) lo = mid; else hi = mid - 1;
+    }
+    if (dir == 0) scan_chunk(D, D.dlead[lo], tt - D.dchunk[lo], out_off, out_idx);
+    else scan_chunk(D, D.dlead[lo], tt - D.dchunk[lo], in_off, in_idx);
+  }
+  fu_tick_max(w, 10);
+}
+
+// The commit of the lists (step 6 above): every planned group by its writer (a thread, a warp or a block of the grid);
+// each list belongs to one group and each group to one writer, so no two writers meet. Blocks of
+// a multiple of 32 threads, any grid; returns at once after an overflow.
+__global__ void __launch_bounds__(FU_COMMIT_THREADS)
+fast_update_commit(long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long* in_off, int* in_deg,
+                   int* in_cap, int* in_idx, unsigned char* work, const long long* __restrict__ counters) {
+  if (counters[C_OVERFLOW] != 0) return;  // uniform
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+  const int tq = w->nlist[0], wq = w->nlist[1], bq = w->nlist[2];
+  const int nt = static_cast<int>(gridDim.x * blockDim.x);
+  const int gt = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  for (int i = gt; i < tq; i += nt) {
+    const int e = w->tlist[i];
+    const int dir = e >> 16, r = e & 0xffff;
+    if (dir == 0) thread_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
+    else thread_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+  }
+  for (int i = gt >> 5; i < wq; i += nt >> 5) {  // uniform over the warp
+    const int e = w->wlist[i];
+    const int dir = e >> 16, r = e & 0xffff;
+    const auto warp_sync = [] { __syncwarp(); };
+    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, gt & 31, 32, warp_sync);
+    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, gt & 31, 32, warp_sync);
+  }
+  for (int h = blockIdx.x; h < bq; h += gridDim.x) {  // uniform over the block; team_commit synchronizes
+    const int e = w->blist[h];
+    const int dir = e >> 16, r = e & 0xffff;
+    const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
+    const auto block_sync = [] { __syncthreads(); };
+    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, tid, nt, block_sync);
+    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, tid, nt, block_sync);
+  }
+  fu_tick_max(w, 6);
+}
