@@ -1,1 +1,0 @@
-"""CUDA kernel sources (``*.cu``) and their loader."""
