@@ -65,14 +65,14 @@ namespace cg = cooperative_groups;
 #ifndef SR_FOLD
 #define SR_FOLD 1
 #endif
-// Profiling (-DSR_TRACE=1, knob STREAMRANK_LOOP_TRACE; streamrank/rank_gpu/frontier_loop.py has the
-// layout): per warp and iteration, the device clock when its large-list work, its small-list work
-// and its copies end, and its small groups and largest degrees; per iteration the list sizes.
 // Half-block teams for large lists longer than the grid: -1 in uniform mode only (below), 1 in
 // both modes, 0 in neither (-DSR_HALVES=..., knob STREAMRANK_LOOP_HALVES).
 #ifndef SR_HALVES
 #define SR_HALVES -1
 #endif
+// Profiling (-DSR_TRACE=1, knob STREAMRANK_LOOP_TRACE; streamrank/rank_gpu/frontier_loop.py has the
+// layout): per warp and iteration, the device clock when its large-list work, its small-list work
+// and its copies end, and its small groups and largest degrees; per iteration the list sizes.
 #ifndef SR_TRACE
 #define SR_TRACE 0
 #endif
