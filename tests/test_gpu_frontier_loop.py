@@ -28,6 +28,17 @@ def _edges(rng, n=3000, m=20000, hubs=6):
     return s, d
 
 
+def _apply_random_batch(cp, gg, rng, k: int):
+    """Apply ``k`` changes to ``gg`` as a device batch: 75% insertions between ids 0..3099 (some
+    new vertices too), the rest deletions of stored edges; returns the applied changes."""
+    es, ed = (_host(a) for a in gg.edges_external())
+    ins = rng.random(k) < 0.75
+    pick = rng.integers(0, len(es), k)
+    bs = np.where(ins, rng.integers(0, 3100, k), es[pick])
+    bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
+    return gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+
+
 def _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, *, loop, handover=None):
     from streamrank.rank_gpu import frontier_loop
 
@@ -85,12 +96,7 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
     cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
     x = pagerank_gpu.static_pagerank(gg, config=cfg).x
     for b, k in enumerate((1, 3, 40, 500)):
-        es, ed = (_host(a) for a in gg.edges_external())
-        ins = rng.random(k) < 0.75
-        pick = rng.integers(0, len(es), k)
-        bs = np.where(ins, rng.integers(0, 3100, k), es[pick])  # some new vertices too
-        bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
-        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        ch = _apply_random_batch(cp, gg, rng, k)
         seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, loop=False)
         factor, stops = handover, None
         if handover == "later":  # after an even iteration count in some batches, odd in others
@@ -143,12 +149,7 @@ def test_loop_knob_settings_match_launch_sequence(cp, monkeypatch, knob, value, 
     cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
     x = pagerank_gpu.static_pagerank(gg, config=cfg).x
     for k in (3, 40, 500):
-        es, ed = (_host(a) for a in gg.edges_external())
-        ins = rng.random(k) < 0.75
-        pick = rng.integers(0, len(es), k)
-        bs = np.where(ins, rng.integers(0, 3100, k), es[pick])
-        bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
-        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        ch = _apply_random_batch(cp, gg, rng, k)
         seq = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=False)
         loop = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True)
         assert frontier_loop.loop_unavailable is None
@@ -230,12 +231,7 @@ def test_in_place_loop_meets_the_oracle(cp, monkeypatch, dangling, handover):
     cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
     x = pagerank_gpu.static_pagerank(gg, config=cfg).x
     for k in (3, 40, 500):
-        es, ed = (_host(a) for a in gg.edges_external())
-        ins = rng.random(k) < 0.75
-        pick = rng.integers(0, len(es), k)
-        bs = np.where(ins, rng.integers(0, 3100, k), es[pick])
-        bd = np.where(ins, rng.integers(0, 3100, k), ed[pick])
-        ch = gg.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp))
+        ch = _apply_random_batch(cp, gg, rng, k)
         jacobi = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True, handover=handover)
         monkeypatch.setattr(frontier_loop, "_LOOP_IN_PLACE", True)
         res = _run(pagerank_gpu, monkeypatch, gg, ch, x, "dfp", cfg, loop=True, handover=handover)

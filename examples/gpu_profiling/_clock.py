@@ -1,5 +1,7 @@
 """Clock wrappers the profiling scripts share: ``wrap(obj, name, label)`` replaces ``obj.name``
-by a function that appends its wall time (us) to ``TIMES[label]``."""
+by a function that appends its wall time (us) to ``TIMES[label]``; :func:`wrap_graph_update`
+splits a one-wait batch's ``graph_ms`` into its host parts (graph_ms_parts.py,
+graph_update_scale.py)."""
 
 import collections
 import functools
@@ -18,3 +20,30 @@ def wrap(obj, name: str, label: str) -> None:
         TIMES[label].append((time.perf_counter_ns() - t) / 1e3)
         return r
     setattr(obj, name, timed)
+
+
+#: The host pieces of the graph update that wrap_graph_update times, by label.
+GRAPH_PIECES = ("FastUpdater.launch", "stage", "staged_key", "replay", "outcome", "_maybe_compact", "_ensure_room")
+
+
+def wrap_graph_update() -> None:
+    """Time a one-wait batch's graph update on the host: ``TIMES["pre"]`` the engine's work before
+    queueing (from the batch's start to ``OneSyncStepper.apply``), ``"queue"`` the queueing
+    (``GpuGraph.launch_fast``), ``"book"`` the bookkeeping after the wait (``finish_fast``), and the
+    pieces inside them (:data:`GRAPH_PIECES`)."""
+    from streamrank import gpu_batch_graph, gpu_step, graph_gpu, graph_gpu_fast
+
+    apply = gpu_step.OneSyncStepper.apply
+
+    def timed_apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0):
+        TIMES["pre"].append((time.perf_counter() - t0) * 1e6)
+        return apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0)
+
+    gpu_step.OneSyncStepper.apply = timed_apply
+    wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
+    wrap(graph_gpu.GpuGraph, "finish_fast", "book")
+    fu, gg = graph_gpu_fast.FastUpdater, graph_gpu.GpuGraph
+    targets = (fu, fu, fu, gpu_batch_graph.BatchGraphs, fu, gg, gg)
+    names = ("launch", "stage", "staged_key", "replay", "outcome", "_maybe_compact", "_ensure_room")
+    for obj, name, label in zip(targets, names, GRAPH_PIECES):
+        wrap(obj, name, label)

@@ -12,10 +12,10 @@ import os, sys, time
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _clock import TIMES, wrap  # noqa: E402
+from _clock import GRAPH_PIECES, TIMES, wrap_graph_update  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
-from streamrank import gpu_batch_graph, graph_gpu, graph_gpu_fast, gpu_step  # noqa: E402
+from streamrank import graph_gpu  # noqa: E402
 
 sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506").split(",")]
 batches = int(os.environ.get("BATCHES", "100"))
@@ -25,26 +25,7 @@ eng = replay.engine
 stepper = eng._stepper
 assert stepper is not None, "the one-wait path is off (STREAMRANK_ONE_SYNC=0?)"
 
-pre = []
-_apply = gpu_step.OneSyncStepper.apply
-
-
-def timed_apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0):
-    pre.append((time.perf_counter() - t0) * 1e6)
-    return _apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0)
-
-
-gpu_step.OneSyncStepper.apply = timed_apply
-wrap(graph_gpu.GpuGraph, "launch_fast", "launch_fast")
-wrap(graph_gpu.GpuGraph, "finish_fast", "finish_fast")
-# the pieces of both
-PIECES = [(graph_gpu_fast.FastUpdater, "launch", " FastUpdater.launch"),
-          (graph_gpu_fast.FastUpdater, "stage", "  stage"), (graph_gpu_fast.FastUpdater, "staged_key", "  staged_key"),
-          (gpu_batch_graph.BatchGraphs, "replay", "  BatchGraphs.replay"),
-          (graph_gpu_fast.FastUpdater, "outcome", " outcome"), (graph_gpu.GpuGraph, "_maybe_compact", " _maybe_compact"),
-          (graph_gpu.GpuGraph, "_ensure_room", " _ensure_room")]
-for obj, name, label in PIECES:
-    wrap(obj, name, label)
+wrap_graph_update()  # TIMES["pre"], ["queue"], ["book"] and the pieces inside (_clock.GRAPH_PIECES)
 _changes_name = "SectionChanges" if hasattr(graph_gpu, "SectionChanges") else "AppliedChanges"  # (older checkouts)
 _changes = getattr(graph_gpu, _changes_name)
 
@@ -52,7 +33,7 @@ _changes = getattr(graph_gpu, _changes_name)
 def timed_changes(*a, **kw):
     t = time.perf_counter_ns()
     r = _changes(*a, **kw)
-    TIMES[" changes"].append((time.perf_counter_ns() - t) / 1e3)
+    TIMES["changes"].append((time.perf_counter_ns() - t) / 1e3)
     return r
 
 
@@ -66,7 +47,6 @@ print("lines | graph_ms | engine before queueing | queueing (host) | start -> gr
 for size in sizes:
     for _ in range(5):  # warm: this size's captures
         eng.apply(replay.next_batch(size))
-    pre.clear()
     TIMES.clear()
     gms, ev, tot, steps = [], [], [], []
     for _ in range(batches):
@@ -78,10 +58,10 @@ for size in sizes:
             t = eng.graph._fast.ticks().astype(np.int64)
             steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], t[9] - t[8], t[4] - t[9]]]) / 1e3)
     med = lambda a: float(np.median(a))  # noqa: E731
-    print(f"{size} | {med(gms):.1f} | {med(pre):.1f} | {med(TIMES['launch_fast']):.1f} | {med(ev):.1f} | "
-          f"{med(TIMES['finish_fast']):.1f} | {med(tot):.3f}")
-    print("   host pieces (us): " + ", ".join(f"{lab.strip()} {med(TIMES[lab]):.1f}" for _, _, lab in PIECES
-                                               + [(0, 0, " changes")] if TIMES[lab]))
+    print(f"{size} | {med(gms):.1f} | {med(TIMES['pre']):.1f} | {med(TIMES['queue']):.1f} | {med(ev):.1f} | "
+          f"{med(TIMES['book']):.1f} | {med(tot):.3f}")
+    print("   host pieces (us): " + ", ".join(f"{lab} {med(TIMES[lab]):.1f}" for lab in (*GRAPH_PIECES, "changes")
+                                               if TIMES[lab]))
     if steps:
         m = np.median(np.asarray(steps), axis=0)
         print("   kernel steps (us, device clock): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))

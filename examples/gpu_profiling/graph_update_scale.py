@@ -22,7 +22,7 @@ runs slower there. ``GC=off`` disables Python's garbage collector after loading,
 freezes what loading made (``gc.freeze``). ``IDLE=sleep|spin`` with ``IDLE_MS`` (10) idles the host
 that long after each batch (asleep, or spinning in Python), ``SCHEDULE=spin|yield|block`` sets the
 CUDA driver's wait (cuDevicePrimaryCtxSetFlags, before the context exists), ``GRAPHS=sxmo|rmat`` runs one
-graph only.
+graph only (default both).
 """
 import os
 import sys
@@ -41,15 +41,11 @@ parts = os.environ.get("PARTS", "0") != "0"
 if parts:
     import cupy as cp
     sys.path.insert(0, os.path.dirname(__file__))
-    from _clock import TIMES, wrap  # noqa: E402
-    from streamrank import gpu_step, graph_gpu, graph_gpu_lists  # noqa: E402
-    _apply = gpu_step.OneSyncStepper.apply
+    from _clock import GRAPH_PIECES, TIMES, wrap, wrap_graph_update  # noqa: E402
+    from streamrank import graph_gpu_lists  # noqa: E402
 
-    def _timed_apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0):
-        TIMES["pre"].append((time.perf_counter() - t0) * 1e6)
-        return _apply(self, graph, batch, x_prev, algorithm, config, rank_module, t0)
-
-    gpu_step.OneSyncStepper.apply = _timed_apply
+    wrap_graph_update()
+    wrap(graph_gpu_lists.Direction, "reserve", "reserve")
     _probe_a = np.arange(64)
 
     def _probe() -> float:
@@ -60,16 +56,6 @@ if parts:
             b += 1
             {"k": int(b[0]), "v": (1, 2, 3)}.get("k")
         return (time.perf_counter() - t) * 1e6
-    wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
-    wrap(graph_gpu.GpuGraph, "finish_fast", "book")
-    wrap(graph_gpu_lists.Direction, "reserve", "reserve")
-    from streamrank import gpu_batch_graph, graph_gpu_fast  # noqa: E402
-    PIECES = [(graph_gpu_fast.FastUpdater, "launch", "FastUpdater.launch"), (graph_gpu_fast.FastUpdater, "stage", "stage"),
-              (graph_gpu_fast.FastUpdater, "staged_key", "staged_key"), (gpu_batch_graph.BatchGraphs, "replay", "replay"),
-              (graph_gpu_fast.FastUpdater, "outcome", "outcome"), (graph_gpu.GpuGraph, "_maybe_compact", "_maybe_compact"),
-              (graph_gpu.GpuGraph, "_ensure_room", "_ensure_room")]
-    for _obj, _name, _label in PIECES:
-        wrap(_obj, _name, _label)
 #: GC=off: the collector disabled after loading; GC=freeze: gc.freeze() after loading (the objects
 #: made so far are never scanned again)
 gc_mode = os.environ.get("GC", "on")
@@ -89,9 +75,10 @@ def graphs():
     s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
     k = int(0.9 * s.shape[0])
     keep = s[:k] != d[:k]
-    if os.environ.get("GRAPHS", "sxmo") != "rmat":
+    which = os.environ.get("GRAPHS", "both")
+    if which != "rmat":
         yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
-    if os.environ.get("GRAPHS", "rmat") == "sxmo":
+    if which == "sxmo":
         return
     scale, ef = int(os.environ.get("SCALE", "20")), int(os.environ.get("EDGE_FACTOR", "11"))
     s, d = rmat_edges(scale, ef, seed=1)
@@ -114,11 +101,9 @@ for name, src, dst in graphs():
     ids = np.unique(np.concatenate([src, dst]))
     for size in sizes:
         g_ms, r_ms, steps, scans, ev, caps = [], [], [], [], [], []
-        if parts:
-            TIMES.clear()
         for b in range(batches + 5):
             if b == 5 and parts:
-                TIMES.clear()
+                TIMES.clear()  # the warm-up batches' times out
             n_del = size // 5
             n_ins = size - n_del
             pick = rng.integers(0, src.shape[0], n_del)
@@ -164,7 +149,7 @@ for name, src, dst in graphs():
                   f"captures per batch {np.mean(caps):.2f}, tail reservations {len(TIMES['reserve'])} "
                   f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}; "
                   f"fixed host work just before the batch {md('probe'):.1f} us", flush=True)
-            print("   host pieces (us): " + ", ".join(f"{lab} {md(lab):.1f}" for _, _, lab in PIECES), flush=True)
+            print("   host pieces (us): " + ", ".join(f"{lab} {md(lab):.1f}" for lab in GRAPH_PIECES), flush=True)
         if scans:
             a = np.asarray(scans)
             print(f"   membership scans per batch: sum median {np.median(a[:, 0]):.0f}, "

@@ -13,19 +13,24 @@ mod = cp.RawModule(code=src, options=("-std=c++17",), backend="nvrtc",
 k = mod.get_function("barriers")
 sms = cp.cuda.Device().attributes["MultiProcessorCount"]
 out = cp.zeros(1, dtype=cp.uint64)
+
+
+def us_per_round(kernel, grid: int, threads: int, rounds: int, *args) -> float:
+    """Median over 5 launches of the device-clock time per round (us) the kernel writes to out."""
+    vals = []
+    for _ in range(5):
+        kernel((grid,), (threads,), (np.int32(rounds), *args, out))
+        cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
+        vals.append(int(out.get()[0]) / rounds / 1e3)
+    return float(np.median(vals))
+
+
 print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {sms} SMs")
 print("blocks x threads | us per barrier (idle) | us per barrier (one global add per thread)")
 for per_sm, threads in ((1, 256), (2, 256), (3, 256), (4, 256), (1, 768), (1, 1024), (2, 384)):
     grid = per_sm * sms
     sink = cp.zeros(grid * threads, dtype=cp.float64)
-    row = []
-    for work in (0, 1):
-        vals = []
-        for _ in range(5):
-            k((grid,), (threads,), (np.int32(2000), np.int32(work), sink, out))
-            cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
-            vals.append(int(out.get()[0]) / 2000 / 1e3)
-        row.append(np.median(vals))
+    row = [us_per_round(k, grid, threads, 2000, np.int32(work), sink) for work in (0, 1)]
     print(f"{grid} x {threads} | {row[0]:.2f} | {row[1]:.2f}")
 
 # Appends as the loop makes them: warps that each wait for one atomicAdd on a counter, then a barrier.
@@ -36,12 +41,6 @@ sink = cp.zeros(1 << 20, dtype=cp.int32)
 print(f"\n{grid} x {threads}: us per phase (atomic slot per active warp + grid barrier)")
 print("active warps | one counter | 32 counters | block-aggregated")
 for active in (0, 100, 1000, 2000, 3168):
-    row = []
-    for spread in (1, 32, 0):
-        vals = []
-        for _ in range(5):
-            ka((grid,), (threads,), (np.int32(1000), np.int32(active), np.int32(spread), counters, sink, out))
-            cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
-            vals.append(int(out.get()[0]) / 1000 / 1e3)
-        row.append(np.median(vals))
+    row = [us_per_round(ka, grid, threads, 1000, np.int32(active), np.int32(spread), counters, sink)
+           for spread in (1, 32, 0)]
     print(f"{active} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f}")

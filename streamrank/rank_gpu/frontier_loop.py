@@ -151,14 +151,6 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
     """``(kernel, grid, image)`` of the cooperative loop for one batch: the kernel (compiled
     once per process), its grid and the argument image (RankArgs at 0, LoopLists at
     :data:`_LISTS_OFFSET`) the launch reads from device memory."""
-    if _LOOP_GROUP not in (2, 4, 8, 16, 32):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {_LOOP_GROUP}")
-    if _LOOP_HALVES not in (-1, 0, 1):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_HALVES must be -1, 0 or 1, got {_LOOP_HALVES}")
-    if _LOOP_FOLD not in (0, 1, 2):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_FOLD must be 0, 1 or 2, got {_LOOP_FOLD}")
-    if _LOOP_BLOCK_SOURCE < 1:
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {_LOOP_BLOCK_SOURCE}")
     self_loop = 1 if config.dangling == "self-loop" else 0
     k, grid = _loop_kernel(config.dtype, self_loop, mode)
     handover = int(_LOOP_HANDOVER * grid * _THREADS)
@@ -230,9 +222,22 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
                           _LOOP_HALVES)
 
 
+def _check_knobs(group: int, block_source: int, fold: int, halves: int) -> None:
+    """Raise InvalidArgumentError for a knob setting the loop cannot be compiled with."""
+    if group not in (2, 4, 8, 16, 32):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {group}")
+    if halves not in (-1, 0, 1):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_HALVES must be -1, 0 or 1, got {halves}")
+    if fold not in (0, 1, 2):
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_FOLD must be 0, 1 or 2, got {fold}")
+    if block_source < 1:
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {block_source}")
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int,
                    trace: int, halves: int):
+    _check_knobs(group, block_source, fold, halves)  # checked once per setting (errors are not cached)
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",
