@@ -3,11 +3,8 @@
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
-__device__ __forceinline__ unsigned long long device_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+#include "common.cuh"  // sr::device_ns (streamrank/kernels, on the include path)
+using sr::device_ns;
 
 // work: each thread adds into one global slot per round before the barrier (0: none), so that
 // the barrier is measured with the memory system busy as in a loop iteration

@@ -10,6 +10,13 @@
 
 namespace sr {
 
+// The device's clock in ns (%globaltimer), for the profiling stamps.
+__device__ __forceinline__ unsigned long long device_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Warp-aggregated slot reservation: the lanes where `pred` holds get consecutive positions
 // counter[0], counter[0] + 1, ... (one atomic per warp); the return value is meaningful only on
 // those lanes. Every lane of the warp must call this (convergent point).

@@ -96,8 +96,7 @@ struct FuWork {
 __device__ __forceinline__ void fu_stamp(FuWork* w, int k, bool latest) {
 #if FU_TICKS
   if (threadIdx.x == 0) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    const unsigned long long t = sr::device_ns();
     if (latest) atomicMax(&w->ticks[k], t); else w->ticks[k] = t;
   }
 #else

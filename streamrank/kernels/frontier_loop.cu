@@ -132,10 +132,12 @@ struct Lanes {
   static constexpr int value = N;
 };
 
-__device__ __forceinline__ unsigned long long device_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
+using sr::device_ns;
+
+// Entry t of frontier pair p: its small list's n_small entries, then its large list's.
+template <typename I, typename V>
+__device__ __forceinline__ I pair_entry(const LoopLists<I, V>& L, int p, long long n_small, long long t) {
+  return t < n_small ? L.front[2 * p][t] : L.front[2 * p + 1][t - n_small];
 }
 
 // One batch's DF / DF-P rank update in one cooperative launch:
@@ -237,7 +239,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       pred = first.claim(u, true);
       if (pred) d = loopmark::split_key<I>(a.in_deg[u], a.out_deg[u]);
     }
-    sr::warp_append_split<I>(pred, u, d, sw, L.front[0], L.front[1], L.front_cnt[0]);
+    loopmark::warp_append_one<I>(pred, u, d, first);
   }
   const long long n_sources = n_ins + n_del;
   for (long long j = wid; j < n_sources; j += nwarps) {  // a warp per source; uniform over the warp
@@ -356,6 +358,8 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
                                                     sub == 0 && dec.keep);
         } else {
           const bool keep = sub == 0 && dec.keep && nf.claim(v, true);
+          // (two ballots and two atomics one after the other: loopmark::warp_append_one's atomics in
+          // flight together spilled 8 / 72 more bytes (stores / loads) in uniform mode)
           sr::warp_append_split<I>(keep, v, key, sw, nf.small_list, nf.large_list, nf.counters);
           loopmark::mark_strided<I, false, kAtomic>(a.out_idx, oo, mark_deg, widest, sub, G, nf);
         }
@@ -383,7 +387,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
       const int cur_slot = it & 1;
       const long long p0 = L.front_cnt[pi][0], p1 = L.front_cnt[pi][1];
       for (long long t = stride - 1 - tid; t < p0 + p1; t += stride) {
-        const I v = t < p0 ? L.front[2 * pi][t] : L.front[2 * pi + 1][t - p0];
+        const I v = pair_entry(L, pi, p0, t);
         if (__ldcg(L.stamp + 2 * static_cast<long long>(v) + cur_slot) != in_cur) w.cn[v] = w.c[v];
       }
     }
@@ -446,12 +450,12 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
     const long long l0 = L.front_cnt[pl][0], l1 = L.front_cnt[pl][1];
     if (it & 1) {
       for (long long t = tid; t < l0 + l1; t += stride) {
-        const I v = t < l0 ? L.front[2 * pl][t] : L.front[2 * pl + 1][t - l0];
+        const I v = pair_entry(L, pl, l0, t);
         a.cbuf[0][v] = a.cbuf[1][v];
       }
     }
     const long long c0 = L.front_cnt[fi][0], c1 = L.front_cnt[fi][1];
-    for (long long t = tid; t < c0 + c1; t += stride) a.aff[t < c0 ? L.front[2 * fi][t] : L.front[2 * fi + 1][t - c0]] = 1;
+    for (long long t = tid; t < c0 + c1; t += stride) a.aff[pair_entry(L, fi, c0, t)] = 1;
     if (tid == 0) a.status[3] = fi + 1;
   } else if (tid == 0) {
     a.status[0] = 1;

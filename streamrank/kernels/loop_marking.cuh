@@ -37,22 +37,20 @@ struct NextFrontier {
   I* large_list;
   int* counters;  // [0] small, [1] large
 
-  // True for the one caller that enters v into F(k+1) (the plain read skips most repeats; a
-  // stale value there is only ever lower, and then the atomic decides).
+  // True for the one caller that enters v into F(k+1). With PLAIN_FIRST a plain read of the stamp
+  // comes first and skips most repeats (a stale value there is only ever lower, and then the
+  // atomic decides); without it, one round trip less and an atomic for every candidate (self-loop
+  // mode's marking, frontier_loop.cu).
+  template <bool PLAIN_FIRST = true>
   __device__ __forceinline__ bool claim(I v, bool valid) const {
     unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
-    return valid && *s != value && atomicMax(s, value) < value;
-  }
-  // The same without the plain read first: one round trip less, an atomic for every candidate
-  // (self-loop mode's marking, frontier_loop.cu).
-  __device__ __forceinline__ bool claim_atomic(I v, bool valid) const {
-    unsigned* s = stamp + 2 * static_cast<long long>(v) + slot;
-    return valid && atomicMax(s, value) < value;
+    return valid && (!PLAIN_FIRST || *s != value) && atomicMax(s, value) < value;
   }
 };
 
 // Lanes append their claimed vertices u[j] (p[j]) of split keys key[j]: one atomic per list
-// and warp for all N items of every lane. Every lane of the warp must call it.
+// and warp for all N items of every lane, both lists' in flight together. Every lane of the warp
+// must call it.
 template <int N, typename I>
 __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u)[N], const I (&key)[N],
                                                  const NextFrontier<I>& nf) {
@@ -63,8 +61,20 @@ __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u
     nl += (p[j] && key[j] >= nf.switch_degree) ? 1 : 0;
   }
   const int lane = threadIdx.x & 31;
-  const int is = sr::warp_inclusive_sum(ns), il = sr::warp_inclusive_sum(nl);  // over the lanes
-  const int total_s = __shfl_sync(SR_FULL_MASK, is, 31), total_l = __shfl_sync(SR_FULL_MASK, il, 31);
+  int is, il, total_s, total_l;  // inclusive prefix sums over the lanes, and the warp's totals
+  if constexpr (N == 1) {  // 0 or 1 per lane: ballots instead of scans
+    const unsigned bs = __ballot_sync(SR_FULL_MASK, ns != 0), bl = __ballot_sync(SR_FULL_MASK, nl != 0);
+    const unsigned upto = 0xffffffffu >> (31 - lane);  // lanes 0..lane
+    is = __popc(bs & upto);
+    il = __popc(bl & upto);
+    total_s = __popc(bs);
+    total_l = __popc(bl);
+  } else {
+    is = sr::warp_inclusive_sum(ns);
+    il = sr::warp_inclusive_sum(nl);
+    total_s = __shfl_sync(SR_FULL_MASK, is, 31);
+    total_l = __shfl_sync(SR_FULL_MASK, il, 31);
+  }
   int base_s = 0, base_l = 0;
   if (lane == 31) {  // both reservations in flight together
     if (total_s) base_s = atomicAdd(nf.counters, total_s);
@@ -81,12 +91,20 @@ __device__ __forceinline__ void warp_append_many(const bool (&p)[N], const I (&u
   }
 }
 
+// warp_append_many for one item per lane: v (when p) of split key `key`.
+template <typename I>
+__device__ __forceinline__ void warp_append_one(bool p, I v, I key, const NextFrontier<I>& nf) {
+  const bool ps[1] = {p};
+  const I vs[1] = {v}, keys[1] = {key};
+  warp_append_many<1, I>(ps, vs, keys, nf);
+}
+
 // Mark the out-neighbours out_idx[o + e], e = first, first + step, ... < od, four per lane and
 // round (loads, claims and degree reads each in flight together); `widest` is the largest
 // od over the warp, so that every lane runs the same rounds. With FOLD, the lanes where
 // `extra_p` holds also enter `extra` (of split key `extra_key`) into F(k+1) in the first round
 // (its claim and append beside those of the marks: a kept vertex's, no round trip of its own).
-// With ATOMIC the claims skip their plain read (NextFrontier::claim_atomic): one round trip less
+// With ATOMIC the claims skip their plain read (NextFrontier::claim<false>): one round trip less
 // per round, an atomic for every candidate. Every lane of the warp must call it.
 template <typename I, bool FOLD = false, bool ATOMIC = false>
 __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long long o, I od, I widest, int first,
@@ -109,7 +127,7 @@ __device__ __forceinline__ void mark_strided(const I* __restrict__ out_idx, long
       u[kUnroll] = extra;
     }
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) p[j] = ATOMIC ? nf.claim_atomic(u[j], p[j]) : nf.claim(u[j], p[j]);
+    for (int j = 0; j < kItems; ++j) p[j] = nf.template claim<!ATOMIC>(u[j], p[j]);
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) key[j] = p[j] ? split_key<I>(nf.in_deg[u[j]], nf.out_deg[u[j]]) : I(0);
     if (FOLD) key[kUnroll] = extra_key;
