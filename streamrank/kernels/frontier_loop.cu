@@ -155,6 +155,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   __shared__ double scratch[64];
   __shared__ V vscratch[64];
   __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
+  __shared__ long long next_size[2];  // with stop_code: the next frontier pair's sizes
   __shared__ int team_flag[2];  // the team's vertex needs its out-neighbours marked
   cg::grid_group grid = cg::this_grid();
   const RankArgs<I, V>& a = *args;
@@ -265,12 +266,17 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
 
   int it = 0, fi = 0;
   int code = 0;
+  if (threadIdx.x == 0) {  // F(0)'s sizes; F(k+1)'s are loaded by iteration k's decision
+    next_size[0] = L.front_cnt[0][0];
+    next_size[1] = L.front_cnt[0][1];
+  }
+  __syncthreads();
   while (true) {
     if (L.ticks && tid == 0) L.ticks[3 + 3 * it] = device_ns();
     const int ni = (fi + 1) & 3, zi = (fi + 2) & 3, pi = (fi + 3) & 3;
     const I* cur_small = L.front[2 * fi];
     const I* cur_large = L.front[2 * fi + 1];
-    const long long n0 = L.front_cnt[fi][0], n1 = L.front_cnt[fi][1];
+    const long long n0 = next_size[0], n1 = next_size[1];
     w.c = a.cbuf[it & 1];
     w.cn = a.cbuf[(it + 1) & 1];
     const loopmark::NextFrontier<I> nf{L.stamp, epoch + it + 1, (it + 1) & 1, a.in_deg, a.out_deg, sw,
@@ -411,9 +417,15 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
 
     // ---- decide (identically in every block): warp 0 combines the copies (exact: integer max and
     // sum), thread 0 decides
+    // Thread 0 loads F(k+1)'s sizes beside the accumulators and passes them with the decision
+    // (shared memory): the next iteration starts without that round trip.
     if (threadIdx.x < 32) {
-      long long next = 0;  // loaded beside the accumulators, not after their reduction
-      if (threadIdx.x == 0) next = static_cast<long long>(L.front_cnt[ni][0]) + L.front_cnt[ni][1];
+      long long next = 0;
+      if (threadIdx.x == 0) {
+        next_size[0] = L.front_cnt[ni][0];
+        next_size[1] = L.front_cnt[ni][1];
+        next = next_size[0] + next_size[1];
+      }
       unsigned long long mx = lane < SR_SPREAD ? __ldcg(&it_acc[lane]) : 0ULL;
       long long sm = lane < SR_SPREAD ? static_cast<long long>(__ldcg(&it_acc[SR_SPREAD + lane])) : 0LL;
 #pragma unroll
