@@ -309,17 +309,21 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
         const long long oo = a.out_off[v];
         const I od = a.out_deg[v];
         if (i + units < n1) v_next = cur_large[i + units];
+        V xo = V(0);
+        if (rank == 0) xo = a.x[v];  // issued before the gather so its latency overlaps it
         bool own = false;
         const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
+        Decision dec{false, false};
         if (rank == 0) {
-          const Decision dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, a.x[v], lmax, lsum, ldang, own);
-          if (dec.keep && nf.claim(v, true)) append_split_one<I>(v, loopmark::split_key<I>(dg, od), sw,
-                                                                 nf.small_list, nf.large_list, nf.counters);
+          dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
           team_flag[team] = dec.flag ? 1 : 0;
         }
         loopmark::team_sync<W>(team);  // team_flag is set (set again only past the next gather's barriers)
         const I mark_deg = team_flag[team] ? od : I(0);
-        loopmark::mark_strided<I, false, kAtomic>(a.out_idx, oo, mark_deg, mark_deg, rank, W, nf);
+        // a kept vertex enters F(k+1) in the marking's first round (its claim and append beside
+        // the marks', after the barrier: not before it)
+        loopmark::mark_strided<I, true, kAtomic>(a.out_idx, oo, mark_deg, mark_deg, rank, W, nf, v,
+                                                  loopmark::split_key<I>(dg, od), rank == 0 && dec.keep);
       }
     };
     if (kHalves && n1 > nblocks) {
