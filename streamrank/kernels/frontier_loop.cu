@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankAr
   // A small vertex kept in the frontier enters F(k+1) in its marking's first round
   // (loopmark::mark_strided<I, true>): self-loop mode, where it shortens the chain of a small
   // vertex; uniform mode's gathers need the registers (STREAMRANK_LOOP_FOLD / -DSR_FOLD: 1 self-loop
-  // mode, 2 both, 0 neither).
+  // mode, 2 both, 0 neither). A large vertex's team always folds it (by_teams below).
   constexpr bool kFold = SR_FOLD == 2 || (SR_FOLD == 1 && !kLook);
   // The marking claims out-neighbours by the atomic alone (no plain read of the stamp first) in
   // self-loop mode: its loop 4-8% faster per batch on sx-mathoverflow; in uniform mode, whose
