@@ -4,8 +4,9 @@ to back (docs/GPU.md, "One wait per batch").
 The fast path of the graph store (:meth:`streamrank.graph_gpu.GpuGraph.launch_fast`) writes the
 batch's sizes (overflow, new vertices, applied insertions and deletions) into device counters;
 the cooperative DF/DF-P loop (:func:`streamrank.pagerank_gpu.launch_update`) reads them there.
-The host queues both launches and the copies of their results into pinned memory, waits once,
-then does the bookkeeping of both. While the graph kernel runs, the host packs and uploads the
+The host queues both launches and the copies of their results into pinned memory, waits for the
+graph update's event and does its bookkeeping while the rank loop still runs, then waits for the
+loop and does the rank's bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While the graph kernel runs, the host packs and uploads the
 rank update's arguments, so that host work and device work overlap.
 
 When the graph update reports that the batch did not fit the room reserved ahead (it then wrote
@@ -27,6 +28,12 @@ from .result import RankResult
 #: Host batches replay two captured CUDA graphs (:mod:`streamrank.gpu_batch_graph`);
 #: STREAMRANK_CUDA_GRAPHS=0 queues them call by call.
 CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
+
+#: The graph's bookkeeping after a batch (counters, room for the next batch, compaction) runs
+#: while the rank loop is still on the device: the host waits for the graph update's event,
+#: does it, then waits for the loop. STREAMRANK_GRAPH_OVERLAP=0: one wait for both, then both
+#: bookkeepings (before stop 27).
+OVERLAP_BOOKKEEPING = os.environ.get("STREAMRANK_GRAPH_OVERLAP", "1") != "0"
 
 #: Algorithms that can run behind a pending graph update.
 STEP_ALGORITHMS = ("df", "dfp", "auto")
@@ -102,10 +109,23 @@ class OneSyncStepper:
             stream.synchronize()  # sync: the queued graph update completes; its bookkeeping follows
             graph.finish_fast(pending)
             raise
-        stream.synchronize()  # sync: the one wait of the batch (graph counters, loop status)
+        overlap = rank is not None and OVERLAP_BOOKKEEPING
+        if overlap:
+            # sync: the graph update only (its counters are in pinned memory); the rank loop queued
+            # behind it keeps the device busy during the graph's bookkeeping below
+            self.graph_done.synchronize()
+        else:
+            stream.synchronize()  # sync: the one wait of the batch (graph counters, loop status)
         t_wait = time.perf_counter()
-        changes = graph.finish_fast(pending)
+        try:
+            changes = graph.finish_fast(pending)
+        except BaseException:
+            if overlap:
+                stream.synchronize()  # sync: the loop in flight completes before the error propagates
+            raise
         if changes is None:  # did not fit the reserved room: nothing changed, the loop returned
+            if overlap:
+                stream.synchronize()  # sync: the loop (which returned at once) completes
             self.misfits += 1
             return None
         t_book = time.perf_counter()
@@ -115,6 +135,8 @@ class OneSyncStepper:
             res = rank_module.update_pagerank(algorithm, graph, changes, x_prev, config=config)
             stream.synchronize()  # sync: so that the batch's time includes its device work
         else:
+            if overlap:
+                stream.synchronize()  # sync: the rank loop (its status, the ranks)
             res = rank_module.finish_update(rank, graph, changes)
             if rank.continued:
                 stream.synchronize()  # sync: the hand-over's continuation ran after the wait

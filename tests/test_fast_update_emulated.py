@@ -208,6 +208,30 @@ def test_hub_lists(lib):
     _step(model, cg, np.array([0, 0, 0]), np.array([1, 1, 5000]), np.array([1, 0, 0]))
 
 
+def test_membership_between_long_lists_in_parts(lib):
+    """Edges whose shorter list is long (3,000+ entries) are looked up in several parts, a warp
+    each: an edge found in the first part, one appended last (found by the last part), absent
+    ones (every part misses), and present insertions / absent deletions dropped as on the CPU."""
+    model, cg = _Model(lib, slot_room=1 << 18), CpuGraph()
+    _step(model, cg, np.array([3]), np.array([2]), np.array([1]))  # first in out(3) and in(2)
+    t = np.arange(10, 3010)
+    for a, b in ((0, None), (None, 1), (3, None), (None, 2)):  # 0 -> T, T -> 1, 3 -> T, T -> 2
+        for lo in (0, 2000):
+            part = t[lo: lo + 2000]
+            hub = np.full(len(part), a if a is not None else b, np.int64)
+            s, d = (hub, part) if a is not None else (part, hub)
+            _step(model, cg, s, d, np.ones(len(part)))
+    # (0, 1) absent: inserted; (3, 2) at the front of out(3): deleted; (3, 1) absent: inserted;
+    # (0, 2) absent: dropped; each query's shorter list has 3,000 or 3,001 entries
+    _step(model, cg, np.array([0, 3, 3, 0]), np.array([1, 2, 1, 2]), np.array([1, 0, 1, 0]))
+    # (0, 1) is now the last entry of out(0): present insertion dropped; (3, 1) present: deleted;
+    # (3, 2) absent now: dropped
+    _step(model, cg, np.array([0, 3, 3]), np.array([1, 1, 2]), np.array([1, 0, 0]))
+    es, ed = cg.edges_external()
+    assert np.count_nonzero(es == 0) == 3001 and np.count_nonzero(ed == 1) == 3001  # (0, 1) stayed
+    assert not np.any((es == 3) & (ed <= 2))  # (3, 1) and (3, 2) gone
+
+
 @pytest.mark.parametrize("grid", [1, 4])
 def test_long_lists_lose_entries_in_chunks(lib, grid):
     """Deletions from lists of several FU_CHUNK (2048) entries: the grid's deletion scan splits

@@ -109,11 +109,16 @@ def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling, graphs
 
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
-def test_reserved_room_running_out(cp, monkeypatch, dangling):
+@pytest.mark.parametrize("overlap", [True, False])
+def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap):
     """The id map left without room every few batches: a batch with new vertices overflows the
     fast launch (it writes nothing, the loop returns at once) and goes the slow way, which
-    re-reserves; nothing is lost, and the ranks are those of the two-step engine."""
+    re-reserves; nothing is lost, and the ranks are those of the two-step engine. With the
+    graph's bookkeeping overlapping the loop (the default) and after the one wait."""
+    from streamrank import gpu_step
     from streamrank.idmap_gpu import GpuIdMap
+
+    monkeypatch.setattr(gpu_step, "OVERLAP_BOOKKEEPING", overlap)
 
     rng = np.random.default_rng(zlib.crc32(f"one-sync-room/{dangling}".encode()))
     s, d = _base(rng, n=400, m=2000, hubs=2)

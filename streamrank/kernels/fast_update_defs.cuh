@@ -9,6 +9,13 @@
 #define FU_TEMP (4 * FU_MAX)        // slots of the temporary table of unknown ids (load <= 1/2)
 #define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
 #define FU_SHORT 64                 // membership: lists this short are scanned by one thread
+#ifndef FU_THREAD_LOADS
+#define FU_THREAD_LOADS 16          // membership: a thread's loads in flight per round
+#endif
+#ifndef FU_MPART
+#define FU_MPART 1024               // membership: a list longer than this is scanned in parts,
+#endif
+#define FU_MPARTS 4                 //   at most this many, a warp each (fu_mpart)
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
 #define FU_SCAN_THREADS 256         // block of the deletion scan (fast_update_scan)
 #define FU_CHUNK (8 * FU_SCAN_THREADS)  // list entries per chunk of the deletion scan
@@ -70,9 +77,6 @@ struct FuWork {
                                          // [10] after step 5's deletion scan ([6], [10]: the last block's clock)
   long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), arrival order
   long long new_ext[2 * FU_MAX];         // external ids of the new vertices, in id order
-  int cown[FU_TEMP];                     // step 1's table of (src, dst) pairs: the edge that claimed a slot
-  int clast[FU_TEMP];                    //   the pair's last arrival
-  int cslot[FU_MAX];                     // edge -> its pair's slot
   unsigned long long tkey[FU_TEMP];      // temporary table: unknown external id (or empty)
   int tmin[FU_TEMP];                     //   its first position in the interleaved sequence
   int tval[FU_TEMP];                     //   its new internal id
@@ -81,7 +85,10 @@ struct FuWork {
   int du[FU_MAX], dv[FU_MAX];            // deletions' internal ids (-1: unknown)
   int iok[FU_MAX], dok[FU_MAX];          // applied (insertion absent / deletion present)?
   int ipos[FU_MAX], dpos[FU_MAX];        // index among the applied insertions / deletions, or -1
-  int mlist[FU_MAX];                     // queries (q as in step 3) left to the warps
+  int mlist[FU_MPARTS * FU_MAX];         // parts of long scans left to the warps: the query (q as in step 3),
+  long long mbase[FU_MPARTS * FU_MAX];   //   the part's offset in idx,
+  int mlen[FU_MPARTS * FU_MAX];          //   its length,
+  int mwant[FU_MPARTS * FU_MAX];         //   the entry looked for in out(u), or ~u (negative) for u in in(v)
   int tlist[2 * FU_MAX];                 // groups ((dir << 16) | leader) committed by one thread
   int wlist[2 * FU_MAX];                 //   by one warp
   int blist[2 * FU_MAX];                 //   by the whole block
@@ -90,6 +97,14 @@ struct FuWork {
   int nchunks[2];                        // chunks of their lists per direction
   int nlist[3];                          // lengths of tlist, wlist, blist
 };
+
+// Entries per part of a membership scan of d entries (step 3): at least FU_MPART, at most
+// FU_MPARTS parts, a multiple of the warp's 256-entry round.
+__device__ __forceinline__ int fu_mpart(int d) {
+  const int even = (d + FU_MPARTS - 1) / FU_MPARTS;
+  const int rounded = (even + 255) & ~255;
+  return rounded > FU_MPART ? rounded : FU_MPART;
+}
 
 // Thread 0 stamps slot k with the device clock; `latest` (the multi-block kernels, every block
 // stamps): the latest clock of the slot.

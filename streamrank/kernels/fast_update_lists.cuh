@@ -7,40 +7,34 @@
 
 namespace {
 
-// Whether want is among list[base, base + d): one thread, 8 loads in flight per round.
+// Whether want is among list[base, base + d): one thread, FU_THREAD_LOADS loads in flight per round.
 __device__ __forceinline__ bool thread_has(const int* list, long long base, int d, int want) {
-  for (int p0 = 0; p0 < d; p0 += 8) {
-    int t[8];
+  for (int p0 = 0; p0 < d; p0 += FU_THREAD_LOADS) {
+    int t[FU_THREAD_LOADS];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) t[j] = p0 + j < d ? list[base + p0 + j] : -1;
+    for (int j = 0; j < FU_THREAD_LOADS; ++j) t[j] = p0 + j < d ? list[base + p0 + j] : -1;
     bool eq = false;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) eq = eq || t[j] == want;
+    for (int j = 0; j < FU_THREAD_LOADS; ++j) eq = eq || t[j] == want;
     if (eq) return true;
   }
   return false;
 }
 
-// Whether edge u -> v exists (u, v below n): the warp scans the shorter of out(u) and in(v),
-// 128 entries per round with the loads issued together. All 32 lanes call it with the same u, v.
-__device__ __forceinline__ bool warp_has_edge(int u, int v, const long long* out_off, const int* out_deg,
-                                              const int* out_idx, const long long* in_off,
-                                              const int* in_deg, const int* in_idx) {
+// Whether want is among list[base, base + d): the warp, 256 entries per round with a lane's 8
+// loads issued together. All 32 lanes call it with the same arguments.
+__device__ __forceinline__ bool warp_has(const int* list, long long base, int d, int want) {
   const int lane = threadIdx.x & 31;
-  const int du = out_deg[u], dv = in_deg[v];
-  const bool use_out = du <= dv;
-  const long long base = use_out ? out_off[u] : in_off[v];
-  const int d = use_out ? du : dv;
-  const int* list = use_out ? out_idx : in_idx;
-  const int want = use_out ? v : u;
-  for (int p0 = 0; p0 < d; p0 += 128) {
-    int t[4];
+  for (int p0 = 0; p0 < d; p0 += 256) {
+    int t[8];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 8; ++j) {
       const int p = p0 + 32 * j + lane;
       t[j] = p < d ? list[base + p] : -1;
     }
-    const bool eq = t[0] == want || t[1] == want || t[2] == want || t[3] == want;
+    bool eq = false;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) eq = eq || t[j] == want;
     if (__any_sync(SR_FULL_MASK, eq)) return true;
   }
   return false;

@@ -71,15 +71,21 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   if (FU_TICKS && tid == 0) w->ticks[6] = w->ticks[10] = 0;  // the grid kernels' atomicMax slots
 
   // ---------------------------------------------------------------- 1. collapse
-  // A table of (src, dst) pairs in w (open addressing, load <= 1/2): an edge claims its pair's
-  // slot or finds the edge that did (cown), and the slot keeps the pair's last arrival (clast).
-  // The survivor of a pair is its last edge; survivors are numbered in arrival order.
+  // A table of (src, dst) pairs in shared memory (open addressing, load <= 1/2): an edge claims
+  // its pair's slot or finds the edge that did (cown), and the slot keeps the pair's last arrival
+  // (clast). The survivor of a pair is its last edge; survivors are numbered in arrival order.
+  // The table lives in the sort arrays, free until step 2: TC <= 2 * FU_MAX slots fit sh_a and
+  // sh_b read as int, and the edges' slots (cslot) fit sh_perm. (In global memory before: its
+  // atomics were L2 round trips, 3.5-4.5 us of a 1,000-edge batch.)
   int TC = 64;
-  while (TC < 2 * m) TC <<= 1;  // <= FU_TEMP
+  while (TC < 2 * m) TC <<= 1;  // <= 2 * FU_MAX
+  int* const cown = reinterpret_cast<int*>(sh_a);
+  int* const clast = reinterpret_cast<int*>(sh_b);
+  int* const cslot = sh_perm;
   const unsigned long long cmask = static_cast<unsigned long long>(TC - 1);
   for (int h = tid; h < TC; h += FU_THREADS) {
-    w->cown[h] = -1;
-    w->clast[h] = -1;
+    cown[h] = -1;
+    clast[h] = -1;
   }
   if (tid == 0) {
     s_over = 0;
@@ -95,12 +101,12 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     const long long s = bsrc[i], d = bdst[i];
     unsigned long long h = sr::hash_mix(s ^ static_cast<long long>(sr::hash_mix(d))) & cmask;
     while (true) {
-      const int prev = atomicCAS(&w->cown[h], -1, i);
+      const int prev = atomicCAS(&cown[h], -1, i);
       if (prev < 0 || (bsrc[prev] == s && bdst[prev] == d)) break;
       h = (h + 1) & cmask;
     }
-    atomicMax(&w->clast[h], i);
-    w->cslot[i] = static_cast<int>(h);
+    atomicMax(&clast[h], i);
+    cslot[i] = static_cast<int>(h);
   }
   __syncthreads();
   fu_tick(w, 7);
@@ -110,7 +116,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int i = 2 * tid + j;
-    surv[j] = i < m && w->clast[w->cslot[i]] == i;
+    surv[j] = i < m && clast[cslot[i]] == i;  // read before the scans' barriers; step 2 reuses the arrays
     sins[j] = surv[j] && bins[i] != 0;
     ipre[j] = (surv[j] && sins[j]) ? 1 : 0;
     dpre[j] = (surv[j] && !sins[j]) ? 1 : 0;
@@ -243,7 +249,13 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
 
   // ---------------------------------------------------------------- 3. membership
-  // Query q < nD: deletion q; else insertion q - nD. Short lists: this thread; long: a warp.
+  // Query q < nD: deletion q; else insertion q - nD. Short lists: this thread, FU_THREAD_LOADS
+  // loads in flight. Longer ones go to the warps as items that carry what the scan needs (the
+  // list's part, its length, the entry looked for, the query), written by the thread that found
+  // the list: a warp's item is one round of loads before its scan (it re-read the query's ids,
+  // degrees and offset before, three dependent round trips). A list past FU_MPART entries is cut
+  // into at most FU_MPARTS parts, a warp each. A long query's answer starts as "absent" and a
+  // part that finds the edge flips it (every writer writes the same value).
   for (int q = tid; q < nD + nI; q += FU_THREADS) {
     const bool is_del = q < nD;
     const int k = is_del ? q : q - nD;
@@ -254,25 +266,30 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       const int du = out_deg[u], dv = in_deg[v];
       const bool use_out = du <= dv;
       const int d = use_out ? du : dv;
-      if (d > FU_SHORT) {
-        w->mlist[atomicAdd(&s_mq, 1)] = q;
-        continue;
+      const long long base = use_out ? out_off[u] : in_off[v];
+      if (d > FU_SHORT) {  // hit stays false: absent until a part finds it (below)
+        const int part = fu_mpart(d);
+        const int parts = (d + part - 1) / part;
+        const int at = atomicAdd(&s_mq, parts);
+        for (int c = 0; c < parts; ++c) {
+          w->mlist[at + c] = q;
+          w->mbase[at + c] = base + static_cast<long long>(c) * part;
+          w->mlen[at + c] = d - c * part < part ? d - c * part : part;
+          w->mwant[at + c] = use_out ? v : ~u;  // ~u < 0: the list is in(v)
+        }
+      } else {
+        hit = thread_has(use_out ? out_idx : in_idx, base, d, use_out ? v : u);
       }
-      hit = use_out ? thread_has(out_idx, out_off[u], d, v) : thread_has(in_idx, in_off[v], d, u);
     }
     if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
   }
   __syncthreads();
   const int mq = s_mq;
   for (int i = warp; i < mq; i += FU_THREADS / 32) {  // uniform over the warp
-    const int q = w->mlist[i];
-    const bool is_del = q < nD;
-    const int k = is_del ? q : q - nD;
-    const int u = is_del ? w->du[k] : w->iu[k];
-    const int v = is_del ? w->dv[k] : w->iv[k];
-    const bool hit = warp_has_edge(u, v, out_off, out_deg, out_idx, in_off, in_deg, in_idx);
-    if (lane == 0) {
-      if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
+    const int q = w->mlist[i], len = w->mlen[i], want = w->mwant[i];
+    const long long base = w->mbase[i];
+    if (warp_has(want < 0 ? in_idx : out_idx, base, len, want < 0 ? ~want : want) && lane == 0) {
+      if (q < nD) w->dok[q] = 1; else w->iok[q - nD] = 0;
     }
   }
   __syncthreads();
