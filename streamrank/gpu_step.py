@@ -6,8 +6,9 @@ batch's sizes (overflow, new vertices, applied insertions and deletions) into de
 the cooperative DF/DF-P loop (:func:`streamrank.pagerank_gpu.launch_update`) reads them there.
 The host queues both launches and the copies of their results into pinned memory, waits for the
 graph update's event and does its bookkeeping while the rank loop still runs, then waits for the
-loop and does the rank's bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While the graph kernel runs, the host packs and uploads the
-rank update's arguments, so that host work and device work overlap.
+loop and does the rank's bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While
+the graph kernel runs, the host packs and uploads the rank update's arguments, so that host work
+and device work overlap.
 
 When the graph update reports that the batch did not fit the room reserved ahead (it then wrote
 nothing, and the loop returned at once), the caller applies the batch the usual way.

@@ -4,8 +4,8 @@
 // grid, the lists that lose entries; fast_update_commit, a grid, the lists' commit (step 6).
 //
 // Semantics are those of the slow path (graph_gpu.py, normalize.py, graph.py):
-//   1. collapse to the last op per (src, dst) pair in arrival order (a table of pairs: each
-//      pair's last arrival survives); survivors in arrival order, duplicates counted;
+//   1. collapse to the last op per (src, dst) pair in arrival order (a table of pairs in shared
+//      memory: each pair's last arrival survives); survivors in arrival order, duplicates counted;
 //   2. id lookup of every endpoint in the device hash map (idhash.cuh);
 //   3. new vertex ids in the CPU store's order: first appearance over the interleaved
 //      (src, dst) of the collapsed insertions in (src, dst) order (the insertions with an
@@ -13,7 +13,8 @@
 //      table keeps, per unknown id, the first position it occurs at; a block scan over
 //      positions numbers the firsts);
 //   4. membership against the graph before the batch: the shorter of out(u) and in(v) is scanned
-//      by one thread when it is short (FU_SHORT), else by a warp;
+//      by one thread when it is short (FU_SHORT), else by warps (a list past FU_MPART entries in
+//      up to FU_MPARTS parts);
 //   5. per direction: the applied changes sorted as keys u << 32 | t (block bitonic sort),
 //      grouped by u, and planned: lists that would overflow move to the reserved tail of idx
 //      (offsets by a block scan);
