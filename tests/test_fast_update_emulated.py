@@ -262,6 +262,23 @@ def test_long_lists_lose_entries_in_chunks(lib, grid):
     assert int(model.dirs[0].deg[0]) == deg + 200 and int(model.dirs[0].off[0]) != off
 
 
+def test_block_sort_network(lib):
+    """Step 4's bitonic network (two stages per round): every size from 1 to 2,048 positions, one
+    sorted array or two halves sorted independently (both directions' keys side by side), keys
+    with duplicates and the padding key."""
+    rng = np.random.default_rng(4)
+    pad = np.iinfo(np.int64).max
+    for p in (1 << e for e in range(12)):
+        for top in {p, max(1, p // 2)}:
+            keys = rng.integers(0, 1 << 40, p)
+            keys[rng.random(p) < 0.1] = pad
+            keys[rng.random(p) < 0.1] = keys[0]
+            a = np.ascontiguousarray(keys, dtype=np.int64)
+            lib.emu_block_sort_keys(_p(a), _I(p), _I(top))
+            want = np.concatenate([np.sort(keys[i: i + top]) for i in range(0, p, top)])
+            np.testing.assert_array_equal(a, want, err_msg=f"P={p} top={top}")
+
+
 def test_overflow_writes_nothing(lib):
     model, cg = _Model(lib, vertex_room=50), CpuGraph()
     _step(model, cg, np.arange(10), np.arange(1, 11), np.ones(10))

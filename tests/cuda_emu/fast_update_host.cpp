@@ -55,3 +55,9 @@ extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, co
     fast_update_commit(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters);
   });
 }
+
+// Step 4's block sort alone (fast_update_block.cuh) on `keys` (P positions; top = P: one sorted
+// array, P / 2: two halves sorted independently).
+extern "C" void emu_block_sort_keys(long long* keys, int P, int top) {
+  run_grid(1, FU_THREADS, [=] { block_sort_keys(keys, P, top); });
+}
