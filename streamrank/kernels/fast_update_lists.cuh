@@ -7,35 +7,23 @@
 
 namespace {
 
-// Whether want is among list[base, base + d): one thread, FU_THREAD_LOADS loads in flight per round.
-__device__ __forceinline__ bool thread_has(const int* list, long long base, int d, int want) {
-  for (int p0 = 0; p0 < d; p0 += FU_THREAD_LOADS) {
-    int t[FU_THREAD_LOADS];
+// Whether want is among list[base, base + d), by LANES lanes (1: the calling thread alone; 32: a
+// warp whose lanes all call it with the same arguments), LOADS loads of each lane issued together
+// per round of LANES * LOADS entries.
+template <int LANES, int LOADS>
+__device__ __forceinline__ bool list_has(const int* list, long long base, int d, int want) {
+  const int lane = LANES == 1 ? 0 : static_cast<int>(threadIdx.x & (LANES - 1));
+  for (int p0 = 0; p0 < d; p0 += LANES * LOADS) {
+    int t[LOADS];
 #pragma unroll
-    for (int j = 0; j < FU_THREAD_LOADS; ++j) t[j] = p0 + j < d ? list[base + p0 + j] : -1;
-    bool eq = false;
-#pragma unroll
-    for (int j = 0; j < FU_THREAD_LOADS; ++j) eq = eq || t[j] == want;
-    if (eq) return true;
-  }
-  return false;
-}
-
-// Whether want is among list[base, base + d): the warp, 256 entries per round with a lane's 8
-// loads issued together. All 32 lanes call it with the same arguments.
-__device__ __forceinline__ bool warp_has(const int* list, long long base, int d, int want) {
-  const int lane = threadIdx.x & 31;
-  for (int p0 = 0; p0 < d; p0 += 256) {
-    int t[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int p = p0 + 32 * j + lane;
+    for (int j = 0; j < LOADS; ++j) {
+      const int p = p0 + LANES * j + lane;
       t[j] = p < d ? list[base + p] : -1;
     }
     bool eq = false;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) eq = eq || t[j] == want;
-    if (__any_sync(SR_FULL_MASK, eq)) return true;
+    for (int j = 0; j < LOADS; ++j) eq = eq || t[j] == want;
+    if (LANES == 1 ? eq : __any_sync(SR_FULL_MASK, eq)) return true;
   }
   return false;
 }

@@ -279,7 +279,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
           w->mwant[at + c] = use_out ? v : ~u;  // ~u < 0: the list is in(v)
         }
       } else {
-        hit = thread_has(use_out ? out_idx : in_idx, base, d, use_out ? v : u);
+        hit = list_has<1, FU_THREAD_LOADS>(use_out ? out_idx : in_idx, base, d, use_out ? v : u);
       }
     }
     if (is_del) w->dok[k] = hit ? 1 : 0; else w->iok[k] = hit ? 0 : 1;
@@ -289,7 +289,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   for (int i = warp; i < mq; i += FU_THREADS / 32) {  // uniform over the warp
     const int q = w->mlist[i], len = w->mlen[i], want = w->mwant[i];
     const long long base = w->mbase[i];
-    if (warp_has(want < 0 ? in_idx : out_idx, base, len, want < 0 ? ~want : want) && lane == 0) {
+    if (list_has<32, 8>(want < 0 ? in_idx : out_idx, base, len, want < 0 ? ~want : want) && lane == 0) {
       if (q < nD) w->dok[q] = 1; else w->iok[q - nD] = 0;
     }
   }
