@@ -120,24 +120,19 @@ class OneSyncStepper:
         t_wait = time.perf_counter()
         try:
             changes = graph.finish_fast(pending)
-        except BaseException:
-            if overlap:
-                stream.synchronize()  # sync: the loop in flight completes before the error propagates
-            raise
+            t_book = time.perf_counter()
+        finally:
+            if overlap:  # also before a misfit returns or an error propagates
+                stream.synchronize()  # sync: the rank loop (its status, the ranks)
         if changes is None:  # did not fit the reserved room: nothing changed, the loop returned
-            if overlap:
-                stream.synchronize()  # sync: the loop (which returned at once) completes
             self.misfits += 1
             return None
-        t_book = time.perf_counter()
         graph_ms = ((t_graph - t0) * 1e3 + cp.cuda.get_elapsed_time(self.start, self.graph_done)
                     + (t_book - t_wait) * 1e3)
         if rank is None:  # the loop could not be compiled or launched here: the usual rank update
             res = rank_module.update_pagerank(algorithm, graph, changes, x_prev, config=config)
             stream.synchronize()  # sync: so that the batch's time includes its device work
         else:
-            if overlap:
-                stream.synchronize()  # sync: the rank loop (its status, the ranks)
             res = rank_module.finish_update(rank, graph, changes)
             if rank.continued:
                 stream.synchronize()  # sync: the hand-over's continuation ran after the wait
