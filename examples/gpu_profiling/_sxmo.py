@@ -37,6 +37,11 @@ class SxmoReplay:
         padded = np.arange(PADDED_VERTICES) if dangling == "self-loop" else None
         self.engine.load_edges(s[keep], d[keep], vertices=padded)
 
+    @property
+    def lines_left(self) -> int:
+        """Lines of the file not replayed yet."""
+        return self.src.shape[0] - self.pos
+
     def next_batch(self, size: int) -> EdgeBatch:
         """The next ``size`` lines as a batch (self-loop lines left out)."""
         s, d = self.src[self.pos: self.pos + size], self.dst[self.pos: self.pos + size]
@@ -54,3 +59,13 @@ def replay_from_env(*, device: str = "gpu", warmup: int = 5) -> SxmoReplay:
     for _ in range(warmup):
         replay.engine.apply(replay.next_batch(replay.size))
     return replay
+
+
+def sized_replay_from_env(default_sizes: str, *, device: str = "gpu"):
+    """``(replay, sizes, batches)`` for the scripts that run several batch sizes: ``SIZES``
+    (comma-separated lines per batch, default ``default_sizes``), ``BATCHES`` per size (default
+    100), the replay warmed up with the first size (:func:`replay_from_env`)."""
+    sizes = [int(s) for s in os.environ.get("SIZES", default_sizes).split(",")]
+    batches = int(os.environ.get("BATCHES", "100"))
+    os.environ["SIZE"] = str(sizes[0])
+    return replay_from_env(device=device), sizes, batches

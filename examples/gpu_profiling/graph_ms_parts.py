@@ -13,14 +13,11 @@ import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _clock import GRAPH_PIECES, TIMES, wrap_graph_update  # noqa: E402
-from _sxmo import replay_from_env  # noqa: E402
+from _sxmo import sized_replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
 from streamrank import graph_gpu  # noqa: E402
 
-sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506").split(",")]
-batches = int(os.environ.get("BATCHES", "100"))
-os.environ["SIZE"] = str(sizes[0])
-replay = replay_from_env()
+replay, sizes, batches = sized_replay_from_env("5,50,506")
 eng = replay.engine
 stepper = eng._stepper
 assert stepper is not None, "the one-wait path is off (STREAMRANK_ONE_SYNC=0?)"

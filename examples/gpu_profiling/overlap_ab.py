@@ -18,16 +18,13 @@ import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _sxmo import replay_from_env  # noqa: E402
+from _sxmo import sized_replay_from_env  # noqa: E402
 from streamrank import gpu_step  # noqa: E402
 
-sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506").split(",")]
-batches = int(os.environ.get("BATCHES", "100"))
-os.environ["SIZE"] = str(sizes[0])
-replay = replay_from_env()
+replay, sizes, batches = sized_replay_from_env("5,50,506")
 eng = replay.engine
 need = sum(2 * batches * s + 5 * s for s in sizes)
-left = replay.src.shape[0] - replay.pos
+left = replay.lines_left
 if need > left:  # an empty batch takes the slow path: its times would mean nothing
     sys.exit(f"the replay has {left:,} lines left, the run needs {need:,}: fewer BATCHES or SIZES")
 print(f"dangling {replay.dangling}; medians over {batches} batches per setting, alternated batch by batch")
