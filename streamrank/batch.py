@@ -12,6 +12,7 @@ columns ``src``, ``dst`` (``int64`` or ``string``) and ``op: int8`` (+1 insert, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -231,9 +232,10 @@ class EdgeBatch:
             return pa.table({"src": to_string_array(self.src), "dst": to_string_array(self.dst), "op": op})
         return pa.table({"src": to_host(self.src), "dst": to_host(self.dst), "op": op})
 
-    @property
+    @cached_property
     def id_kind(self) -> str:
-        """``"int"`` or ``"string"``: the kind of this batch's vertex ids."""
+        """``"int"`` or ``"string"``: the kind of this batch's vertex ids (computed once: a batch
+        is read several times on the host's critical path of a GPU batch)."""
         return id_kind(self.src)
 
     def __len__(self) -> int:

@@ -78,7 +78,7 @@ class SectionChanges(AppliedChanges):
     Parameters
     ----------
     buf : device array
-        4 m entries.
+        At least 4 m entries.
     m : int
         The batch's size (the sections' stride).
     inserted, deleted : int

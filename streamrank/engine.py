@@ -45,7 +45,9 @@ class StepResult:
         Wall time of the graph update and of the rank update (device work included). A small
         GPU batch runs both with one host wait (:mod:`streamrank.gpu_step`): then ``graph_ms``
         is the time until the graph update had finished on the device (CUDA events) plus its
-        bookkeeping, and ``rank_ms`` the rest of the batch's wall time.
+        bookkeeping (the store up to date on the host), and ``rank_ms`` the rest of the batch's
+        wall time, which includes the store's upkeep for the next batch (room reserved ahead,
+        compaction), done while the rank loop runs.
     """
 
     seq: int

@@ -47,7 +47,7 @@ class BatchGraphs:
             if graph is None:
                 return False
             held = self._slots[slot] = (key, graph)
-        held[1].launch(stream=self.cp.cuda.get_current_stream())
+        held[1].launch()  # None: the current stream's pointer, without a Stream object
         return True
 
     def _capture(self, queue):

@@ -5,8 +5,9 @@ The fast path of the graph store (:meth:`streamrank.graph_gpu.GpuGraph.launch_fa
 batch's sizes (overflow, new vertices, applied insertions and deletions) into device counters;
 the cooperative DF/DF-P loop (:func:`streamrank.pagerank_gpu.launch_update`) reads them there.
 The host queues both launches and the copies of their results into pinned memory, waits for the
-graph update's event and does its bookkeeping while the rank loop still runs, then waits for the
-loop and does the rank's bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While
+graph update's event and does its bookkeeping, then the store's upkeep for the next batch, while
+the rank loop still runs, then waits for the loop and does the rank's bookkeeping
+(``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While
 the graph kernel runs, the host packs and uploads the rank update's arguments, so that host work
 and device work overlap.
 
@@ -30,9 +31,9 @@ from .result import RankResult
 #: STREAMRANK_CUDA_GRAPHS=0 queues them call by call.
 CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
 
-#: The graph's bookkeeping after a batch (counters, room for the next batch, compaction) runs
-#: while the rank loop is still on the device: the host waits for the graph update's event,
-#: does it, then waits for the loop. STREAMRANK_GRAPH_OVERLAP=0: one wait for both, then both
+#: The graph's bookkeeping after a batch (counters, ends) and its upkeep (room for the next
+#: batch, compaction) run while the rank loop is still on the device: the host waits for the
+#: graph update's event, does them, then waits for the loop. STREAMRANK_GRAPH_OVERLAP=0: one wait for both, then both
 #: bookkeepings (before stop 27).
 OVERLAP_BOOKKEEPING = os.environ.get("STREAMRANK_GRAPH_OVERLAP", "1") != "0"
 
@@ -45,8 +46,12 @@ class OneSyncStep:
     """A batch applied by :meth:`OneSyncStepper.apply`.
 
     ``graph_ms`` is the host time until the graph kernel was queued plus the device time until
-    it finished (CUDA events) plus the graph's bookkeeping after the wait; ``total_ms`` the wall
-    time of the whole batch; the rank update's time is the rest.
+    it finished (CUDA events) plus the graph's bookkeeping after the wait, until the graph is up
+    to date on the host too (:meth:`~streamrank.graph_gpu.GpuGraph.finish_fast`); the upkeep for
+    the next batch that follows (:meth:`~streamrank.graph_gpu.GpuGraph.upkeep`: compaction, room
+    reserved ahead, the next changes buffer) is not in it (:attr:`OneSyncStepper.upkeep_ms`).
+    ``total_ms`` is the wall time of the whole batch, upkeep included; the rank update's time is
+    the rest.
     """
 
     changes: AppliedChanges
@@ -69,6 +74,10 @@ class OneSyncStepper:
         #: usual way).
         self.steps = 0
         self.misfits = 0
+        #: Host time of the last batch's :meth:`~streamrank.graph_gpu.GpuGraph.upkeep` (ms): the
+        #: room and buffers for the next batch, after ``graph_ms`` ends and, with the overlap,
+        #: while the rank loop runs.
+        self.upkeep_ms = 0.0
 
     def eligible(self, graph, batch: EdgeBatch, algorithm: str) -> bool:
         """Whether ``batch`` can take the one-wait path: a fast-path batch, DF/DF-P/auto, and a
@@ -108,7 +117,8 @@ class OneSyncStepper:
             rank = None  # the graph update is queued: finish it, then rank the usual way
         except BaseException:
             stream.synchronize()  # sync: the queued graph update completes; its bookkeeping follows
-            graph.finish_fast(pending)
+            if graph.finish_fast(pending) is not None:
+                graph.upkeep()
             raise
         overlap = rank is not None and OVERLAP_BOOKKEEPING
         if overlap:
@@ -119,8 +129,11 @@ class OneSyncStepper:
             stream.synchronize()  # sync: the one wait of the batch (graph counters, loop status)
         t_wait = time.perf_counter()
         try:
-            changes = graph.finish_fast(pending)
+            changes = graph.finish_fast(pending)  # the graph is up to date, on the host too
             t_book = time.perf_counter()
+            if changes is not None:
+                graph.upkeep()  # room and buffers for the next batch (beside the loop when overlapped)
+            self.upkeep_ms = (time.perf_counter() - t_book) * 1e3
         finally:
             if overlap:  # also before a misfit returns or an error propagates
                 stream.synchronize()  # sync: the rank loop (its status, the ranks)

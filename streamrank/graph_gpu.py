@@ -337,7 +337,10 @@ class GpuGraph(RoomKeeping):
         pending = self.launch_fast(batch)
         self.xp.cuda.get_current_stream().synchronize()  # sync: the fast batch's counters (one round trip)
         self._stage("fast update")
-        return self.finish_fast(pending)
+        changes = self.finish_fast(pending)
+        if changes is not None:
+            self.upkeep()
+        return changes
 
     def launch_fast(self, batch: EdgeBatch, *, replay=None) -> PendingFast:
         """Queue the fused kernel of the fast path for ``batch`` (a host or device batch for which
@@ -362,7 +365,12 @@ class GpuGraph(RoomKeeping):
     def finish_fast(self, pending: PendingFast):
         """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or
         None when the batch did not fit the reserved room (then nothing changed and the caller
-        applies it through the slow path)."""
+        applies it through the slow path).
+
+        The graph is then up to date on the host too (vertex and edge counts, ends of ``idx``).
+        Call :meth:`upkeep` after an applied batch, before the next fast launch: it keeps the
+        room reserved ahead (a launch that finds too little reports an overflow and the slow
+        path applies the batch, so a missed upkeep costs time, never a wrong graph)."""
         res = self._fast.outcome(pending.changes)
         if res.overflow:
             self.fast_fallbacks += 1
@@ -377,9 +385,17 @@ class GpuGraph(RoomKeeping):
         self.version += 1
         self.last_changes = changes
         self.fast_batches += 1
+        return changes
+
+    def upkeep(self) -> None:
+        """Get ready for the next fast batch: compact a direction whose garbage passes its live
+        edges, keep the room reserved ahead (vertex rows, id map, tails of ``idx``) and the next
+        batch's changes buffer allocated. Host decisions and asynchronous device work only (no
+        sync); the one-wait batch runs this beside its rank loop (:mod:`streamrank.gpu_step`)."""
         self._maybe_compact()
         self._ensure_room()
-        return changes
+        if self._fast is not None and self.fast.enabled:
+            self._fast.prepare()
 
     def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
         return apply_slow(self, batch)

@@ -5,11 +5,12 @@ queued back to back.
 edges: one block collapses, looks up ids, numbers new ones, checks membership and plans; only when
 everything fits in the room the host reserved ahead (vertex rows, id map, the tail of each
 ``idx``), it commits the new ids, and two grid kernels commit the lists (one scans the lists that
-lose entries in chunks, one rewrites each touched list with one writer). The host then makes
-exactly one synchronizing copy, of 16 counters into pinned memory; when the first kernel reports
-an overflow nothing was written, and the caller runs the slow path (which re-plans and reserves).
-The room is re-reserved by the host after every batch (:meth:`FastUpdate.vertices`,
-:meth:`FastUpdate.slots`), without a sync.
+lose entries in chunks, one rewrites each touched list with one writer). The first kernel writes
+16 counters into pinned host memory (mapped; or the host queues their copy), which the host reads
+after its one wait; when the first kernel reports an overflow nothing was written, and the caller
+runs the slow path (which re-plans and reserves). The room is re-reserved by the host after every
+batch (:meth:`FastUpdate.vertices`, :meth:`FastUpdate.slots`), without a sync, and so is the next
+batch's changes buffer (:meth:`FastUpdater.prepare`).
 
 Settings: :class:`FastUpdate`, from the environment by default (``STREAMRANK_FAST_UPDATE=0``
 switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size).
@@ -17,7 +18,9 @@ switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size
 
 from __future__ import annotations
 
+import operator
 import os
+import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -42,6 +45,10 @@ COMMIT_THREADS = 256
 #: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
 _OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",)
 _COUNTERS = 16
+#: The fused kernel writes its counters into the pinned host buffer too, through the buffer's
+#: device address (mapped host memory), so no device-to-host copy follows the update
+#: (STREAMRANK_FAST_MAPPED=0, or a device that gives no address: the copy).
+MAPPED_COUNTERS = os.environ.get("STREAMRANK_FAST_MAPPED", "1") != "0"
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
 # Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
@@ -105,6 +112,19 @@ class FastUpdate:
         except ValueError:
             raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE_MAX must be an integer, got {raw!r}") from None
         return cls(enabled=flag in ("1", "on", "true", "yes"), max_edges=cap)
+
+
+#: The staged header's first six fields (m, n, room, out end, in end, changes address) in one call.
+_pack_header = struct.Struct("<6q").pack_into
+
+
+def _device_address(cp, host_ptr: int) -> int:
+    """The device address of pinned host memory at ``host_ptr`` (with unified addressing the
+    same number), or 0 when the runtime gives none (the counters are then copied)."""
+    try:
+        return int(cp.cuda.runtime.pointerGetAttributes(host_ptr).devicePointer)
+    except Exception:  # noqa: BLE001 - no mapped address here: fall back to the copy
+        return 0
 
 
 class FastOutcome(NamedTuple):
@@ -178,17 +198,39 @@ class FastUpdater:
         self._stage_dev_ptr = int(self._stage_dev.data.ptr)
         self.host_ptr = int(self.host.ctypes.data)
         self._counters_ptr = int(self.counters.data.ptr)
+        #: The pinned counters' device address (0: not mapped; the counters are copied instead).
+        self.host_dev_ptr = _device_address(cp, self.host_ptr) if MAPPED_COUNTERS else 0
+        self._hcounters = np.uint64(self.host_dev_ptr)
         self._keep = None
         #: (arrays, key) of the last staged_key: the arrays held, the key their addresses gave
         self._key = None
+        #: The next batch's changes buffer and its address, allocated by :meth:`prepare` between
+        #: batches (beside the rank loop), so that a launch allocates nothing. Every batch gets a
+        #: buffer of its own: the changes of a batch a caller keeps are never overwritten.
+        self._next = None
+        self._next_ptr = 0
 
-    def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes) -> None:
+    def prepare(self) -> None:
+        """Allocate the next batch's changes buffer (4 * FAST_MAX_EDGES entries) unless it is
+        there: called between batches, off the host's critical path (docs/GPU.md, "Stop 28")."""
+        if self._next is None:
+            self._next = self.cp.empty(4 * FAST_MAX_EDGES, dtype=self.cp.int64)
+            self._next_ptr = int(self._next.data.ptr)
+
+    def _take_changes(self):
+        """The prepared changes buffer and its address (allocated now if none was prepared)."""
+        if self._next is None:
+            self.prepare()
+        changes, ptr = self._next, self._next_ptr
+        self._next = None
+        return changes, ptr
+
+    def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes_ptr: int) -> None:
         """Write a host batch (at most FAST_MAX_EDGES edges) and its header into the pinned
         staging buffer (the previous batch's copy from it has completed: every batch ends with a
         sync); :meth:`queue_staged` queues its copy and the update."""
         m = len(batch)
-        h = self._header
-        h[0], h[1], h[2], h[3], h[4], h[5] = m, n, room, out_end, in_end, int(changes.data.ptr)
+        _pack_header(self._header, 0, m, n, room, out_end, in_end, changes_ptr)  # one call, not six
         # typed views of the pinned buffer: the assignments convert, no temporary arrays
         self._src[:m] = batch.src
         self._dst[:m] = batch.dst
@@ -203,7 +245,7 @@ class FastUpdater:
         # the same array objects (held here, so none was freed and its address reused) have the
         # same addresses and sizes: skip reading them again (about 6 us a batch). The price: arrays
         # the store replaced (growth, compaction) are freed one batch later, at the next key.
-        if held is not None and all(a is b for a, b in zip(arrays, held[0])):
+        if held is not None and all(map(operator.is_, arrays, held[0])):
             return held[1]
         key = (*(int(a.data.ptr) for a in arrays), int(ids.mask), int(out.idx.shape[0]), int(inn.idx.shape[0]),
                self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
@@ -211,9 +253,9 @@ class FastUpdater:
         return key
 
     def queue_staged(self, ids, out, inn) -> None:
-        """Queue the copy of the staged batch, ``fast_update_hdr`` and the copy of the counters
-        into pinned memory: only fixed addresses, so a CUDA graph can capture it
-        (:mod:`streamrank.gpu_batch_graph`)."""
+        """Queue the copy of the staged batch, ``fast_update_hdr`` and its grid kernels (and the copy
+        of the counters into pinned memory where they are not mapped): only fixed addresses, so a
+        CUDA graph can capture it (:mod:`streamrank.gpu_batch_graph`)."""
         cp = self.cp
         stream = cp.cuda.get_current_stream()
         cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
@@ -221,7 +263,7 @@ class FastUpdater:
                (self._stage_dev, ids.keys, ids.vals, ids.mask, ids.external_buffer,
                 out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
                 inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
-                self.work, np.int64(self.work.nbytes), self.counters))
+                self.work, np.int64(self.work.nbytes), self.counters, self._hcounters))
         self._queue_lists(out, inn)
         self._queue_counters(stream)
 
@@ -234,21 +276,24 @@ class FastUpdater:
                (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx, self.work, self.counters))
 
     def _queue_counters(self, stream) -> None:
+        if self.host_dev_ptr:
+            return  # the kernel wrote them into the pinned buffer (read after the caller's sync)
         self.cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
                                          2, stream.ptr)  # 2: device to host; read after the caller's sync
 
     def launch(self, batch, ids, out, inn, n: int, room: int, replay=None):
-        """Queue the fused kernel and the copy of its counters into pinned memory, without
-        waiting; returns the device buffer of the changes. A host batch is staged
+        """Queue the fused kernel, whose counters reach pinned memory (:attr:`host_dev_ptr`, or a
+        copy), without waiting; returns the device buffer of the changes (4 * FAST_MAX_EDGES
+        entries, sections of stride m). A host batch is staged
         (:meth:`stage`, :meth:`queue_staged`), replayed from a captured graph when ``replay``
         (:class:`streamrank.gpu_batch_graph.BatchGraphs`) is given; a device batch is passed by
         address. :meth:`outcome` reads the counters once the stream has been synchronized (by the
         caller, possibly after more work was queued)."""
         cp = self.cp
         m = int(batch.src.shape[0])
-        changes = cp.empty(4 * m, dtype=cp.int64)  # from the memory pool: no sync
+        changes, changes_ptr = self._take_changes()  # prepared between batches: no allocation here
         if not isinstance(batch.src, cp.ndarray):
-            self.stage(batch, n, room, out.end, inn.end, changes)
+            self.stage(batch, n, room, out.end, inn.end, changes_ptr)
             queue = lambda: self.queue_staged(ids, out, inn)  # noqa: E731
             if replay is None or not replay.replay("graph", self.staged_key(ids, out, inn), queue):
                 queue()
@@ -261,7 +306,7 @@ class FastUpdater:
             ids.keys, ids.vals, ids.mask, ids.external_buffer, np.int32(n), np.int32(room),
             out.off, out.deg, out.cap, out.idx, np.int64(out.end), np.int64(out.idx.shape[0]),
             inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.end), np.int64(inn.idx.shape[0]),
-            self.work, np.int64(self.work.nbytes), changes, self.counters,
+            self.work, np.int64(self.work.nbytes), changes, self.counters, self._hcounters,
         )
         launch(self.kernel, 1, FAST_THREADS, args)
         self._queue_lists(out, inn)

@@ -86,6 +86,8 @@ class _Model:
         self.dirs = [_Dir(self.vcap, slot_room), _Dir(self.vcap, slot_room)]
         self.work = np.zeros(1 << 20, np.uint8)
         self.counters = np.zeros(16, np.int64)
+        #: The kernel's copy of the counters for the host (mapped pinned memory on the GPU)
+        self.hcounters = np.zeros(16, np.int64)
 
     def state(self):
         o, i = self.dirs
@@ -125,7 +127,11 @@ class _Model:
             _p(self.ext), _I(self.n), _I(room),
             _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _LL(o.end), _LL(o.idx.shape[0]),
             _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _LL(i.end), _LL(i.idx.shape[0]),
-            _p(self.work), _LL(self.work.nbytes), _p(changes), _p(self.counters), _I(self.grid))
+            _p(self.work), _LL(self.work.nbytes), _p(changes), _p(self.counters), _p(self.hcounters),
+            _I(self.grid))
+        # every exit of the kernel (applied, overflow, bad arguments) writes the host's copy too
+        assert np.array_equal(self.hcounters, self.counters), (self.hcounters, self.counters)
+        self.hcounters[:] = -7  # stale values the next call must overwrite
         c = [int(v) for v in self.counters[:9]]
         if c[0] == 0:
             self.n += c[1]

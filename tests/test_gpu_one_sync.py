@@ -109,16 +109,18 @@ def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling, graphs
 
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
-@pytest.mark.parametrize("overlap", [True, False])
-def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap):
+@pytest.mark.parametrize("overlap,mapped", [(True, True), (False, True), (True, False)])
+def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap, mapped):
     """The id map left without room every few batches: a batch with new vertices overflows the
     fast launch (it writes nothing, the loop returns at once) and goes the slow way, which
     re-reserves; nothing is lost, and the ranks are those of the two-step engine. With the
-    graph's bookkeeping overlapping the loop (the default) and after the one wait."""
-    from streamrank import gpu_step
+    graph's bookkeeping overlapping the loop (the default) and after the one wait; with the
+    kernel's counters written into mapped host memory (the default) and copied."""
+    from streamrank import gpu_step, graph_gpu_fast
     from streamrank.idmap_gpu import GpuIdMap
 
     monkeypatch.setattr(gpu_step, "OVERLAP_BOOKKEEPING", overlap)
+    monkeypatch.setattr(graph_gpu_fast, "MAPPED_COUNTERS", mapped)
 
     rng = np.random.default_rng(zlib.crc32(f"one-sync-room/{dangling}".encode()))
     s, d = _base(rng, n=400, m=2000, hubs=2)
@@ -138,6 +140,7 @@ def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap):
         _same_step(one.apply(EdgeBatch.from_arrays(bs, bd, ins)), two.apply(EdgeBatch.from_arrays(bs, bd, ins)),
                    dangling)
     assert one._stepper.misfits == 4 and one._stepper.steps == 8
+    assert (one.graph._fast.host_dev_ptr != 0) == mapped  # H100/H200 map pinned memory
     # the id map rebuilt by the slow path holds new addresses: graph G was captured again
     assert one._stepper.graphs.captures >= 4
     assert one.graph.num_vertices == two.graph.num_vertices == 400 + nxt - 10_000
@@ -193,8 +196,13 @@ def test_string_ids_take_the_one_wait_path(cp, monkeypatch):
     np.testing.assert_allclose(pa, pb, rtol=1e-12)
 
 
-def test_device_batches_are_queued_call_by_call(cp, monkeypatch):
-    """A batch already on the device takes the one-wait path without the captured graphs."""
+@pytest.mark.parametrize("mapped", [True, False])
+def test_device_batches_are_queued_call_by_call(cp, monkeypatch, mapped):
+    """A batch already on the device takes the one-wait path without the captured graphs (the
+    counters mapped or copied)."""
+    from streamrank import graph_gpu_fast
+
+    monkeypatch.setattr(graph_gpu_fast, "MAPPED_COUNTERS", mapped)
     rng = np.random.default_rng(6)
     s, d = _base(rng, n=500, m=3000, hubs=2)
     cfg = RankConfig(tol=1e-12)

@@ -124,20 +124,18 @@ __device__ __forceinline__ void fu_stamp(FuWork* w, int k, bool latest) {
 __device__ __forceinline__ void fu_tick(FuWork* w, int k) { fu_stamp(w, k, false); }
 __device__ __forceinline__ void fu_tick_max(FuWork* w, int k) { fu_stamp(w, k, true); }
 
-__device__ __forceinline__ void write_counters(long long* counters, long long overflow, long long nnew,
-                                               long long nins, long long ndel, long long dup,
+// The counters (slots C_*) into `counters` (device memory: the grid kernels and the rank loop read
+// them there) and, when `hcounters` is not null, the same into mapped pinned host memory, which the
+// host reads after its wait: no device-to-host copy after the update (stop 28).
+__device__ __forceinline__ void write_counters(long long* counters, long long* hcounters, long long overflow,
+                                               long long nnew, long long nins, long long ndel, long long dup,
                                                long long present, long long absent, long long out_end,
                                                long long in_end) {
-  counters[C_OVERFLOW] = overflow;
-  counters[C_NEW] = nnew;
-  counters[C_INS] = nins;
-  counters[C_DEL] = ndel;
-  counters[C_DUP] = dup;
-  counters[C_PRESENT] = present;
-  counters[C_ABSENT] = absent;
-  counters[C_OUT_END] = out_end;
-  counters[C_IN_END] = in_end;
-  for (int i = C_IN_END + 1; i < C_COUNT; ++i) counters[i] = 0;
+  const long long v[C_IN_END + 1] = {overflow, nnew, nins, ndel, dup, present, absent, out_end, in_end};
+  for (int i = 0; i < C_COUNT; ++i) counters[i] = i <= C_IN_END ? v[i] : 0;
+  if (hcounters != nullptr) {
+    for (int i = 0; i < C_COUNT; ++i) hcounters[i] = i <= C_IN_END ? v[i] : 0;
+  }
 }
 
 }  // namespace

@@ -32,8 +32,8 @@
 // R-MAT graph, whose deletions land on hub lists.)
 // Work lists (queries left to warps, groups per kind of writer) are filled with shared-memory
 // atomics, so their order varies between runs; every entry is independent of the others.
-// Thread 0 of the one block writes the counters (slots C_*); the host reads them with its one sync
-// after the three launches.
+// Thread 0 of the one block writes the counters (slots C_*), also into mapped host memory when
+// given one (hcounters, null: the host copies them); the host reads them after its wait.
 #include "common.cuh"
 #include "idhash.cuh"
 #include "fast_update_defs.cuh"
@@ -52,7 +52,8 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
                 long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
                 long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
                 long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
-                unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+                unsigned char* work, long long work_bytes, long long* changes, long long* counters,
+                long long* hcounters) {
   __shared__ long long sh_a[FU_MAX];  // sort keys: external src, then packed internal keys
   __shared__ long long sh_b[FU_MAX];  // external dst
   __shared__ int sh_perm[FU_MAX];
@@ -64,7 +65,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (blockDim.x != FU_THREADS || gridDim.x != 1 || m < 1 || m > FU_MAX ||
       work_bytes < static_cast<long long>(sizeof(FuWork))) {
-    if (tid == 0) write_counters(counters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    if (tid == 0) write_counters(counters, hcounters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
     return;  // uniform: the condition is the same for every thread
   }
   FuWork* w = reinterpret_cast<FuWork*>(work);
@@ -245,7 +246,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   __syncthreads();
   fu_tick(w, 2);
   if (s_over != 0) {  // uniform (read after the barrier, written before it)
-    if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    if (tid == 0) write_counters(counters, hcounters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
     return;
   }
 
@@ -442,7 +443,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     fu_tick(w, 4 + dir);
   }
   if (s_over != 0) {  // uniform (read after the barrier above)
-    if (tid == 0) write_counters(counters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    if (tid == 0) write_counters(counters, hcounters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
     return;
   }
 
@@ -458,8 +459,8 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     w->nlist[0] = s_tq;
     w->nlist[1] = s_wq;
     w->nlist[2] = s_bq;
-    write_counters(counters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa, out_end + sh_tail[0],
-                   in_end + sh_tail[1]);
+    write_counters(counters, hcounters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa,
+                   out_end + sh_tail[0], in_end + sh_tail[1]);
   }
 }
 
@@ -470,10 +471,11 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
             long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
             long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
             long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
-            unsigned char* work, long long work_bytes, long long* changes, long long* counters) {
+            unsigned char* work, long long work_bytes, long long* changes, long long* counters,
+            long long* hcounters) {
   fast_update_run(bsrc, bdst, bins, m, hkeys, hvals, hmask, ext, n, room, out_off, out_deg, out_cap, out_idx,
                   out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
-                  counters);
+                  counters, hcounters);
 }
 
 // The same with everything that changes from batch to batch in device memory, so that a captured
@@ -485,13 +487,14 @@ __global__ void __launch_bounds__(FU_THREADS, 1)
 fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
                 long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
                 long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
-                unsigned char* work, long long work_bytes, long long* counters) {
+                unsigned char* work, long long work_bytes, long long* counters, long long* hcounters) {
   const long long* bsrc = hdr + 8;
   const long long* bdst = bsrc + FU_MAX;
   const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
   fast_update_run(bsrc, bdst, bins, static_cast<int>(hdr[0]), hkeys, hvals, hmask, ext, static_cast<int>(hdr[1]),
                   static_cast<int>(hdr[2]), out_off, out_deg, out_cap, out_idx, hdr[3], out_size, in_off, in_deg,
-                  in_cap, in_idx, hdr[4], in_size, work, work_bytes, reinterpret_cast<long long*>(hdr[5]), counters);
+                  in_cap, in_idx, hdr[4], in_size, work, work_bytes, reinterpret_cast<long long*>(hdr[5]), counters,
+                  hcounters);
 }
 
 // The commit's deletion scan (step 6 above): chunk t of the lists that lose entries (out-direction chunks first),

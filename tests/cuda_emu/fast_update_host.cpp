@@ -37,18 +37,19 @@ static void run_grid(unsigned blocks, unsigned threads, F body) {
   }
 }
 
-// The three launches of GpuGraph's fast path; `grid` blocks for the two grid kernels.
+// The three launches of GpuGraph's fast path; `grid` blocks for the two grid kernels; `hcounters`
+// (may be null) stands for the mapped host copy of the counters.
 extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, const unsigned char* bins, int m,
                                 long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n,
                                 int room, long long* out_off, int* out_deg, int* out_cap, int* out_idx,
                                 long long out_end, long long out_size, long long* in_off, int* in_deg,
                                 int* in_cap, int* in_idx, long long in_end, long long in_size,
                                 unsigned char* work, long long work_bytes, long long* changes,
-                                long long* counters, int grid) {
+                                long long* counters, long long* hcounters, int grid) {
   run_grid(1, FU_THREADS, [=] {
     fast_update(bsrc, bdst, bins, m, hkeys, hvals, hmask, ext, n, room, out_off, out_deg, out_cap, out_idx,
                 out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
-                counters);
+                counters, hcounters);
   });
   run_grid(grid, FU_SCAN_THREADS, [=] { fast_update_scan(out_off, out_idx, in_off, in_idx, work, counters); });
   run_grid(grid, FU_COMMIT_THREADS, [=] {
