@@ -8,6 +8,10 @@ import functools
 import time
 
 TIMES = collections.defaultdict(list)
+#: CUDA event recorded on the current stream just before the graph update's captured graph is
+#: launched (set by :func:`wrap_graph_update`): ``elapsed(LAUNCH["event"], stepper.graph_done)``
+#: is the device time from the launch to the update's end, without the host's queueing.
+LAUNCH = {}
 
 
 def wrap(obj, name: str, label: str) -> None:
@@ -29,8 +33,10 @@ GRAPH_PIECES = ("FastUpdater.launch", "stage", "staged_key", "replay", "outcome"
 def wrap_graph_update() -> None:
     """Time a one-wait batch's graph update on the host: ``TIMES["pre"]`` the engine's work before
     queueing (from the batch's start to ``OneSyncStepper.apply``), ``"queue"`` the queueing
-    (``GpuGraph.launch_fast``), ``"book"`` the bookkeeping after the wait (``finish_fast``), and the
-    pieces inside them (:data:`GRAPH_PIECES`)."""
+    (``GpuGraph.launch_fast``), ``"book"`` the bookkeeping after the wait (``finish_fast``),
+    ``"upkeep"`` the upkeep for the next batch after it (``GpuGraph.upkeep``, not in ``graph_ms``;
+    builds before stop 28 do it inside ``finish_fast``), and the pieces inside them
+    (:data:`GRAPH_PIECES`)."""
     from streamrank import gpu_batch_graph, gpu_step, graph_gpu, graph_gpu_fast
 
     apply = gpu_step.OneSyncStepper.apply
@@ -42,8 +48,21 @@ def wrap_graph_update() -> None:
     gpu_step.OneSyncStepper.apply = timed_apply
     wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
     wrap(graph_gpu.GpuGraph, "finish_fast", "book")
+    if hasattr(graph_gpu.GpuGraph, "upkeep"):  # stop 28 on: compaction and room after the bookkeeping
+        wrap(graph_gpu.GpuGraph, "upkeep", "upkeep")
     fu, gg = graph_gpu_fast.FastUpdater, graph_gpu.GpuGraph
     targets = (fu, fu, fu, gpu_batch_graph.BatchGraphs, fu, gg, gg)
     names = ("launch", "stage", "staged_key", "replay", "outcome", "_maybe_compact", "_ensure_room")
     for obj, name, label in zip(targets, names, GRAPH_PIECES):
         wrap(obj, name, label)
+    import cupy as cp
+
+    LAUNCH["event"] = cp.cuda.Event()
+    replay = gpu_batch_graph.BatchGraphs.replay  # (wrapped above: the event goes before its clock)
+
+    def replay_after_event(self, slot, key, queue):
+        if slot == "graph":
+            LAUNCH["event"].record(cp.cuda.get_current_stream())
+        return replay(self, slot, key, queue)
+
+    gpu_batch_graph.BatchGraphs.replay = replay_after_event

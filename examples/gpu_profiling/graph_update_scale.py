@@ -12,11 +12,13 @@ of a production batch.
 
 With ``STREAMRANK_FAST_TICKS=1`` each size also prints the fused kernel's steps (device clock, us)
 and the membership scan each batch asks for: per query the shorter of out(u) and in(v), summed and
-at its largest (from the degrees before the batch). With ``PARTS=1`` each size also prints
+at its largest (from the degrees before the batch). The last column adds the upkeep for the next
+batch (``OneSyncStepper.upkeep_ms``), which ``graph_ms`` counted before stop 28. With ``PARTS=1`` each size also prints
 what ``graph_ms`` is made of (graph_ms_parts.py's split, on these graphs): the engine's host work
 before queueing, the host's queueing, the device events from the batch's start to the graph
-update's end, the bookkeeping after the wait, the host pieces inside them, per batch the captures
-of CUDA graphs and the reservations of tail room, and the time of a fixed piece of host work
+update's end (and of it the device time from the graph's launch), the bookkeeping after the wait
+(and the upkeep for the next batch after ``graph_ms`` ends), the host pieces inside them, per batch
+the captures of CUDA graphs and the reservations of tail room, and the time of a fixed piece of host work
 (NumPy and Python calls) run just before each batch: when it grows with the graph, the host itself
 runs slower there. ``GC=off`` disables Python's garbage collector after loading, ``GC=freeze``
 freezes what loading made (``gc.freeze``). ``IDLE=sleep|spin`` with ``IDLE_MS`` (10) idles the host
@@ -41,7 +43,7 @@ parts = os.environ.get("PARTS", "0") != "0"
 if parts:
     import cupy as cp
     sys.path.insert(0, os.path.dirname(__file__))
-    from _clock import GRAPH_PIECES, TIMES, wrap, wrap_graph_update  # noqa: E402
+    from _clock import GRAPH_PIECES, LAUNCH, TIMES, wrap, wrap_graph_update  # noqa: E402
     from streamrank import graph_gpu_lists  # noqa: E402
 
     wrap_graph_update()
@@ -90,7 +92,7 @@ ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse+lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
          "(1's table)", "(4 out's sort)", "(5's deletion scan)"]
 print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms median':>16} {'p95':>7} "
-      f"{'rank ms median':>15}")
+      f"{'rank ms median':>15} {'+ upkeep ms':>12}")
 for name, src, dst in graphs():
     eng = Engine("gpu", "dfp", config=RankConfig(dangling=dangling))
     eng.load_edges(src, dst)
@@ -100,7 +102,7 @@ for name, src, dst in graphs():
         gc.disable() if gc_mode == "off" else gc.freeze()
     ids = np.unique(np.concatenate([src, dst]))
     for size in sizes:
-        g_ms, r_ms, steps, scans, ev, caps = [], [], [], [], [], []
+        g_ms, r_ms, steps, scans, ev, caps, dev, up_ms = [], [], [], [], [], [], [], []
         for b in range(batches + 5):
             if b == 5 and parts:
                 TIMES.clear()  # the warm-up batches' times out
@@ -128,16 +130,20 @@ for name, src, dst in graphs():
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
             if b >= 5 and parts:
                 ev.append(cp.cuda.get_elapsed_time(eng._stepper.start, eng._stepper.graph_done) * 1e3)
+                dev.append(cp.cuda.get_elapsed_time(LAUNCH["event"], eng._stepper.graph_done) * 1e3)
                 caps.append((eng._stepper.graphs.captures if eng._stepper.graphs else 0) - c0)
             if b >= 5:
                 g_ms.append(st.graph_ms)
+                # the upkeep for the next batch (room, buffers) after graph_ms ends: stop 28 on
+                up_ms.append(st.graph_ms + getattr(eng._stepper, "upkeep_ms", 0.0))
                 r_ms.append(st.rank_ms)
                 if ticks:
                     t = eng.graph._fast.ticks().astype(np.int64)
                     scan = t[10] - t[5] if t.shape[0] > 10 and t[10] > t[5] else 0  # (none before the grid commit)
                     steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], scan]]) / 1e3)
         print(f"{name:<34} {eng.graph.num_vertices:>9} {eng.graph.num_edges:>10} {size:>6} "
-              f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f}", flush=True)
+              f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f} "
+              f"{np.median(up_ms):>12.3f}", flush=True)
         if steps:
             m = np.median(np.asarray(steps), axis=0)
             print("   kernel steps (us): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
@@ -145,11 +151,15 @@ for name, src, dst in graphs():
         if parts and ev:
             md = lambda k: float(np.median(TIMES[k])) if TIMES[k] else 0.0  # noqa: E731
             print(f"   graph_ms parts (us, medians): before queueing {md('pre'):.1f}, queueing {md('queue'):.1f}, "
-                  f"start -> graph update end (events) {np.median(ev):.1f}, bookkeeping {md('book'):.1f}; "
+                  f"start -> graph update end (events) {np.median(ev):.1f} (of it graph launch -> end "
+                  f"{np.median(dev):.1f}), bookkeeping {md('book'):.1f} (then upkeep {md('upkeep'):.1f}); "
                   f"captures per batch {np.mean(caps):.2f}, tail reservations {len(TIMES['reserve'])} "
                   f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}; "
                   f"fixed host work just before the batch {md('probe'):.1f} us", flush=True)
             print("   host pieces (us): " + ", ".join(f"{lab} {md(lab):.1f}" for lab in GRAPH_PIECES), flush=True)
+            if steps:  # the graph's copies and launch gaps: device time after the launch outside steps 1-5
+                print(f"   graph launch -> end outside the kernel's steps 1-5: "
+                      f"{np.median(dev) - np.median(np.asarray(steps)[:, :6].sum(axis=1)):.1f} us", flush=True)
         if scans:
             a = np.asarray(scans)
             print(f"   membership scans per batch: sum median {np.median(a[:, 0]):.0f}, "
