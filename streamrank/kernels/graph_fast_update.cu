@@ -341,7 +341,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       }
       __syncthreads();
       // sorted in place: sh_a[o + r] the r-th key (keys are distinct, or both padding)
-      block_sort_keys(sh_a, both ? 2 * Pc : Pc, Pc);
+      block_sort_keys(sh_a, sh_b, both ? 2 * Pc : Pc, Pc);  // sh_b: scratch (free until the planning)
     }
     const long long* const ka = sh_a + (both ? dir * Pc : 0);  // this direction's sorted keys
     if (dir == 0) fu_tick(w, 8);

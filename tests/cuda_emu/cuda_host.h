@@ -50,6 +50,7 @@ template <class T> T shfl_from(T v, int src) {
 template <class T> T __shfl_up_sync(unsigned, T v, int o) { const int l = threadIdx.x & 31; return shfl_from(v, l >= o ? l - o : l); }
 template <class T> T __shfl_down_sync(unsigned, T v, int o) { const int l = threadIdx.x & 31; return shfl_from(v, l + o < 32 ? l + o : l); }
 template <class T> T __shfl_sync(unsigned, T v, int s) { return shfl_from(v, s); }
+template <class T> T __shfl_xor_sync(unsigned, T v, int m) { return shfl_from(v, (threadIdx.x & 31) ^ m); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long c, unsigned long long v) {

@@ -1,4 +1,5 @@
 // Entry points of the emulated kernels for tests/test_fast_update_emulated.py (see cuda_host.h).
+#include <vector>
 #include "cuda_host.h"
 #include "idhash.cu"
 #include "graph_fast_update.cu"
@@ -60,5 +61,7 @@ extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, co
 // Step 4's block sort alone (fast_update_block.cuh) on `keys` (P positions; top = P: one sorted
 // array, P / 2: two halves sorted independently).
 extern "C" void emu_block_sort_keys(long long* keys, int P, int top) {
-  run_grid(1, FU_THREADS, [=] { block_sort_keys(keys, P, top); });
+  std::vector<long long> scratch(P > 0 ? P : 1, -7);  // the sort's second shared array
+  long long* const tmp = scratch.data();
+  run_grid(1, FU_THREADS, [=] { block_sort_keys(keys, tmp, P, top); });
 }
