@@ -269,9 +269,9 @@ def test_long_lists_lose_entries_in_chunks(lib, grid):
 
 
 def test_block_sort_network(lib):
-    """Step 4's bitonic network (two stages per round): every size from 1 to 2,048 positions, one
-    sorted array or two halves sorted independently (both directions' keys side by side), keys
-    with duplicates and the padding key."""
+    """Step 4's sort (warps sort runs of 64 in registers, then merge-path rounds): every size
+    from 1 to 2,048 positions, one sorted array or two halves sorted independently (both
+    directions' keys side by side), keys with duplicates and the padding key."""
     rng = np.random.default_rng(4)
     pad = np.iinfo(np.int64).max
     for p in (1 << e for e in range(12)):
