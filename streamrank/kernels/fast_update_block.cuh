@@ -121,7 +121,8 @@ __device__ __forceinline__ void block_sort_keys(long long* a, long long* tmp, in
     if (p1 < P) src[p1] = x1;
   }
   __syncthreads();
-  // ---- 2. merges: runs of len into runs of 2 len, two outputs per thread
+  // ---- 2. merges: runs of len into runs of 2 len, two outputs per thread (four, with half the
+  // searches, were slower: stop 28)
   for (int len = R; len < top; len <<= 1) {
     long long* const dst = src == a ? tmp : a;
     const int o = 2 * tid;  // this thread's first output

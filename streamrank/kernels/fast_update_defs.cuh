@@ -6,6 +6,7 @@
 
 #define FU_THREADS 1024             // the block; the scans below assume exactly 32 warps
 #define FU_MAX 2048                 // largest batch (edges); 2 * FU_THREADS
+static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys and sort");
 #define FU_TEMP (4 * FU_MAX)        // slots of the temporary table of unknown ids (load <= 1/2)
 #define FU_BIG 2048                 // lists this long are rewritten / moved by the whole block
 #define FU_SHORT 64                 // membership: lists this short are scanned by one thread

@@ -325,16 +325,27 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   for (int dir = 0; dir < 2; ++dir) {
     FuDir& D = w->dir[dir];
     if (!both || dir == 0) {
+      // this thread's deletions and insertions k = tid, tid + FU_THREADS: positions and ids
+      // loaded at once (one round trip to the scratch, for both directions' keys)
+      int dp[2], ip[2];
+      long long da[2], db[2], ia[2], ib[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int k = tid + r * FU_THREADS;
+        dp[r] = k < nD ? w->dpos[k] : -1;
+        ip[r] = k < nI ? w->ipos[k] : -1;
+        da[r] = w->du[k];
+        db[r] = w->dv[k];
+        ia[r] = w->iu[k];
+        ib[r] = w->iv[k];
+      }
       for (int e = both ? 0 : dir; e <= (both ? 1 : dir); ++e) {  // direction e at offset o
         const int o = both ? e * Pc : 0;
-        for (int k = tid; k < FU_MAX; k += FU_THREADS) {
-          if (k < nD && w->dpos[k] >= 0) {
-            const long long a = w->du[k], b = w->dv[k];
-            sh_a[o + w->dpos[k]] = e == 0 ? (a << 32) | b : (b << 32) | a;
-          }
-          if (k < nI && w->ipos[k] >= 0) {
-            const long long a = w->iu[k], b = w->iv[k];
-            sh_a[o + nDa + w->ipos[k]] = (e == 0 ? (a << 32) | b : (b << 32) | a) | FU_INS_BIT;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if (dp[r] >= 0) sh_a[o + dp[r]] = e == 0 ? (da[r] << 32) | db[r] : (db[r] << 32) | da[r];
+          if (ip[r] >= 0) {
+            sh_a[o + nDa + ip[r]] = (e == 0 ? (ia[r] << 32) | ib[r] : (ib[r] << 32) | ia[r]) | FU_INS_BIT;
           }
         }
         for (int i = c + tid; i < Pc; i += FU_THREADS) sh_a[o + i] = FU_KEY_MAX;  // padding sorts last
