@@ -49,6 +49,10 @@ _COUNTERS = 16
 #: device address (mapped host memory), so no device-to-host copy follows the update
 #: (STREAMRANK_FAST_MAPPED=0, or a device that gives no address: the copy).
 MAPPED_COUNTERS = os.environ.get("STREAMRANK_FAST_MAPPED", "1") != "0"
+#: The staged batch is read by the kernel from the pinned staging buffer through its device
+#: address (mapped host memory), so no host-to-device copy comes before the update
+#: (STREAMRANK_FAST_MAPPED_STAGE=0, or a device that gives no address: the copy).
+MAPPED_STAGING = os.environ.get("STREAMRANK_FAST_MAPPED_STAGE", "1") != "0"
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
 # Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
@@ -181,9 +185,10 @@ class FastUpdater:
         self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _OPTIONS)
         self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _OPTIONS)
         self.scan_blocks, self.commit_blocks = 2 * sm_count(), sm_count()
-        # A host batch goes up in one asynchronous copy of a fixed layout (fast_update_hdr): a
-        # header (batch size, vertex count, room, ends of idx, address of the changes buffer),
-        # then src and dst (int64) and the insert flags, FAST_MAX_EDGES entries each.
+        # A host batch is staged in pinned memory in a fixed layout (fast_update_hdr), which the
+        # kernel reads through its mapped address (or after one asynchronous copy): a header
+        # (batch size, vertex count, room, ends of idx, address of the changes buffer), then src
+        # and dst (int64) and the insert flags, FAST_MAX_EDGES entries each.
         fm = FAST_MAX_EDGES
         self.stage_bytes = _HEADER + 17 * fm
         self._stage_mem = cp.cuda.alloc_pinned_memory(self.stage_bytes)
@@ -192,10 +197,16 @@ class FastUpdater:
         self._src = np.frombuffer(mem, dtype=np.int64, count=fm, offset=_HEADER)
         self._dst = np.frombuffer(mem, dtype=np.int64, count=fm, offset=_HEADER + 8 * fm)
         self._ins = np.frombuffer(mem, dtype=np.uint8, count=fm, offset=_HEADER + 16 * fm)
-        self._stage_dev = cp.empty(self.stage_bytes, dtype=cp.uint8)
         # addresses cached: reading them costs about a microsecond each
         self._stage_host_ptr = int(self._header.ctypes.data)
-        self._stage_dev_ptr = int(self._stage_dev.data.ptr)
+        #: The staging buffer's device address when the kernel reads it there (0: copied into
+        #: ``_stage_dev`` before the kernel).
+        self.stage_mapped_ptr = _device_address(cp, self._stage_host_ptr) if MAPPED_STAGING else 0
+        if self.stage_mapped_ptr:
+            self._stage_dev, self._stage_dev_ptr = np.uint64(self.stage_mapped_ptr), self.stage_mapped_ptr
+        else:
+            self._stage_dev = cp.empty(self.stage_bytes, dtype=cp.uint8)
+            self._stage_dev_ptr = int(self._stage_dev.data.ptr)
         self.host_ptr = int(self.host.ctypes.data)
         self._counters_ptr = int(self.counters.data.ptr)
         #: The pinned counters' device address (0: not mapped; the counters are copied instead).
@@ -227,8 +238,8 @@ class FastUpdater:
 
     def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes_ptr: int) -> None:
         """Write a host batch (at most FAST_MAX_EDGES edges) and its header into the pinned
-        staging buffer (the previous batch's copy from it has completed: every batch ends with a
-        sync); :meth:`queue_staged` queues its copy and the update."""
+        staging buffer (the previous batch's update has read it: every batch ends with a sync);
+        :meth:`queue_staged` queues the update (and the copy, where the buffer is not mapped)."""
         m = len(batch)
         _pack_header(self._header, 0, m, n, room, out_end, in_end, changes_ptr)  # one call, not six
         # typed views of the pinned buffer: the assignments convert, no temporary arrays
@@ -253,12 +264,13 @@ class FastUpdater:
         return key
 
     def queue_staged(self, ids, out, inn) -> None:
-        """Queue the copy of the staged batch, ``fast_update_hdr`` and its grid kernels (and the copy
-        of the counters into pinned memory where they are not mapped): only fixed addresses, so a
-        CUDA graph can capture it (:mod:`streamrank.gpu_batch_graph`)."""
+        """Queue ``fast_update_hdr`` and its grid kernels (and the copies of the staged batch and of
+        the counters where the pinned buffers are not mapped): only fixed addresses, so a CUDA graph
+        can capture it (:mod:`streamrank.gpu_batch_graph`)."""
         cp = self.cp
         stream = cp.cuda.get_current_stream()
-        cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
+        if not self.stage_mapped_ptr:
+            cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
         launch(self.kernel_hdr, 1, FAST_THREADS,
                (self._stage_dev, ids.keys, ids.vals, ids.mask, ids.external_buffer,
                 out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),

@@ -115,12 +115,14 @@ def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap, mapped):
     fast launch (it writes nothing, the loop returns at once) and goes the slow way, which
     re-reserves; nothing is lost, and the ranks are those of the two-step engine. With the
     graph's bookkeeping overlapping the loop (the default) and after the one wait; with the
-    kernel's counters written into mapped host memory (the default) and copied."""
+    staged batch read and the counters written by the kernel in mapped host memory (the default)
+    and both copied."""
     from streamrank import gpu_step, graph_gpu_fast
     from streamrank.idmap_gpu import GpuIdMap
 
     monkeypatch.setattr(gpu_step, "OVERLAP_BOOKKEEPING", overlap)
     monkeypatch.setattr(graph_gpu_fast, "MAPPED_COUNTERS", mapped)
+    monkeypatch.setattr(graph_gpu_fast, "MAPPED_STAGING", mapped)
 
     rng = np.random.default_rng(zlib.crc32(f"one-sync-room/{dangling}".encode()))
     s, d = _base(rng, n=400, m=2000, hubs=2)
@@ -140,7 +142,8 @@ def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap, mapped):
         _same_step(one.apply(EdgeBatch.from_arrays(bs, bd, ins)), two.apply(EdgeBatch.from_arrays(bs, bd, ins)),
                    dangling)
     assert one._stepper.misfits == 4 and one._stepper.steps == 8
-    assert (one.graph._fast.host_dev_ptr != 0) == mapped  # H100/H200 map pinned memory
+    fast = one.graph._fast
+    assert (fast.host_dev_ptr != 0) == (fast.stage_mapped_ptr != 0) == mapped  # H100/H200 map pinned memory
     # the id map rebuilt by the slow path holds new addresses: graph G was captured again
     assert one._stepper.graphs.captures >= 4
     assert one.graph.num_vertices == two.graph.num_vertices == 400 + nxt - 10_000

@@ -489,23 +489,39 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
                   counters, hcounters);
 }
 
-// The same with everything that changes from batch to batch in device memory, so that a captured
-// CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size m,
-// [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out- and
-// in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
-// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes).
+// The same with everything that changes from batch to batch in one staged buffer, so that a
+// captured CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size
+// m, [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out-
+// and in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
+// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes). The
+// buffer may be mapped pinned host memory (read across the bus, no copy before the launch: stop
+// 28), so the header is read once and the batch copied into the scratch before the update, which
+// reads it more than once.
 __global__ void __launch_bounds__(FU_THREADS, 1)
 fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
                 long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
                 long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
                 unsigned char* work, long long work_bytes, long long* counters, long long* hcounters) {
-  const long long* bsrc = hdr + 8;
-  const long long* bdst = bsrc + FU_MAX;
-  const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
-  fast_update_run(bsrc, bdst, bins, static_cast<int>(hdr[0]), hkeys, hvals, hmask, ext, static_cast<int>(hdr[1]),
-                  static_cast<int>(hdr[2]), out_off, out_deg, out_cap, out_idx, hdr[3], out_size, in_off, in_deg,
-                  in_cap, in_idx, hdr[4], in_size, work, work_bytes, reinterpret_cast<long long*>(hdr[5]), counters,
-                  hcounters);
+  long long h[6];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) h[i] = hdr[i];  // one request per warp and entry
+  const long long m = h[0];
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+  if (work_bytes >= static_cast<long long>(sizeof(FuWork)) && m >= 1 && m <= FU_MAX) {  // uniform
+    const long long* bsrc = hdr + 8;
+    const long long* bdst = bsrc + FU_MAX;
+    const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
+    for (int i = threadIdx.x; i < m; i += blockDim.x) {
+      w->bsrc[i] = bsrc[i];
+      w->bdst[i] = bdst[i];
+      w->bins[i] = bins[i];
+    }
+  }
+  __syncthreads();  // the batch in the scratch (fast_update_run checks the arguments)
+  const int mi = m >= 1 && m <= FU_MAX ? static_cast<int>(m) : -1;  // (-1: refused as an argument)
+  fast_update_run(w->bsrc, w->bdst, w->bins, mi, hkeys, hvals, hmask, ext, static_cast<int>(h[1]),
+                  static_cast<int>(h[2]), out_off, out_deg, out_cap, out_idx, h[3], out_size, in_off, in_deg, in_cap,
+                  in_idx, h[4], in_size, work, work_bytes, reinterpret_cast<long long*>(h[5]), counters, hcounters);
 }
 
 // The commit's deletion scan (step 6 above): chunk t of the lists that lose entries (out-direction chunks first),
