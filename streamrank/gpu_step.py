@@ -33,8 +33,8 @@ CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
 
 #: The graph's bookkeeping after a batch (counters, ends) and its upkeep (room for the next
 #: batch, compaction) run while the rank loop is still on the device: the host waits for the
-#: graph update's event, does them, then waits for the loop. STREAMRANK_GRAPH_OVERLAP=0: one wait for both, then both
-#: bookkeepings (before stop 27).
+#: graph update's event, does them, then waits for the loop. STREAMRANK_GRAPH_OVERLAP=0: one
+#: wait for both, then both bookkeepings (before stop 27).
 OVERLAP_BOOKKEEPING = os.environ.get("STREAMRANK_GRAPH_OVERLAP", "1") != "0"
 
 #: Algorithms that can run behind a pending graph update.

@@ -124,7 +124,7 @@ _pack_header = struct.Struct("<6q").pack_into
 
 def _device_address(cp, host_ptr: int) -> int:
     """The device address of pinned host memory at ``host_ptr`` (with unified addressing the
-    same number), or 0 when the runtime gives none (the counters are then copied)."""
+    same number), or 0 when the runtime gives none (the buffer's contents are then copied)."""
     try:
         return int(cp.cuda.runtime.pointerGetAttributes(host_ptr).devicePointer)
     except Exception:  # noqa: BLE001 - no mapped address here: fall back to the copy
