@@ -115,20 +115,35 @@ class _Model:
                 b[: d.end] = d.idx[: d.end]
                 d.idx = b
 
-    def apply(self, s, d, ins):
+    def apply(self, s, d, ins, staged=False, claim_m=None):
+        """One launch; ``staged``: through fast_update_hdr, the batch in a staged buffer as the
+        host stages it (``claim_m``: the size its header claims, default the batch's)."""
         s, d = np.ascontiguousarray(s, np.int64), np.ascontiguousarray(d, np.int64)
         ins = np.ascontiguousarray(ins, np.uint8)
         m = s.shape[0]
         changes = np.zeros(4 * m, np.int64)
         room = min(self.vcap - self.n, self.keys.shape[0] // 2 - self.n, self.ext.shape[0] - self.n)
         o, i = self.dirs
-        self.lib.emu_fast_update(
-            _p(s), _p(d), _p(ins), _I(m), _p(self.keys), _p(self.vals), _U64(self.keys.shape[0] - 1),
-            _p(self.ext), _I(self.n), _I(room),
-            _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _LL(o.end), _LL(o.idx.shape[0]),
-            _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _LL(i.end), _LL(i.idx.shape[0]),
-            _p(self.work), _LL(self.work.nbytes), _p(changes), _p(self.counters), _p(self.hcounters),
-            _I(self.grid))
+        table = (_p(self.keys), _p(self.vals), _U64(self.keys.shape[0] - 1), _p(self.ext))
+        tail = (_p(self.work), _LL(self.work.nbytes))
+        if staged:
+            buf = np.zeros(64 + 17 * FAST_MAX, np.uint8)  # the layout of FastUpdater's pinned buffer
+            hdr = buf[:64].view(np.int64)
+            hdr[:6] = (m if claim_m is None else claim_m), self.n, room, o.end, i.end, changes.ctypes.data
+            k = min(m, FAST_MAX)
+            buf[64: 64 + 8 * k].view(np.int64)[:] = s[:k]
+            buf[64 + 8 * FAST_MAX: 64 + 8 * FAST_MAX + 8 * k].view(np.int64)[:] = d[:k]
+            buf[64 + 16 * FAST_MAX: 64 + 16 * FAST_MAX + k] = ins[:k]
+            self.lib.emu_fast_update_hdr(
+                _p(buf), *table, _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _LL(o.idx.shape[0]),
+                _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _LL(i.idx.shape[0]), *tail,
+                _p(self.counters), _p(self.hcounters), _I(self.grid))
+        else:
+            self.lib.emu_fast_update(
+                _p(s), _p(d), _p(ins), _I(m), *table, _I(self.n), _I(room),
+                _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _LL(o.end), _LL(o.idx.shape[0]),
+                _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _LL(i.end), _LL(i.idx.shape[0]),
+                *tail, _p(changes), _p(self.counters), _p(self.hcounters), _I(self.grid))
         # every exit of the kernel (applied, overflow, bad arguments) writes the host's copy too
         assert np.array_equal(self.hcounters, self.counters), (self.hcounters, self.counters)
         self.hcounters[:] = -7  # stale values the next call must overwrite
@@ -170,20 +185,23 @@ def _check(model, cg, c, changes, ch):
         assert np.array_equal(keys, np.sort(src * 2**32 + dst))
 
 
-def _step(model, cg, s, d, ins):
-    c, changes = model.apply(s, d, ins)
+def _step(model, cg, s, d, ins, staged=False):
+    c, changes = model.apply(s, d, ins, staged=staged)
     assert c[0] == 0, f"overflow {c[0]}"
     ch = cg.apply(EdgeBatch.from_arrays(np.asarray(s), np.asarray(d), np.asarray(ins, bool)))
     _check(model, cg, c, changes, ch)
     model.reserve()
 
 
-def test_mixed_batches_match_cpu(lib):
+@pytest.mark.parametrize("staged", [False, True])
+def test_mixed_batches_match_cpu(lib, staged):
     """Duplicates, insert/delete pairs, present insertions, absent deletions, new ids (also
-    first as dst, both endpoints of an edge, ids far above 2**32), up to the 2048-edge cap."""
+    first as dst, both endpoints of an edge, ids far above 2**32), up to the 2048-edge cap; the
+    batch passed as arguments, or staged with its header (fast_update_hdr, the host batch's
+    form)."""
     rng = np.random.default_rng(0)
     model, cg = _Model(lib), CpuGraph()
-    _step(model, cg, np.array([50, 7, 2**62]), np.array([7, 50, 2**62]), np.array([1, 1, 1]))
+    _step(model, cg, np.array([50, 7, 2**62]), np.array([7, 50, 2**62]), np.array([1, 1, 1]), staged)
     for k in (1700, 300):
         s, d = rng.integers(0, 400, k), rng.integers(0, 400, k)
         ins = rng.random(k) < 0.6
@@ -193,7 +211,7 @@ def test_mixed_batches_match_cpu(lib):
         s = np.where(rng.random(k) < 0.05, 2**40 + rng.integers(0, 50, k), s)
         j = rng.integers(0, k, max(1, k // 5))
         s, d, ins = np.concatenate([s, s[j]]), np.concatenate([d, d[j]]), np.concatenate([ins, ~ins[j]])
-        _step(model, cg, s[:FAST_MAX], d[:FAST_MAX], ins[:FAST_MAX])
+        _step(model, cg, s[:FAST_MAX], d[:FAST_MAX], ins[:FAST_MAX], staged)
 
 
 def test_hub_lists(lib):
@@ -298,3 +316,6 @@ def test_overflow_writes_nothing(lib):
     assert c[0] & 6 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
     c, _ = model.apply(np.zeros(FAST_MAX + 1, np.int64), np.ones(FAST_MAX + 1, np.int64), np.ones(FAST_MAX + 1))
     assert c[0] == 8
+    for claim in (FAST_MAX + 1, 2**32 + 5, 0):  # a staged header past the cap (or one that wraps an int)
+        c, _ = model.apply(np.zeros(5, np.int64), np.ones(5, np.int64), np.ones(5), staged=True, claim_m=claim)
+        assert c[0] == 8 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))

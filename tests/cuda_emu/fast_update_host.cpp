@@ -58,6 +58,23 @@ extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, co
   });
 }
 
+// The same with the batch and its sizes in a staged buffer (fast_update_hdr: a 64-byte header, then
+// src, dst and the insert flags, FU_MAX entries each; on the GPU mapped pinned memory).
+extern "C" void emu_fast_update_hdr(const long long* hdr, long long* hkeys, int* hvals, unsigned long long hmask,
+                                    long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx,
+                                    long long out_size, long long* in_off, int* in_deg, int* in_cap, int* in_idx,
+                                    long long in_size, unsigned char* work, long long work_bytes, long long* counters,
+                                    long long* hcounters, int grid) {
+  run_grid(1, FU_THREADS, [=] {
+    fast_update_hdr(hdr, hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, out_size, in_off, in_deg,
+                    in_cap, in_idx, in_size, work, work_bytes, counters, hcounters);
+  });
+  run_grid(grid, FU_SCAN_THREADS, [=] { fast_update_scan(out_off, out_idx, in_off, in_idx, work, counters); });
+  run_grid(grid, FU_COMMIT_THREADS, [=] {
+    fast_update_commit(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters);
+  });
+}
+
 // Step 4's block sort alone (fast_update_block.cuh) on `keys` (P positions; top = P: one sorted
 // array, P / 2: two halves sorted independently).
 extern "C" void emu_block_sort_keys(long long* keys, int P, int top) {
