@@ -11,6 +11,7 @@ degree (default RankConfig's).
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -61,11 +62,19 @@ def replay_from_env(*, device: str = "gpu", warmup: int = 5) -> SxmoReplay:
     return replay
 
 
-def sized_replay_from_env(default_sizes: str, *, device: str = "gpu"):
+def sized_replay_from_env(default_sizes: str, *, device: str = "gpu", default_batches: int = 100,
+                          per_batch: int = 1):
     """``(replay, sizes, batches)`` for the scripts that run several batch sizes: ``SIZES``
     (comma-separated lines per batch, default ``default_sizes``), ``BATCHES`` per size (default
-    100), the replay warmed up with the first size (:func:`replay_from_env`)."""
+    ``default_batches``), the replay warmed up with the first size (:func:`replay_from_env`).
+    Exits with a message when the file's lines after the base cannot hold the run: 5 warm-up
+    batches and ``per_batch * BATCHES`` batches per size (an empty batch would take the slow path,
+    and its time would mean nothing)."""
     sizes = [int(s) for s in os.environ.get("SIZES", default_sizes).split(",")]
-    batches = int(os.environ.get("BATCHES", "100"))
+    batches = int(os.environ.get("BATCHES", str(default_batches)))
     os.environ["SIZE"] = str(sizes[0])
-    return replay_from_env(device=device), sizes, batches
+    replay = replay_from_env(device=device)
+    need = sum((per_batch * batches + 5) * s for s in sizes)
+    if need > replay.lines_left:
+        sys.exit(f"the replay has {replay.lines_left:,} lines left, the run needs {need:,}: fewer BATCHES or SIZES")
+    return replay, sizes, batches

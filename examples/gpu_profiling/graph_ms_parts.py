@@ -3,7 +3,7 @@ target), per batch on the sx-mathoverflow replay: the engine's host work before 
 is queued, the host time of queueing it (staging + graph replay), the device events from the
 batch's start to the graph kernel's end, and the graph's bookkeeping after the wait. GPU only.
 
-    SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZES=5,50,506 BATCHES=100 PYTHONPATH=. \
+    SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZES=5,50,506 BATCHES=80 PYTHONPATH=. \
         python3 examples/gpu_profiling/graph_ms_parts.py
 
 Under ``ncu --kernel-name regex:fast_update`` the same run gives the kernel's own duration.
@@ -17,7 +17,7 @@ from _sxmo import sized_replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
 from streamrank import graph_gpu  # noqa: E402
 
-replay, sizes, batches = sized_replay_from_env("5,50,506")
+replay, sizes, batches = sized_replay_from_env("5,50,506", default_batches=80)  # 85 x 561 lines fit the file
 eng = replay.engine
 stepper = eng._stepper
 assert stepper is not None, "the one-wait path is off (STREAMRANK_ONE_SYNC=0?)"
