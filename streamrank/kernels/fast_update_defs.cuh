@@ -134,6 +134,9 @@ __device__ __forceinline__ void write_counters(long long* counters, long long* h
                                                long long nnew, long long nins, long long ndel, long long dup,
                                                long long present, long long absent, long long out_end,
                                                long long in_end) {
+  static_assert(C_OVERFLOW == 0 && C_NEW == 1 && C_INS == 2 && C_DEL == 3 && C_DUP == 4 && C_PRESENT == 5 &&
+                    C_ABSENT == 6 && C_OUT_END == 7 && C_IN_END == 8,
+                "v lists the counters in slot order");
   const long long v[C_IN_END + 1] = {overflow, nnew, nins, ndel, dup, present, absent, out_end, in_end};
   for (int i = 0; i < C_COUNT; ++i) counters[i] = i <= C_IN_END ? v[i] : 0;
   if (hcounters != nullptr) {
