@@ -20,23 +20,17 @@ import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _sxmo import replay_from_env  # noqa: E402
-import cupy as cp  # noqa: E402
+from _sxmo import sized_replay_from_env  # noqa: E402
 from streamrank import graph_gpu_fast  # noqa: E402
+import cupy as cp  # noqa: E402
 
 FLAG = os.environ.get("FLAG", "MAPPED_COUNTERS")
 ADDRESS = {"MAPPED_COUNTERS": "host_dev_ptr", "MAPPED_STAGING": "stage_mapped_ptr"}[FLAG]
-sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506").split(",")]
-batches = int(os.environ.get("BATCHES", "40"))
-os.environ["SIZE"] = str(sizes[0])
 replays = {}
 for mapped in (True, False):  # the updater reads the setting when the engine's first batch creates it
     setattr(graph_gpu_fast, FLAG, mapped)
-    replays[mapped] = replay_from_env()
+    replays[mapped], sizes, batches = sized_replay_from_env("5,50,506", default_batches=40)
     assert (getattr(replays[mapped].engine.graph._fast, ADDRESS) != 0) == mapped, "no mapped address here"
-need = sum((batches + 5) * s for s in sizes)
-if need > replays[True].lines_left:
-    sys.exit(f"the replay has {replays[True].lines_left:,} lines left, the run needs {need:,}")
 print(f"{FLAG}; dangling {replays[True].dangling}; medians over {batches} batches per setting, alternated "
       "batch by batch")
 print(f"{'lines':>6} {'mapped':>7} {'start->graph end us':>20} {'graph ms':>9} {'total ms':>9}")
