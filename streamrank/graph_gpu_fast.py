@@ -184,7 +184,8 @@ class FastUpdater:
         #: (a fixed size: the work is read on the device, so the launch needs no sync).
         self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _OPTIONS)
         self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _OPTIONS)
-        self.scan_blocks, self.commit_blocks = 2 * sm_count(), sm_count()
+        # 4 blocks of 256 per SM: a 1,000-edge batch's 400 or so chunks in one round (stop 29)
+        self.scan_blocks, self.commit_blocks = 4 * sm_count(), sm_count()
         # A host batch is staged in pinned memory in a fixed layout (fast_update_hdr), which the
         # kernel reads through its mapped address (or after one asynchronous copy): a header
         # (batch size, vertex count, room, ends of idx, address of the changes buffer), then src

@@ -15,9 +15,10 @@
 //   4. membership against the graph before the batch: the shorter of out(u) and in(v) is scanned
 //      by one thread when it is short (FU_SHORT), else by warps (a list past FU_MPART entries in
 //      up to FU_MPARTS parts);
-//   5. per direction: the applied changes sorted as keys u << 32 | t (block bitonic sort),
-//      grouped by u, and planned: lists that would overflow move to the reserved tail of idx
-//      (offsets by a block scan);
+//   5. per direction: the applied changes sorted as keys u << 32 | t (block_sort_keys; both
+//      directions side by side when they fit, then planned in one pass over both), grouped by
+//      u, and planned: lists that would overflow move to the reserved tail of idx (offsets by a
+//      block scan);
 //   6. only when everything fits (vertex / id map room, both idx tails) the commit: new ids
 //      into the id map (the one block); then every list that loses entries is scanned in chunks
 //      of FU_CHUNK entries spread over a grid (fast_update_scan: its deleted entries below its
@@ -60,6 +61,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   __shared__ int sh_iscan[32];
   __shared__ long long sh_lscan[32];
   __shared__ long long sh_tail[2];
+  __shared__ long long s_split[2];  // step 4: the out-direction's totals of a pass over both
   __shared__ int s_over, s_mq, s_tq, s_wq, s_bq;  // overflow bits, lengths of the work lists
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -112,19 +114,24 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   __syncthreads();
   fu_tick(w, 7);
-  // Two scans number the surviving insertions and deletions (item i = 2 * tid + j).
+  // One scan numbers the surviving insertions (low 16 bits) and deletions (high 16 bits; counts
+  // are at most FU_MAX < 2^16), item i = 2 * tid + j.
   int ipre[2], dpre[2];
   bool surv[2], sins[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int i = 2 * tid + j;
-    surv[j] = i < m && clast[cslot[i]] == i;  // read before the scans' barriers; step 2 reuses the arrays
+    surv[j] = i < m && clast[cslot[i]] == i;  // read before the scan's barriers; step 2 reuses the arrays
     sins[j] = surv[j] && bins[i] != 0;
-    ipre[j] = (surv[j] && sins[j]) ? 1 : 0;
-    dpre[j] = (surv[j] && !sins[j]) ? 1 : 0;
+    ipre[j] = surv[j] ? (sins[j] ? 1 : 1 << 16) : 0;
   }
-  const int nI = block_scan_items<2, int>(ipre, sh_iscan);
-  const int nD = block_scan_items<2, int>(dpre, sh_iscan);
+  const int nID = block_scan_items<2, int>(ipre, sh_iscan);
+  const int nI = nID & 0xffff, nD = nID >> 16;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    dpre[j] = ipre[j] >> 16;
+    ipre[j] &= 0xffff;
+  }
   int upre[2];  // insertions with an endpoint the id map does not know (step 2)
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -295,20 +302,19 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     }
   }
   __syncthreads();
-  int apre[2], bpre[2];
+  int apre[2];  // applied insertions (low 16 bits) and deletions (high 16 bits) before, one scan
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int k = 2 * tid + j;
-    apre[j] = k < nI ? w->iok[k] : 0;
-    bpre[j] = k < nD ? w->dok[k] : 0;
+    apre[j] = (k < nI ? w->iok[k] : 0) + (k < nD ? w->dok[k] << 16 : 0);
   }
-  const int nIa = block_scan_items<2, int>(apre, sh_iscan);
-  const int nDa = block_scan_items<2, int>(bpre, sh_iscan);
+  const int nIDa = block_scan_items<2, int>(apre, sh_iscan);
+  const int nIa = nIDa & 0xffff, nDa = nIDa >> 16;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int k = 2 * tid + j;
-    if (k < nI) w->ipos[k] = w->iok[k] ? apre[j] : -1;
-    if (k < nD) w->dpos[k] = w->dok[k] ? bpre[j] : -1;
+    if (k < nI) w->ipos[k] = w->iok[k] ? (apre[j] & 0xffff) : -1;
+    if (k < nD) w->dpos[k] = w->dok[k] ? (apre[j] >> 16) : -1;
   }
   __syncthreads();
   fu_tick(w, 3);
@@ -316,15 +322,19 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
 
   // ---------------------------------------------------------------- 4. sort and plan per direction
   // Both directions' keys are sorted by one network when they fit side by side (two halves of Pc
-  // positions sorted independently), else one direction at a time. A sort key is u << 32 | t
-  // with bit 31 set for an insertion (ids are below 2^31): a group's deletions come first, each
-  // part in target order, and the key alone says what it is (no permutation moves with it).
+  // positions sorted independently) and then planned in one pass over both halves (position q:
+  // direction q >= Pc, entry q - Pc of it); else one direction at a time, sorted and planned in a
+  // pass each. A sort key is u << 32 | t with bit 31 set for an insertion (ids are below 2^31): a
+  // group's deletions come first, each part in target order, and the key alone says what it is
+  // (no permutation moves with it). The pass's prefix sums run over all its positions: the
+  // out-direction's come first, so an in-direction entry subtracts the out-direction's total
+  // (the prefix at q = Pc, `s_split`), or counts in the high half of a packed int.
   int Pc = 1;
   while (Pc < c) Pc <<= 1;
   const bool both = 2 * Pc <= FU_MAX;
-  for (int dir = 0; dir < 2; ++dir) {
-    FuDir& D = w->dir[dir];
-    if (!both || dir == 0) {
+  const int P = both ? 2 * Pc : Pc;  // positions of a pass
+  for (int pass = 0; pass < (both ? 1 : 2); ++pass) {
+    {
       // this thread's deletions and insertions k = tid, tid + FU_THREADS: positions and ids
       // loaded at once (one round trip to the scratch, for both directions' keys)
       int dp[2], ip[2];
@@ -339,7 +349,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
         ia[r] = w->iu[k];
         ib[r] = w->iv[k];
       }
-      for (int e = both ? 0 : dir; e <= (both ? 1 : dir); ++e) {  // direction e at offset o
+      for (int e = both ? 0 : pass; e <= (both ? 1 : pass); ++e) {  // direction e at offset o
         const int o = both ? e * Pc : 0;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -352,60 +362,88 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       }
       __syncthreads();
       // sorted in place: sh_a[o + r] the r-th key (keys are distinct, or both padding)
-      block_sort_keys(sh_a, sh_b, both ? 2 * Pc : Pc, Pc);  // sh_b: scratch (free until the planning)
+      block_sort_keys(sh_a, sh_b, P, Pc);  // sh_b: scratch (free until the planning)
     }
-    const long long* const ka = sh_a + (both ? dir * Pc : 0);  // this direction's sorted keys
-    if (dir == 0) fu_tick(w, 8);
+    if (pass == 0) fu_tick(w, 8);
+    // this thread's positions q = 2 * tid + j: direction qe[j], entry qr[j] of it (valid: < c)
+    int qe[2], qr[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int q = 2 * tid + j;
+      qe[j] = both ? (q >= Pc ? 1 : 0) : pass;
+      qr[j] = both && q >= Pc ? q - Pc : q;
+    }
+    // insertions before each position, per direction: 1 (out) or 1 << 16 (in) per insertion
     int pre[2];
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int r = 2 * tid + j;
-      pre[j] = (r < c && (ka[r] & FU_INS_BIT) != 0) ? 1 : 0;
+      const int q = 2 * tid + j;
+      pre[j] = (qr[j] < c && (sh_a[q] & FU_INS_BIT) != 0) ? (qe[j] == 0 ? 1 : 1 << 16) : 0;
     }
     block_scan_items<2, int>(pre, sh_iscan);
     // sh_b (free in this step) keeps the insertions before each sorted position for the planning
-    // below, which reads the sorted keys from ka: shared memory, not D's copies in global memory
+    // below, which reads the sorted keys from sh_a: shared memory, not D's copies in global memory
     long long* const sh_ipos = sh_b;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int r = 2 * tid + j;
+      const int q = 2 * tid + j, r = qr[j];
       if (r >= c) continue;
-      const bool ins = (ka[r] & FU_INS_BIT) != 0;
-      const long long key = ka[r] & ~FU_INS_BIT;
-      D.key[r] = key;
-      sh_ipos[r] = pre[j];
-      if (dir == 0) {  // the changes, sorted by (src, dst) of internal ids
-        const int at = ins ? pre[j] : r - pre[j];
+      const long long kq = sh_a[q];
+      const bool ins = (kq & FU_INS_BIT) != 0;
+      const long long key = kq & ~FU_INS_BIT;
+      const int before = qe[j] == 0 ? (pre[j] & 0xffff) : (pre[j] >> 16);
+      w->dir[qe[j]].key[r] = key;
+      sh_ipos[q] = before;
+      if (qe[j] == 0) {  // the changes, sorted by (src, dst) of internal ids
+        const int at = ins ? before : r - before;
         long long* out = changes + (ins ? 0 : 2 * static_cast<long long>(m));
         out[at] = key >> 32;
         out[m + at] = key & 0xffffffffLL;
       }
     }
     __syncthreads();  // D.key and sh_ipos complete
-    if (dir == 0) fu_tick(w, 9);
+    if (pass == 0) fu_tick(w, 9);
     long long need[2], at[2], dc[2];  // dc: (1 << 32) | chunks for a group with deletions
+    // group leaders (the first position of each vertex), their group's end and vertex, then both
+    // positions' degree and capacity loads issued together (one round trip, not two)
+    int gl[2], gu[2], gd[2], gc[2];  // gl: end of the group led (0: not a leader)
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int r = 2 * tid + j;
+      const int q = 2 * tid + j, r = qr[j];
       need[j] = 0;
       dc[j] = 0;
+      gl[j] = 0;
+      gu[j] = 0;
       if (r >= c) continue;
-      const long long key = ka[r];
-      const long long hi = key >> 32;
+      const long long* const ka = sh_a + (q - r);  // this direction's sorted keys
+      const long long hi = ka[r] >> 32;
       if (r > 0 && (ka[r - 1] >> 32) == hi) continue;  // not a group leader
       int lo = r + 1, up = c;  // first position of the next vertex
       while (lo < up) {
         const int mid = (lo + up) >> 1;
         if ((ka[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
       }
-      const int u = static_cast<int>(hi);
-      const int ki = static_cast<int>((lo < c ? sh_ipos[lo] : nIa) - sh_ipos[r]);
-      const int kd = (lo - r) - ki;
+      gl[j] = lo;
+      gu[j] = static_cast<int>(hi);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
       // vertices from n on (new ones) have degree and capacity 0 (the store keeps them so)
-      const int d = u < n ? (dir == 0 ? out_deg[u] : in_deg[u]) : 0;
-      const int cp = u < n ? (dir == 0 ? out_cap[u] : in_cap[u]) : 0;
+      const int u = gu[j];
+      const bool old = gl[j] > 0 && u < n;
+      gd[j] = old ? (qe[j] == 0 ? out_deg[u] : in_deg[u]) : 0;
+      gc[j] = old ? (qe[j] == 0 ? out_cap[u] : in_cap[u]) : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      if (gl[j] == 0) continue;  // (a leader's group ends after it: gl > r >= 0)
+      const int q = 2 * tid + j, r = qr[j], dir = qe[j], lo = gl[j], d = gd[j];
+      const long long* const kip = sh_ipos + (q - r);
+      const int ki = static_cast<int>((lo < c ? kip[lo] : nIa) - kip[r]);
+      const int kd = (lo - r) - ki;
       const long long want = static_cast<long long>(d - kd) + ki;
-      if (ki > 0 && want > cp) need[j] = 2 * want > 4 ? 2 * want : 4;
+      if (ki > 0 && want > gc[j]) need[j] = 2 * want > 4 ? 2 * want : 4;
+      FuDir& D = w->dir[dir];
       D.gend[r] = lo;
       D.d0[r] = d;
       D.kd[r] = kd;
@@ -425,33 +463,45 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
         w->wlist[atomicAdd(&s_wq, 1)] = entry;
       }
     }
+    const bool has_del[2] = {dc[0] != 0, dc[1] != 0};
     at[0] = need[0];
     at[1] = need[1];
     const long long tail = block_scan_items<2, long long>(at, sh_lscan);
-    const long long end = dir == 0 ? out_end : in_end;
-    const long long size = dir == 0 ? out_size : in_size;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int r = 2 * tid + j;
-      if (r < c) D.noff[r] = need[j] > 0 ? end + at[j] : -1;
-    }
-    const bool has_del[2] = {dc[0] != 0, dc[1] != 0};
     const long long dtot = block_scan_items<2, long long>(dc, sh_lscan);
+    // the out-direction's totals: the prefixes at the in-direction's first position (q = Pc)
+    if (both && tid == (Pc >> 1)) {
+      s_split[0] = (Pc & 1) ? at[1] : at[0];  // (not at[Pc & 1]: a dynamic index puts at on the stack)
+      s_split[1] = (Pc & 1) ? dc[1] : dc[0];
+    }
+    __syncthreads();  // s_split written
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
+      const int r = qr[j], dir = qe[j];
+      if (r >= c) continue;
+      const bool later = both && dir == 1;  // an in-direction entry after the out-direction's
+      FuDir& D = w->dir[dir];
+      const long long end = dir == 0 ? out_end : in_end;
+      D.noff[r] = need[j] > 0 ? end + at[j] - (later ? s_split[0] : 0) : -1;
       if (!has_del[j]) continue;
-      const int g = static_cast<int>(dc[j] >> 32);
-      D.dlead[g] = 2 * tid + j;
-      D.dchunk[g] = static_cast<int>(dc[j] & 0xffffffffLL);
+      const long long g = dc[j] - (later ? s_split[1] : 0);
+      D.dlead[static_cast<int>(g >> 32)] = r;
+      D.dchunk[static_cast<int>(g >> 32)] = static_cast<int>(g & 0xffffffffLL);
     }
     if (tid == 0) {
-      w->ndel_groups[dir] = static_cast<int>(dtot >> 32);
-      w->nchunks[dir] = static_cast<int>(dtot & 0xffffffffLL);
-      sh_tail[dir] = tail;
-      if (end + tail > size) s_over |= dir == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
+      for (int e = both ? 0 : pass; e <= (both ? 1 : pass); ++e) {
+        const long long t = !both ? tail : (e == 0 ? s_split[0] : tail - s_split[0]);
+        const long long dt = !both ? dtot : (e == 0 ? s_split[1] : dtot - s_split[1]);
+        w->ndel_groups[e] = static_cast<int>(dt >> 32);
+        w->nchunks[e] = static_cast<int>(dt & 0xffffffffLL);
+        sh_tail[e] = t;
+        const long long end = e == 0 ? out_end : in_end;
+        const long long size = e == 0 ? out_size : in_size;
+        if (end + t > size) s_over |= e == 0 ? FU_OVER_OUT_TAIL : FU_OVER_IN_TAIL;
+      }
     }
     __syncthreads();  // D complete (and, one direction at a time, sh_a free for the next)
-    fu_tick(w, 4 + dir);
+    fu_tick(w, 4 + pass);
+    if (both) fu_tick(w, 5);  // (one pass: "4 (in)" ends with "4 (out)")
   }
   if (s_over != 0) {  // uniform (read after the barrier above)
     if (tid == 0) write_counters(counters, hcounters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
@@ -524,6 +574,23 @@ fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals,
                   in_idx, h[4], in_size, work, work_bytes, reinterpret_cast<long long*>(h[5]), counters, hcounters);
 }
 
+// The last group g < G whose first chunk dchunk[g] is <= tt (dchunk increases from dchunk[0] = 0):
+// each warp searches alone (all get the same answer, no barrier), 32 entries a round, so up to
+// 2,048 groups take 3 dependent loads where a binary search took 11.
+__device__ __forceinline__ int chunk_group(const int* dchunk, int G, int tt) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  int lo = 0, len = G;
+  while (len > 1) {  // uniform over the warp
+    const int step = (len + 31) >> 5;
+    const int i = lo + lane * step;
+    const unsigned ok = __ballot_sync(SR_FULL_MASK, i < lo + len && dchunk[i] <= tt);
+    const int k = 31 - __clz(static_cast<int>(ok));  // the last segment starting at or below tt (bit 0 is set)
+    lo += k * step;
+    len = len - k * step < step ? len - k * step : step;
+  }
+  return lo;
+}
+
 // The commit's deletion scan (step 6 above): chunk t of the lists that lose entries (out-direction chunks first),
 // one chunk per block and round. Blocks of exactly FU_SCAN_THREADS threads, any grid. Returns at
 // once when the first kernel reported an overflow (it then planned nothing).
@@ -538,11 +605,7 @@ fast_update_scan(const long long* __restrict__ out_off, const int* __restrict__ 
     const int dir = t < n0 ? 0 : 1;
     const int tt = dir == 0 ? t : t - n0;
     FuDir& D = w->dir[dir];
-    int lo = 0, hi = w->ndel_groups[dir] - 1;  // the last group whose first chunk is <= tt
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) >> 1;
-      if (D.dchunk[mid] <= tt) lo = mid; else hi = mid - 1;
-    }
+    const int lo = chunk_group(D.dchunk, w->ndel_groups[dir], tt);
     if (dir == 0) scan_chunk(D, D.dlead[lo], tt - D.dchunk[lo], out_off, out_idx);
     else scan_chunk(D, D.dlead[lo], tt - D.dchunk[lo], in_off, in_idx);
   }

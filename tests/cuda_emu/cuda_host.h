@@ -53,6 +53,7 @@ template <class T> T __shfl_sync(unsigned, T v, int s) { return shfl_from(v, s);
 template <class T> T __shfl_xor_sync(unsigned, T v, int m) { return shfl_from(v, (threadIdx.x & 31) ^ m); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
 inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long c, unsigned long long v) {
   __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return c;
