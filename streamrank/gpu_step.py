@@ -117,8 +117,7 @@ class OneSyncStepper:
             rank = None  # the graph update is queued: finish it, then rank the usual way
         except BaseException:
             stream.synchronize()  # sync: the queued graph update completes; its bookkeeping follows
-            if graph.finish_fast(pending) is not None:
-                graph.upkeep()
+            graph.complete_fast(pending)
             raise
         overlap = rank is not None and OVERLAP_BOOKKEEPING
         if overlap:

@@ -337,10 +337,7 @@ class GpuGraph(RoomKeeping):
         pending = self.launch_fast(batch)
         self.xp.cuda.get_current_stream().synchronize()  # sync: the fast batch's counters (one round trip)
         self._stage("fast update")
-        changes = self.finish_fast(pending)
-        if changes is not None:
-            self.upkeep()
-        return changes
+        return self.complete_fast(pending)
 
     def launch_fast(self, batch: EdgeBatch, *, replay=None) -> PendingFast:
         """Queue the fused kernel of the fast path for ``batch`` (a host or device batch for which
@@ -385,6 +382,14 @@ class GpuGraph(RoomKeeping):
         self.version += 1
         self.last_changes = changes
         self.fast_batches += 1
+        return changes
+
+    def complete_fast(self, pending: PendingFast):
+        """:meth:`finish_fast`, then :meth:`upkeep` when the batch was applied: the changes, or
+        None (nothing changed). For callers that do not time the two apart."""
+        changes = self.finish_fast(pending)
+        if changes is not None:
+            self.upkeep()
         return changes
 
     def upkeep(self) -> None:

@@ -201,13 +201,12 @@ class FastUpdater:
         # addresses cached: reading them costs about a microsecond each
         self._stage_host_ptr = int(self._header.ctypes.data)
         #: The staging buffer's device address when the kernel reads it there (0: copied into
-        #: ``_stage_dev`` before the kernel).
+        #: ``_stage_copy`` before the kernel).
         self.stage_mapped_ptr = _device_address(cp, self._stage_host_ptr) if MAPPED_STAGING else 0
-        if self.stage_mapped_ptr:
-            self._stage_dev, self._stage_dev_ptr = np.uint64(self.stage_mapped_ptr), self.stage_mapped_ptr
-        else:
-            self._stage_dev = cp.empty(self.stage_bytes, dtype=cp.uint8)
-            self._stage_dev_ptr = int(self._stage_dev.data.ptr)
+        self._stage_copy = None if self.stage_mapped_ptr else cp.empty(self.stage_bytes, dtype=cp.uint8)
+        #: Where the kernel reads the staged batch: the mapped buffer or its device copy.
+        self._stage_dev_ptr = self.stage_mapped_ptr or int(self._stage_copy.data.ptr)
+        self._stage_arg = np.uint64(self._stage_dev_ptr)
         self.host_ptr = int(self.host.ctypes.data)
         self._counters_ptr = int(self.counters.data.ptr)
         #: The pinned counters' device address (0: not mapped; the counters are copied instead).
@@ -273,7 +272,7 @@ class FastUpdater:
         if not self.stage_mapped_ptr:
             cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
         launch(self.kernel_hdr, 1, FAST_THREADS,
-               (self._stage_dev, ids.keys, ids.vals, ids.mask, ids.external_buffer,
+               (self._stage_arg, ids.keys, ids.vals, ids.mask, ids.external_buffer,
                 out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
                 inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
                 self.work, np.int64(self.work.nbytes), self.counters, self._hcounters))

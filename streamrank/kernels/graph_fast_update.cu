@@ -404,18 +404,14 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
     __syncthreads();  // D.key and sh_ipos complete
     if (pass == 0) fu_tick(w, 9);
     long long need[2], at[2], dc[2];  // dc: (1 << 32) | chunks for a group with deletions
-    // group leaders (the first position of each vertex), their group's end and vertex, then both
-    // positions' degree and capacity loads issued together (one round trip, not two)
-    int gl[2], gu[2], gd[2], gc[2];  // gl: end of the group led (0: not a leader)
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int q = 2 * tid + j, r = qr[j];
+      const int q = 2 * tid + j, r = qr[j], dir = qe[j];
       need[j] = 0;
       dc[j] = 0;
-      gl[j] = 0;
-      gu[j] = 0;
       if (r >= c) continue;
       const long long* const ka = sh_a + (q - r);  // this direction's sorted keys
+      const long long* const kip = sh_ipos + (q - r);
       const long long hi = ka[r] >> 32;
       if (r > 0 && (ka[r - 1] >> 32) == hi) continue;  // not a group leader
       int lo = r + 1, up = c;  // first position of the next vertex
@@ -423,26 +419,14 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
         const int mid = (lo + up) >> 1;
         if ((ka[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
       }
-      gl[j] = lo;
-      gu[j] = static_cast<int>(hi);
-    }
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      // vertices from n on (new ones) have degree and capacity 0 (the store keeps them so)
-      const int u = gu[j];
-      const bool old = gl[j] > 0 && u < n;
-      gd[j] = old ? (qe[j] == 0 ? out_deg[u] : in_deg[u]) : 0;
-      gc[j] = old ? (qe[j] == 0 ? out_cap[u] : in_cap[u]) : 0;
-    }
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      if (gl[j] == 0) continue;  // (a leader's group ends after it: gl > r >= 0)
-      const int q = 2 * tid + j, r = qr[j], dir = qe[j], lo = gl[j], d = gd[j];
-      const long long* const kip = sh_ipos + (q - r);
+      const int u = static_cast<int>(hi);
       const int ki = static_cast<int>((lo < c ? kip[lo] : nIa) - kip[r]);
       const int kd = (lo - r) - ki;
+      // vertices from n on (new ones) have degree and capacity 0 (the store keeps them so)
+      const int d = u < n ? (dir == 0 ? out_deg[u] : in_deg[u]) : 0;
+      const int cp = u < n ? (dir == 0 ? out_cap[u] : in_cap[u]) : 0;
       const long long want = static_cast<long long>(d - kd) + ki;
-      if (ki > 0 && want > gc[j]) need[j] = 2 * want > 4 ? 2 * want : 4;
+      if (ki > 0 && want > cp) need[j] = 2 * want > 4 ? 2 * want : 4;
       FuDir& D = w->dir[dir];
       D.gend[r] = lo;
       D.d0[r] = d;
