@@ -43,7 +43,9 @@ SCAN_THREADS = 256
 COMMIT_THREADS = 256
 #: Compile options of the fused kernel: the per-step device clock for profiling
 #: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
-_OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",)
+_OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",
+            # profiling: source lines for Nsight Compute (examples/gpu_profiling/update_ncu.sh)
+            *(("-lineinfo",) if os.environ.get("STREAMRANK_FAST_LINEINFO", "0") != "0" else ()))
 _COUNTERS = 16
 #: The fused kernel writes its counters into the pinned host buffer too, through the buffer's
 #: device address (mapped host memory), so no device-to-host copy follows the update

@@ -79,9 +79,10 @@ __device__ __forceinline__ void cx_keys(long long& x, long long& y, bool up) {
 // 2 * FU_THREADS), in runs of `top` positions sorted independently and ascending (P: one sorted
 // array; P / 2: two halves). `tmp` (P entries of shared memory) is scratch. Two phases:
 //   1. each warp sorts runs of R = min(top, 64) of its 64 positions in registers: lane l holds
-//      positions 64 w + l and 64 w + l + 32, the bitonic network's stages of distance under 32
-//      exchange keys by shuffles and the stage of distance 32 within the lane (no shared memory,
-//      no barrier: 21 stages for R = 64);
+//      positions 64 w + 2 l and 64 w + 2 l + 1, the bitonic network's stages of distance 1 compare
+//      within the lane and the others exchange keys by shuffles (no shared memory, no barrier: 21
+//      stages for R = 64, 15 of them shuffles; stop 30: lane l held l and l + 32 before, and only
+//      the one stage of distance 32 stayed in the lane);
 //   2. runs of R are merged pairwise until they have `top` positions: each thread writes two
 //      consecutive outputs, found by a binary search of the merge path (how many of its first
 //      outputs come from the first run), then two steps of the merge (log2(top / R) rounds, one
@@ -96,26 +97,27 @@ __device__ __forceinline__ void block_sort_keys(long long* a, long long* tmp, in
   int rounds = 0;
   for (int len = R; len < top; len <<= 1) ++rounds;
   long long* src = (rounds & 1) ? tmp : a;  // phase 1 writes here; the merges end in `a`
-  // ---- 1. runs of R in registers, one warp per 64 positions
-  const int p0 = 2 * base + lane, p1 = p0 + 32;
+  // ---- 1. runs of R in registers, one warp per 64 positions, lane l holding the adjacent
+  // positions 64 w + 2 l and 64 w + 2 l + 1: the stages of distance 1 (6 of the 21 for R = 64)
+  // compare within the lane, the others exchange keys with lane l ^ (j / 2) by shuffles
+  const int p0 = 2 * base + 2 * lane, p1 = p0 + 1;
   if (2 * base < P) {  // uniform over the warp
     long long x0 = p0 < P ? a[p0] : FU_KEY_MAX;  // (P < 64: positions past P pad whole runs)
     long long x1 = p1 < P ? a[p1] : FU_KEY_MAX;
     for (int k = 2; k <= R; k <<= 1) {
-      // ascending where bit k of the position is 0, or in the last merge of a run
-      const bool up0 = k == R || (p0 & k) == 0, up1 = k == R || (p1 & k) == 0;
-      for (int j = k >> 1; j > 0; j >>= 1) {
-        if (j == 32) {
-          cx_keys(x0, x1, up0);  // positions p0 and p0 + 32 (k == 64: up0 == up1)
-          continue;
-        }
-        const long long y0 = __shfl_xor_sync(0xffffffffu, x0, j);
-        const long long y1 = __shfl_xor_sync(0xffffffffu, x1, j);
-        // the lower position of a pair keeps the smaller key when ascending
-        const bool min0 = ((p0 & j) == 0) == up0, min1 = ((p1 & j) == 0) == up1;
-        x0 = min0 ? (y0 < x0 ? y0 : x0) : (y0 > x0 ? y0 : x0);
-        x1 = min1 ? (y1 < x1 ? y1 : x1) : (y1 > x1 ? y1 : x1);
+      // ascending where bit k of the position is 0, or in the last merge of a run (the same for
+      // p0 and p1: they differ in bit 0 only)
+      const bool up = k == R || (p0 & k) == 0;
+      for (int j = k >> 1; j > 1; j >>= 1) {
+        const long long y0 = __shfl_xor_sync(0xffffffffu, x0, j >> 1);
+        const long long y1 = __shfl_xor_sync(0xffffffffu, x1, j >> 1);
+        // the lower position of a pair keeps the smaller key when ascending; the pair's two
+        // lanes decide alike, so equal keys (padding) stay as they are
+        const bool keep_min = ((p0 & j) == 0) == up;
+        x0 = (y0 < x0) == keep_min ? y0 : x0;
+        x1 = (y1 < x1) == keep_min ? y1 : x1;
       }
+      cx_keys(x0, x1, up);  // distance 1: positions p0 and p1 of this lane
     }
     if (p0 < P) src[p0] = x0;
     if (p1 < P) src[p1] = x1;

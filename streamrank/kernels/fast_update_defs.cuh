@@ -17,6 +17,7 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #define FU_MPART 1024               // membership: a list longer than this is scanned in parts,
 #endif
 #define FU_MPARTS 4                 //   at most this many, a warp each (fu_mpart)
+#define FU_LOOK 4                   // step 4: positions read ahead for a group's end before a binary search
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
 #define FU_SCAN_THREADS 256         // block of the deletion scan (fast_update_scan)
 #define FU_CHUNK (8 * FU_SCAN_THREADS)  // list entries per chunk of the deletion scan

@@ -164,89 +164,94 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   // insertions in (src, dst) order. Only insertions with an unknown endpoint hold new ids, so
   // only those K are sorted by (src, dst) (none when every id exists, as in the published
   // protocol); position p of the interleaved sequence src0, dst0, src1, ... of the sorted K.
-  int PK = 1;
-  while (PK < K) PK <<= 1;
+  // Nothing to number when every endpoint is known (K == 0, uniform: the published protocol and
+  // batches between existing vertices): the sort, the temporary table and its barriers are skipped.
+  int nNew = 0;
+  if (K > 0) {
+    int PK = 1;
+    while (PK < K) PK <<= 1;
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    if (!unknown[j]) continue;
-    const int k = ipre[j];
-    sh_a[upre[j]] = w->isrc[k];
-    sh_b[upre[j]] = w->idst[k];
-    sh_perm[upre[j]] = k;
-  }
-  for (int r = K + tid; r < PK; r += FU_THREADS) {
-    sh_a[r] = FU_KEY_MAX;
-    sh_b[r] = FU_KEY_MAX;
-    sh_perm[r] = -1;
-  }
-  __syncthreads();
-  if (K > 1) {  // uniform; pairs are distinct after the collapse (padding ties only with padding)
-    block_bitonic(PK, [&](int i, int l, bool up) {
-      const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
-      const bool after = ai != al ? ai > al : bi > bl;  // entry i sorts after l
-      if (after == up) {
-        sh_a[i] = al;
-        sh_a[l] = ai;
-        sh_b[i] = bl;
-        sh_b[l] = bi;
-        const int x = sh_perm[i];
-        sh_perm[i] = sh_perm[l];
-        sh_perm[l] = x;
-      }
-    });
-  }
-  const int L = 2 * K;
-  int TT = 64;
-  while (TT < 2 * L) TT <<= 1;  // <= FU_TEMP
-  const unsigned long long tmask = static_cast<unsigned long long>(TT - 1);
-  const unsigned long long empty = static_cast<unsigned long long>(SR_HASH_EMPTY);
-  for (int s = tid; s < TT; s += FU_THREADS) {
-    w->tkey[s] = empty;
-    w->tmin[s] = 0x7fffffff;
-  }
-  __syncthreads();  // iu/iv/isrc/idst written, the temporary table cleared
-  for (int p = tid; p < L; p += FU_THREADS) {
-    const int k = sh_perm[p >> 1];
-    if (((p & 1) ? w->iv[k] : w->iu[k]) >= 0) continue;
-    const long long x = (p & 1) ? w->idst[k] : w->isrc[k];
-    unsigned long long h = sr::hash_mix(x) & tmask;
-    while (true) {
-      const unsigned long long prev = atomicCAS(&w->tkey[h], empty, static_cast<unsigned long long>(x));
-      if (prev == empty || prev == static_cast<unsigned long long>(x)) break;
-      h = (h + 1) & tmask;
+    for (int j = 0; j < 2; ++j) {
+      if (!unknown[j]) continue;
+      const int k = ipre[j];
+      sh_a[upre[j]] = w->isrc[k];
+      sh_b[upre[j]] = w->idst[k];
+      sh_perm[upre[j]] = k;
     }
-    atomicMin(&w->tmin[h], p);
-    w->pslot[p] = static_cast<int>(h);
-  }
-  __syncthreads();
-  int fpre[4];
-  bool first[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int p = 4 * tid + j;
-    first[j] = false;
-    if (p < L) {
+    for (int r = K + tid; r < PK; r += FU_THREADS) {
+      sh_a[r] = FU_KEY_MAX;
+      sh_b[r] = FU_KEY_MAX;
+      sh_perm[r] = -1;
+    }
+    __syncthreads();
+    if (K > 1) {  // uniform; pairs are distinct after the collapse (padding ties only with padding)
+      block_bitonic(PK, [&](int i, int l, bool up) {
+        const long long ai = sh_a[i], al = sh_a[l], bi = sh_b[i], bl = sh_b[l];
+        const bool after = ai != al ? ai > al : bi > bl;  // entry i sorts after l
+        if (after == up) {
+          sh_a[i] = al;
+          sh_a[l] = ai;
+          sh_b[i] = bl;
+          sh_b[l] = bi;
+          const int x = sh_perm[i];
+          sh_perm[i] = sh_perm[l];
+          sh_perm[l] = x;
+        }
+      });
+    }
+    const int L = 2 * K;
+    int TT = 64;
+    while (TT < 2 * L) TT <<= 1;  // <= FU_TEMP
+    const unsigned long long tmask = static_cast<unsigned long long>(TT - 1);
+    const unsigned long long empty = static_cast<unsigned long long>(SR_HASH_EMPTY);
+    for (int s = tid; s < TT; s += FU_THREADS) {
+      w->tkey[s] = empty;
+      w->tmin[s] = 0x7fffffff;
+    }
+    __syncthreads();  // iu/iv/isrc/idst written, the temporary table cleared
+    for (int p = tid; p < L; p += FU_THREADS) {
       const int k = sh_perm[p >> 1];
-      if (((p & 1) ? w->iv[k] : w->iu[k]) < 0) first[j] = w->tmin[w->pslot[p]] == p;
+      if (((p & 1) ? w->iv[k] : w->iu[k]) >= 0) continue;
+      const long long x = (p & 1) ? w->idst[k] : w->isrc[k];
+      unsigned long long h = sr::hash_mix(x) & tmask;
+      while (true) {
+        const unsigned long long prev = atomicCAS(&w->tkey[h], empty, static_cast<unsigned long long>(x));
+        if (prev == empty || prev == static_cast<unsigned long long>(x)) break;
+        h = (h + 1) & tmask;
+      }
+      atomicMin(&w->tmin[h], p);
+      w->pslot[p] = static_cast<int>(h);
     }
-    fpre[j] = first[j] ? 1 : 0;
-  }
-  const int nNew = block_scan_items<4, int>(fpre, sh_iscan);
+    __syncthreads();
+    int fpre[4];
+    bool first[4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if (!first[j]) continue;
-    const int p = 4 * tid + j;
-    const int k = sh_perm[p >> 1];
-    w->tval[w->pslot[p]] = n + fpre[j];
-    w->new_ext[fpre[j]] = (p & 1) ? w->idst[k] : w->isrc[k];
-  }
-  __syncthreads();  // tval complete
-  for (int p = tid; p < L; p += FU_THREADS) {
-    const int k = sh_perm[p >> 1];
-    if (p & 1) {
-      if (w->iv[k] < 0) w->iv[k] = w->tval[w->pslot[p]];
-    } else {
-      if (w->iu[k] < 0) w->iu[k] = w->tval[w->pslot[p]];
+    for (int j = 0; j < 4; ++j) {
+      const int p = 4 * tid + j;
+      first[j] = false;
+      if (p < L) {
+        const int k = sh_perm[p >> 1];
+        if (((p & 1) ? w->iv[k] : w->iu[k]) < 0) first[j] = w->tmin[w->pslot[p]] == p;
+      }
+      fpre[j] = first[j] ? 1 : 0;
+    }
+    nNew = block_scan_items<4, int>(fpre, sh_iscan);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (!first[j]) continue;
+      const int p = 4 * tid + j;
+      const int k = sh_perm[p >> 1];
+      w->tval[w->pslot[p]] = n + fpre[j];
+      w->new_ext[fpre[j]] = (p & 1) ? w->idst[k] : w->isrc[k];
+    }
+    __syncthreads();  // tval complete
+    for (int p = tid; p < L; p += FU_THREADS) {
+      const int k = sh_perm[p >> 1];
+      if (p & 1) {
+        if (w->iv[k] < 0) w->iv[k] = w->tval[w->pslot[p]];
+      } else {
+        if (w->iu[k] < 0) w->iu[k] = w->tval[w->pslot[p]];
+      }
     }
   }
   if (tid == 0 && nNew > room) s_over |= FU_OVER_VERTICES;
@@ -414,10 +419,23 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       const long long* const kip = sh_ipos + (q - r);
       const long long hi = ka[r] >> 32;
       if (r > 0 && (ka[r - 1] >> 32) == hi) continue;  // not a group leader
-      int lo = r + 1, up = c;  // first position of the next vertex
-      while (lo < up) {
-        const int mid = (lo + up) >> 1;
-        if ((ka[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
+      // the first position of the next vertex: most groups are short, so the next FU_LOOK
+      // positions are read first (in flight together), and only a longer group is searched
+      long long nx[FU_LOOK];
+#pragma unroll
+      for (int s = 0; s < FU_LOOK; ++s) nx[s] = r + 1 + s < c ? ka[r + 1 + s] : FU_KEY_MAX;
+      int lo = r + 1 + FU_LOOK;
+#pragma unroll
+      for (int s = FU_LOOK - 1; s >= 0; --s) {
+        if ((nx[s] >> 32) != hi) lo = r + 1 + s;  // (the padding's high half is above every id)
+      }
+      if (lo > c) lo = c;
+      int up = c;
+      if (lo == r + 1 + FU_LOOK) {
+        while (lo < up) {  // a group longer than FU_LOOK: binary search
+          const int mid = (lo + up) >> 1;
+          if ((ka[mid] >> 32) <= hi) lo = mid + 1; else up = mid;
+        }
       }
       const int u = static_cast<int>(hi);
       const int ki = static_cast<int>((lo < c ? kip[lo] : nIa) - kip[r]);
@@ -536,16 +554,27 @@ fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals,
                 long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
                 long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
                 unsigned char* work, long long work_bytes, long long* counters, long long* hcounters) {
+  const long long* bsrc = hdr + 8;
+  const long long* bdst = bsrc + FU_MAX;
+  const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
+  // Each thread's first edge is read beside the header, before m is known (entries past m are
+  // dropped): one round trip across the bus for a batch of up to blockDim.x edges, not two.
+  const int t0 = static_cast<int>(threadIdx.x);
+  const bool in_buf = t0 < FU_MAX;  // (the update refuses any block but FU_THREADS <= FU_MAX)
+  const long long s0 = in_buf ? bsrc[t0] : 0, d0 = in_buf ? bdst[t0] : 0;
+  const unsigned char f0 = in_buf ? bins[t0] : 0;
   long long h[6];
 #pragma unroll
   for (int i = 0; i < 6; ++i) h[i] = hdr[i];  // one request per warp and entry
   const long long m = h[0];
   FuWork* w = reinterpret_cast<FuWork*>(work);
   if (work_bytes >= static_cast<long long>(sizeof(FuWork)) && m >= 1 && m <= FU_MAX) {  // uniform
-    const long long* bsrc = hdr + 8;
-    const long long* bdst = bsrc + FU_MAX;
-    const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
+    if (in_buf && t0 < m) {
+      w->bsrc[t0] = s0;
+      w->bdst[t0] = d0;
+      w->bins[t0] = f0;
+    }
+    for (int i = t0 + static_cast<int>(blockDim.x); i < m; i += blockDim.x) {
       w->bsrc[i] = bsrc[i];
       w->bdst[i] = bdst[i];
       w->bins[i] = bins[i];
