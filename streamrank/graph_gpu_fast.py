@@ -37,13 +37,17 @@ FAST_THREADS = 1024
 #: Bytes of its scratch (at least sizeof(FuWork); the kernel refuses a smaller one).
 FAST_WORK_BYTES = 1 << 20
 _CU = "graph_fast_update.cu"
-_NAMES = ("fast_update", "fast_update_hdr", "fast_update_scan", "fast_update_commit")
+_NAMES = ("fast_update", "fast_update_hdr", "fast_update_plan", "fast_update_scan", "fast_update_commit")
 #: Threads of a block of the deletion scan (FU_SCAN_THREADS) and of the commit (FU_COMMIT_THREADS).
 SCAN_THREADS = 256
 COMMIT_THREADS = 256
 #: Compile options of the fused kernel: the per-step device clock for profiling
 #: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
 _OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",
+            # step 4: batches of more than this many applied changes are planned by two blocks
+            # (kernels/fast_update_defs.cuh, FU_SPLIT)
+            *((f"-DFU_SPLIT={int(os.environ['STREAMRANK_FAST_SPLIT'])}",)
+              if os.environ.get("STREAMRANK_FAST_SPLIT") else ()),
             # profiling: source lines for Nsight Compute (examples/gpu_profiling/update_ncu.sh)
             *(("-lineinfo",) if os.environ.get("STREAMRANK_FAST_LINEINFO", "0") != "0" else ()))
 _COUNTERS = 16
@@ -182,6 +186,8 @@ class FastUpdater:
         #: The same update reading the batch and its sizes from the staged header (a host batch;
         #: the form a captured CUDA graph replays: streamrank/gpu_batch_graph.py).
         self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _OPTIONS)
+        #: Steps 4-5 (sort, plan, new ids, counters): two blocks, a direction each for a large batch.
+        self.kernel_plan = get_kernel(_CU, "fast_update_plan", _NAMES, _OPTIONS)
         #: The commit of the lists: the deletion scan and the writers, grids sized by the device
         #: (a fixed size: the work is read on the device, so the launch needs no sync).
         self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _OPTIONS)
@@ -278,12 +284,16 @@ class FastUpdater:
                 out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
                 inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
                 self.work, np.int64(self.work.nbytes), self.counters, self._hcounters))
-        self._queue_lists(out, inn)
+        self._queue_lists(ids, out, inn)
         self._queue_counters(stream)
 
-    def _queue_lists(self, out, inn) -> None:
-        """Queue the commit of the lists after the first kernel (fixed grids: they read their work
-        from ``self.work`` on the device and return at once after an overflow)."""
+    def _queue_lists(self, ids, out, inn) -> None:
+        """Queue the planning (two blocks) and the commit of the lists after the first kernel (fixed
+        grids: they read their work from ``self.work`` on the device and return at once after an
+        overflow)."""
+        launch(self.kernel_plan, 2, FAST_THREADS,
+               (out.deg, out.cap, inn.deg, inn.cap, ids.keys, ids.vals, ids.mask, ids.external_buffer,
+                self.work, self.counters, self._hcounters))
         launch(self.kernel_scan, self.scan_blocks, SCAN_THREADS,
                (out.off, out.idx, inn.off, inn.idx, self.work, self.counters))
         launch(self.kernel_commit, self.commit_blocks, COMMIT_THREADS,
@@ -323,7 +333,7 @@ class FastUpdater:
             self.work, np.int64(self.work.nbytes), changes, self.counters, self._hcounters,
         )
         launch(self.kernel, 1, FAST_THREADS, args)
-        self._queue_lists(out, inn)
+        self._queue_lists(ids, out, inn)
         self._queue_counters(cp.cuda.get_current_stream())
         return changes
 

@@ -314,6 +314,14 @@ def test_overflow_writes_nothing(lib):
     before = model.state()
     c, _ = model.apply(np.zeros(30, np.int64), np.arange(1, 31), np.ones(30))
     assert c[0] & 6 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
+    # a batch planned by two blocks (more than FU_SPLIT = 256 changes) whose out-direction, planned
+    # by the block that finishes first, has no tail left: its bit must reach the counters
+    model, cg = _Model(lib), CpuGraph()
+    _step(model, cg, np.arange(400), np.arange(1, 401), np.ones(400))
+    model.dirs[0].idx = np.ascontiguousarray(model.dirs[0].idx[: model.dirs[0].end + 2])
+    before = model.state()
+    c, _ = model.apply(np.zeros(300, np.int64), np.arange(2, 302), np.ones(300))
+    assert c[0] == 2 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
     c, _ = model.apply(np.zeros(FAST_MAX + 1, np.int64), np.ones(FAST_MAX + 1, np.int64), np.ones(FAST_MAX + 1))
     assert c[0] == 8
     for claim in (FAST_MAX + 1, 2**32 + 5, 0):  # a staged header past the cap (or one that wraps an int)

@@ -17,6 +17,12 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #define FU_MPART 1024               // membership: a list longer than this is scanned in parts,
 #endif
 #define FU_MPARTS 4                 //   at most this many, a warp each (fu_mpart)
+// Step 4: batches of more than FU_SPLIT applied changes are planned by two blocks, a direction each;
+// smaller ones by one block, both directions in one pass (NVRTC option -DFU_SPLIT=..., knob
+// STREAMRANK_FAST_SPLIT; at most FU_MAX / 2)
+#ifndef FU_SPLIT
+#define FU_SPLIT 256
+#endif
 #define FU_LOOK 4                   // step 4: positions read ahead for a group's end before a binary search
 #define FU_THREAD_INS 16            // commit: insert-only groups this small go to one thread
 #define FU_SCAN_THREADS 256         // block of the deletion scan (fast_update_scan)
@@ -72,6 +78,16 @@ struct FuDir {
   int dchunk[FU_MAX];       //   its first chunk (FU_CHUNK entries of its list each) of the scan
 };
 
+// What the first kernel (steps 1-3) hands to fast_update_plan (steps 4-5).
+struct FuPlan {
+  long long m, n;           // batch size, vertices before the batch
+  long long nD, nI;         // surviving deletions and insertions (after the collapse)
+  long long nDa, nIa;       // applied ones (after the membership test)
+  long long nNew;           // new vertices
+  long long out_end, in_end, out_size, in_size;  // used ends and sizes of both idx
+  long long* changes;       // 4 m entries: the applied changes, sorted (ins_src, ins_dst, del_src, del_dst)
+};
+
 // Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
 struct FuWork {
   unsigned long long ticks[16];          // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5;
@@ -100,7 +116,13 @@ struct FuWork {
   FuDir dir[2];                          // 0: out (keys src << 32 | dst), 1: in (dst << 32 | src)
   int ndel_groups[2];                    // groups with deletions per direction
   int nchunks[2];                        // chunks of their lists per direction
-  int nlist[3];                          // lengths of tlist, wlist, blist
+  int nlist[2][3];                       // lengths of tlist, wlist, blist in each region: block b of
+                                         // fast_update_plan appends from b * FU_MAX on (region 1 empty
+                                         // when one block plans both directions)
+  FuPlan plan;                           // steps 1-3's results for fast_update_plan
+  long long plan_tail[2];                // fast_update_plan, two blocks: each direction's tail room
+  int plan_over;                         //   the overflow bits of both (atomicOr)
+  int plan_done;                         //   blocks done (the second one finishes the update)
 };
 
 // Entries per part of a membership scan of d entries (step 3): at least FU_MPART, at most

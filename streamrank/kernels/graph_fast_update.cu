@@ -1,7 +1,9 @@
-// The fast path of GpuGraph.apply (streamrank/graph_gpu_fast.py): a whole small batch in three
+// The fast path of GpuGraph.apply (streamrank/graph_gpu_fast.py): a whole small batch in four
 // launches queued back to back, with no host round trip inside: fast_update (or fast_update_hdr),
-// ONE block of FU_THREADS threads, steps 1-5 below and the new ids of step 6; fast_update_scan, a
-// grid, the lists that lose entries; fast_update_commit, a grid, the lists' commit (step 6).
+// ONE block of FU_THREADS threads, steps 1-4 below; fast_update_plan, two blocks, step 5 (one
+// block both directions, or a direction each for a large batch: stop 30) and the new ids of step
+// 6; fast_update_scan, a grid, the lists that lose entries; fast_update_commit, a grid, the lists'
+// commit (step 6).
 //
 // Semantics are those of the slow path (graph_gpu.py, normalize.py, graph.py):
 //   1. collapse to the last op per (src, dst) pair in arrival order (a table of pairs in shared
@@ -20,7 +22,7 @@
 //      u, and planned: lists that would overflow move to the reserved tail of idx (offsets by a
 //      block scan);
 //   6. only when everything fits (vertex / id map room, both idx tails) the commit: new ids
-//      into the id map (the one block); then every list that loses entries is scanned in chunks
+//      into the id map (fast_update_plan's finishing block); then every list that loses entries is scanned in chunks
 //      of FU_CHUNK entries spread over a grid (fast_update_scan: its deleted entries below its
 //      new length are holes, its kept ones from there up survivors); then per touched list, with
 //      one writer each, the survivors move into the holes (order not kept) and the insertions are
@@ -33,8 +35,9 @@
 // R-MAT graph, whose deletions land on hub lists.)
 // Work lists (queries left to warps, groups per kind of writer) are filled with shared-memory
 // atomics, so their order varies between runs; every entry is independent of the others.
-// Thread 0 of the one block writes the counters (slots C_*), also into mapped host memory when
-// given one (hcounters, null: the host copies them); the host reads them after its wait.
+// Thread 0 of the first kernel writes the counters (slots C_*) when it refuses the batch, else
+// thread 0 of fast_update_plan's finishing block, also into mapped host memory when given one
+// (hcounters, null: the host copies them); the host reads them after its wait.
 #include "common.cuh"
 #include "idhash.cuh"
 #include "fast_update_defs.cuh"
@@ -55,14 +58,11 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
                 long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
                 unsigned char* work, long long work_bytes, long long* changes, long long* counters,
                 long long* hcounters) {
-  __shared__ long long sh_a[FU_MAX];  // sort keys: external src, then packed internal keys
-  __shared__ long long sh_b[FU_MAX];  // external dst
+  __shared__ long long sh_a[FU_MAX];  // step 1's table of pairs, then step 2's sort keys: external src
+  __shared__ long long sh_b[FU_MAX];  //   and external dst
   __shared__ int sh_perm[FU_MAX];
   __shared__ int sh_iscan[32];
-  __shared__ long long sh_lscan[32];
-  __shared__ long long sh_tail[2];
-  __shared__ long long s_split[2];  // step 4: the out-direction's totals of a pass over both
-  __shared__ int s_over, s_mq, s_tq, s_wq, s_bq;  // overflow bits, lengths of the work lists
+  __shared__ int s_over, s_mq;  // overflow bits, length of the membership's work list
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (blockDim.x != FU_THREADS || gridDim.x != 1 || m < 1 || m > FU_MAX ||
@@ -72,7 +72,7 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   FuWork* w = reinterpret_cast<FuWork*>(work);
   fu_tick(w, 0);
-  if (FU_TICKS && tid == 0) w->ticks[6] = w->ticks[10] = 0;  // the grid kernels' atomicMax slots
+  if (FU_TICKS && tid == 0) w->ticks[5] = w->ticks[6] = w->ticks[10] = 0;  // the atomicMax slots
 
   // ---------------------------------------------------------------- 1. collapse
   // A table of (src, dst) pairs in shared memory (open addressing, load <= 1/2): an edge claims
@@ -94,11 +94,6 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   if (tid == 0) {
     s_over = 0;
     s_mq = 0;
-    s_tq = 0;
-    s_wq = 0;
-    s_bq = 0;
-    sh_tail[0] = 0;
-    sh_tail[1] = 0;
   }
   __syncthreads();
   for (int i = tid; i < m; i += FU_THREADS) {
@@ -323,7 +318,134 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   }
   __syncthreads();
   fu_tick(w, 3);
+  // ---------------------------------------------------------------- hand-over to fast_update_plan
+  // Steps 4 and 5 run in the next kernel (two blocks, a direction each, when the batch is large).
+  // The counter of overflow says "go on" (0; every exit above wrote its bits).
+  if (tid == 0) {
+    FuPlan& p = w->plan;
+    p.m = m;
+    p.n = n;
+    p.nD = nD;
+    p.nI = nI;
+    p.nDa = nDa;
+    p.nIa = nIa;
+    p.nNew = nNew;
+    p.out_end = out_end;
+    p.in_end = in_end;
+    p.out_size = out_size;
+    p.in_size = in_size;
+    p.changes = changes;
+    w->plan_over = 0;
+    w->plan_done = 0;
+    counters[C_OVERFLOW] = 0;
+  }
+}
+
+// The kernel: the batch and its sizes as arguments.
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
+            const unsigned char* __restrict__ bins, int m,
+            long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
+            long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
+            long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
+            unsigned char* work, long long work_bytes, long long* changes, long long* counters,
+            long long* hcounters) {
+  fast_update_run(bsrc, bdst, bins, m, hkeys, hvals, hmask, ext, n, room, out_off, out_deg, out_cap, out_idx,
+                  out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
+                  counters, hcounters);
+}
+
+// The same with everything that changes from batch to batch in one staged buffer, so that a
+// captured CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size
+// m, [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out-
+// and in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
+// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes). The
+// buffer may be mapped pinned host memory (read across the bus, no copy before the launch: stop
+// 28), so the header is read once and the batch copied into the scratch before the update, which
+// reads it more than once.
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
+                long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
+                long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
+                unsigned char* work, long long work_bytes, long long* counters, long long* hcounters) {
+  const long long* bsrc = hdr + 8;
+  const long long* bdst = bsrc + FU_MAX;
+  const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
+  // Each thread's first edge is read beside the header, before m is known (entries past m are
+  // dropped): one round trip across the bus for a batch of up to blockDim.x edges, not two.
+  const int t0 = static_cast<int>(threadIdx.x);
+  const bool in_buf = t0 < FU_MAX;  // (the update refuses any block but FU_THREADS <= FU_MAX)
+  const long long s0 = in_buf ? bsrc[t0] : 0, d0 = in_buf ? bdst[t0] : 0;
+  const unsigned char f0 = in_buf ? bins[t0] : 0;
+  long long h[6];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) h[i] = hdr[i];  // one request per warp and entry
+  const long long m = h[0];
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+  if (work_bytes >= static_cast<long long>(sizeof(FuWork)) && m >= 1 && m <= FU_MAX) {  // uniform
+    if (in_buf && t0 < m) {
+      w->bsrc[t0] = s0;
+      w->bdst[t0] = d0;
+      w->bins[t0] = f0;
+    }
+    for (int i = t0 + static_cast<int>(blockDim.x); i < m; i += blockDim.x) {
+      w->bsrc[i] = bsrc[i];
+      w->bdst[i] = bdst[i];
+      w->bins[i] = bins[i];
+    }
+  }
+  __syncthreads();  // the batch in the scratch (fast_update_run checks the arguments)
+  const int mi = m >= 1 && m <= FU_MAX ? static_cast<int>(m) : -1;  // (-1: refused as an argument)
+  fast_update_run(w->bsrc, w->bdst, w->bins, mi, hkeys, hvals, hmask, ext, static_cast<int>(h[1]),
+                  static_cast<int>(h[2]), out_off, out_deg, out_cap, out_idx, h[3], out_size, in_off, in_deg, in_cap,
+                  in_idx, h[4], in_size, work, work_bytes, reinterpret_cast<long long*>(h[5]), counters, hcounters);
+}
+
+// The sections 4 (sort and plan) and 5 (new ids) below, after the first kernel's 1-3 (the header's
+// step 5 and the new ids of step 6). One block plans both directions in one pass when the batch
+// has at most FU_SPLIT applied changes (block 1 returns at once); a larger one is planned by two
+// blocks, block b direction b, each on its own multiprocessor (the sort and the planning are
+// bound by one multiprocessor's issue rate: of a 1,000-edge batch's 17 us, 5 went; stop 30), and
+// the second block to finish commits the new ids and writes the counters. Exactly FU_THREADS
+// threads and two blocks; returns at once when the first kernel refused the batch (its counter
+// of overflow is set).
+__global__ void __launch_bounds__(FU_THREADS, 1)
+fast_update_plan(const int* __restrict__ out_deg, const int* __restrict__ out_cap, const int* __restrict__ in_deg,
+                 const int* __restrict__ in_cap, long long* hkeys, int* hvals, unsigned long long hmask,
+                 long long* ext, unsigned char* work, long long* counters, long long* hcounters) {
+  __shared__ long long sh_a[FU_MAX];  // sort keys
+  __shared__ long long sh_b[FU_MAX];  // the sort's scratch, then insertions before each position
+  __shared__ int sh_iscan[32];
+  __shared__ long long sh_lscan[32];
+  __shared__ long long sh_tail[2];
+  __shared__ long long s_split[2];  // the out-direction's totals of a pass over both
+  __shared__ int s_over, s_tq, s_wq, s_bq, s_last;  // overflow bits, lengths of the work lists
+  if (counters[C_OVERFLOW] != 0) return;  // uniform: the first kernel refused the batch (and said why)
+  const int tid = threadIdx.x;
+  FuWork* w = reinterpret_cast<FuWork*>(work);
+  const FuPlan& pl = w->plan;
+  const int m = static_cast<int>(pl.m), n = static_cast<int>(pl.n);
+  const int nD = static_cast<int>(pl.nD), nI = static_cast<int>(pl.nI);
+  const int nDa = static_cast<int>(pl.nDa), nIa = static_cast<int>(pl.nIa), nNew = static_cast<int>(pl.nNew);
+  const long long out_end = pl.out_end, in_end = pl.in_end, out_size = pl.out_size, in_size = pl.in_size;
+  long long* const changes = pl.changes;
+  if (blockDim.x != FU_THREADS || gridDim.x != 2) {  // uniform; nothing of the graph was written yet
+    if (tid == 0 && blockIdx.x == 0) write_counters(counters, hcounters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    return;
+  }
   const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
+  const bool split = c > FU_SPLIT;
+  if (!split && blockIdx.x != 0) return;  // uniform: one block plans both directions
+  const int lbase = split ? static_cast<int>(blockIdx.x) * FU_MAX : 0;  // this block's region of the work lists
+  if (tid == 0) {
+    s_over = 0;
+    s_tq = 0;
+    s_wq = 0;
+    s_bq = 0;
+    sh_tail[0] = 0;
+    sh_tail[1] = 0;
+  }
+  __syncthreads();
 
   // ---------------------------------------------------------------- 4. sort and plan per direction
   // Both directions' keys are sorted by one network when they fit side by side (two halves of Pc
@@ -336,9 +458,10 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   // (the prefix at q = Pc, `s_split`), or counts in the high half of a packed int.
   int Pc = 1;
   while (Pc < c) Pc <<= 1;
-  const bool both = 2 * Pc <= FU_MAX;
+  const bool both = !split;  // (then 2 Pc <= 2 FU_SPLIT <= FU_MAX)
   const int P = both ? 2 * Pc : Pc;  // positions of a pass
-  for (int pass = 0; pass < (both ? 1 : 2); ++pass) {
+  {
+    const int pass = split ? static_cast<int>(blockIdx.x) : 0;  // (both: the pass over both directions)
     {
       // this thread's deletions and insertions k = tid, tid + FU_THREADS: positions and ids
       // loaded at once (one round trip to the scratch, for both directions' keys)
@@ -458,11 +581,11 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       }
       const int entry = (dir << 16) | r;
       if (kd == 0 && ki <= FU_THREAD_INS && (need[j] == 0 || d <= FU_SHORT)) {
-        w->tlist[atomicAdd(&s_tq, 1)] = entry;
+        w->tlist[lbase + atomicAdd(&s_tq, 1)] = entry;
       } else if (d >= FU_BIG && need[j] > 0) {
-        w->blist[atomicAdd(&s_bq, 1)] = entry;
+        w->blist[lbase + atomicAdd(&s_bq, 1)] = entry;
       } else {
-        w->wlist[atomicAdd(&s_wq, 1)] = entry;
+        w->wlist[lbase + atomicAdd(&s_wq, 1)] = entry;
       }
     }
     const bool has_del[2] = {dc[0] != 0, dc[1] != 0};
@@ -502,15 +625,40 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
       }
     }
     __syncthreads();  // D complete (and, one direction at a time, sh_a free for the next)
-    fu_tick(w, 4 + pass);
-    if (both) fu_tick(w, 5);  // (one pass: "4 (in)" ends with "4 (out)")
+    // ticks: [4] the out-direction's end; [5] the later of both (one pass: the same clock)
+    if (pass == 0) fu_tick(w, 4);
+    if (both) fu_tick(w, 5); else fu_tick_max(w, 5);
+  }
+  if (tid == 0) {  // this block's work lists (region 1 empty when one block planned both)
+    const int b = split ? static_cast<int>(blockIdx.x) : 0;
+    w->nlist[b][0] = s_tq;
+    w->nlist[b][1] = s_wq;
+    w->nlist[b][2] = s_bq;
+    if (!split) w->nlist[1][0] = w->nlist[1][1] = w->nlist[1][2] = 0;
+  }
+  if (split) {  // the second block to finish completes the update (it reads the other's tail and bits)
+    if (tid == 0) {
+      w->plan_tail[blockIdx.x] = sh_tail[blockIdx.x];
+      if (s_over != 0) atomicOr(&w->plan_over, s_over);
+      __threadfence();  // the tail and the bits are visible before this block is counted
+      s_last = atomicAdd(&w->plan_done, 1) == 1 ? 1 : 0;
+    }
+    __syncthreads();
+    if (s_last == 0) return;  // uniform
+    if (tid == 0) {
+      __threadfence();
+      const int o = 1 - static_cast<int>(blockIdx.x);
+      s_over = *reinterpret_cast<volatile int*>(&w->plan_over);  // (volatile: from L2, not a stale L1 line)
+      sh_tail[o] = *reinterpret_cast<volatile long long*>(&w->plan_tail[o]);
+    }
+    __syncthreads();
   }
   if (s_over != 0) {  // uniform (read after the barrier above)
     if (tid == 0) write_counters(counters, hcounters, s_over, 0, 0, 0, 0, 0, 0, out_end, in_end);
     return;
   }
 
-  // ---------------------------------------------------------------- 5. commit: new ids (the one block)
+  // ---------------------------------------------------------------- 5. commit: new ids (one block)
   for (int j = tid; j < nNew; j += FU_THREADS) {
     const long long x = w->new_ext[j];
     ext[n + j] = x;
@@ -519,72 +667,9 @@ fast_update_run(const long long* __restrict__ bsrc, const long long* __restrict_
   // The lists: fast_update_scan and fast_update_commit, launched after this kernel, read the work
   // lists and their lengths from w.
   if (tid == 0) {
-    w->nlist[0] = s_tq;
-    w->nlist[1] = s_wq;
-    w->nlist[2] = s_bq;
     write_counters(counters, hcounters, 0, nNew, nIa, nDa, m - nI - nD, nI - nIa, nD - nDa,
                    out_end + sh_tail[0], in_end + sh_tail[1]);
   }
-}
-
-// The kernel: the batch and its sizes as arguments.
-__global__ void __launch_bounds__(FU_THREADS, 1)
-fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bdst,
-            const unsigned char* __restrict__ bins, int m,
-            long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, int room,
-            long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_end, long long out_size,
-            long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_end, long long in_size,
-            unsigned char* work, long long work_bytes, long long* changes, long long* counters,
-            long long* hcounters) {
-  fast_update_run(bsrc, bdst, bins, m, hkeys, hvals, hmask, ext, n, room, out_off, out_deg, out_cap, out_idx,
-                  out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
-                  counters, hcounters);
-}
-
-// The same with everything that changes from batch to batch in one staged buffer, so that a
-// captured CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size
-// m, [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out-
-// and in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
-// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes). The
-// buffer may be mapped pinned host memory (read across the bus, no copy before the launch: stop
-// 28), so the header is read once and the batch copied into the scratch before the update, which
-// reads it more than once.
-__global__ void __launch_bounds__(FU_THREADS, 1)
-fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
-                long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
-                long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
-                unsigned char* work, long long work_bytes, long long* counters, long long* hcounters) {
-  const long long* bsrc = hdr + 8;
-  const long long* bdst = bsrc + FU_MAX;
-  const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
-  // Each thread's first edge is read beside the header, before m is known (entries past m are
-  // dropped): one round trip across the bus for a batch of up to blockDim.x edges, not two.
-  const int t0 = static_cast<int>(threadIdx.x);
-  const bool in_buf = t0 < FU_MAX;  // (the update refuses any block but FU_THREADS <= FU_MAX)
-  const long long s0 = in_buf ? bsrc[t0] : 0, d0 = in_buf ? bdst[t0] : 0;
-  const unsigned char f0 = in_buf ? bins[t0] : 0;
-  long long h[6];
-#pragma unroll
-  for (int i = 0; i < 6; ++i) h[i] = hdr[i];  // one request per warp and entry
-  const long long m = h[0];
-  FuWork* w = reinterpret_cast<FuWork*>(work);
-  if (work_bytes >= static_cast<long long>(sizeof(FuWork)) && m >= 1 && m <= FU_MAX) {  // uniform
-    if (in_buf && t0 < m) {
-      w->bsrc[t0] = s0;
-      w->bdst[t0] = d0;
-      w->bins[t0] = f0;
-    }
-    for (int i = t0 + static_cast<int>(blockDim.x); i < m; i += blockDim.x) {
-      w->bsrc[i] = bsrc[i];
-      w->bdst[i] = bdst[i];
-      w->bins[i] = bins[i];
-    }
-  }
-  __syncthreads();  // the batch in the scratch (fast_update_run checks the arguments)
-  const int mi = m >= 1 && m <= FU_MAX ? static_cast<int>(m) : -1;  // (-1: refused as an argument)
-  fast_update_run(w->bsrc, w->bdst, w->bins, mi, hkeys, hvals, hmask, ext, static_cast<int>(h[1]),
-                  static_cast<int>(h[2]), out_off, out_deg, out_cap, out_idx, h[3], out_size, in_off, in_deg, in_cap,
-                  in_idx, h[4], in_size, work, work_bytes, reinterpret_cast<long long*>(h[5]), counters, hcounters);
 }
 
 // The last group g < G whose first chunk dchunk[g] is <= tt (dchunk increases from dchunk[0] = 0):
@@ -633,24 +718,26 @@ fast_update_commit(long long* out_off, int* out_deg, int* out_cap, int* out_idx,
                    int* in_cap, int* in_idx, unsigned char* work, const long long* __restrict__ counters) {
   if (counters[C_OVERFLOW] != 0) return;  // uniform
   FuWork* w = reinterpret_cast<FuWork*>(work);
-  const int tq = w->nlist[0], wq = w->nlist[1], bq = w->nlist[2];
+  // the work lists' two regions (fast_update_plan: block b appended from b * FU_MAX on)
+  const int t0 = w->nlist[0][0], w0 = w->nlist[0][1], b0 = w->nlist[0][2];
+  const int tq = t0 + w->nlist[1][0], wq = w0 + w->nlist[1][1], bq = b0 + w->nlist[1][2];
   const int nt = static_cast<int>(gridDim.x * blockDim.x);
   const int gt = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   for (int i = gt; i < tq; i += nt) {
-    const int e = w->tlist[i];
+    const int e = w->tlist[i < t0 ? i : FU_MAX + i - t0];
     const int dir = e >> 16, r = e & 0xffff;
     if (dir == 0) thread_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
     else thread_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
   }
   for (int i = gt >> 5; i < wq; i += nt >> 5) {  // uniform over the warp
-    const int e = w->wlist[i];
+    const int e = w->wlist[i < w0 ? i : FU_MAX + i - w0];
     const int dir = e >> 16, r = e & 0xffff;
     const auto warp_sync = [] { __syncwarp(); };
     if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, gt & 31, 32, warp_sync);
     else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, gt & 31, 32, warp_sync);
   }
   for (int h = blockIdx.x; h < bq; h += gridDim.x) {  // uniform over the block; team_commit synchronizes
-    const int e = w->blist[h];
+    const int e = w->blist[h < b0 ? h : FU_MAX + h - b0];
     const int dir = e >> 16, r = e & 0xffff;
     const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
     const auto block_sync = [] { __syncthreads(); };

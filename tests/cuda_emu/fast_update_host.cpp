@@ -38,16 +38,21 @@ static void run_grid(unsigned blocks, unsigned threads, F body) {
   }
 }
 
-// The two grid kernels after the first one (fast_update_scan, fast_update_commit), `grid` blocks each.
-static void run_lists(long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long* in_off, int* in_deg,
-                      int* in_cap, int* in_idx, unsigned char* work, long long* counters, int grid) {
+// The three grid kernels after the first one: fast_update_plan (two blocks), then
+// fast_update_scan and fast_update_commit, `grid` blocks each.
+static void run_lists(long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, long long* out_off,
+                      int* out_deg, int* out_cap, int* out_idx, long long* in_off, int* in_deg, int* in_cap,
+                      int* in_idx, unsigned char* work, long long* counters, long long* hcounters, int grid) {
+  run_grid(2, FU_THREADS, [=] {
+    fast_update_plan(out_deg, out_cap, in_deg, in_cap, hkeys, hvals, hmask, ext, work, counters, hcounters);
+  });
   run_grid(grid, FU_SCAN_THREADS, [=] { fast_update_scan(out_off, out_idx, in_off, in_idx, work, counters); });
   run_grid(grid, FU_COMMIT_THREADS, [=] {
     fast_update_commit(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters);
   });
 }
 
-// The three launches of GpuGraph's fast path; `grid` blocks for the two grid kernels; `hcounters`
+// The four launches of GpuGraph's fast path; `grid` blocks for the two grid kernels; `hcounters`
 // (may be null) stands for the mapped host copy of the counters.
 extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, const unsigned char* bins, int m,
                                 long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n,
@@ -61,7 +66,8 @@ extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, co
                 out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
                 counters, hcounters);
   });
-  run_lists(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters, grid);
+  run_lists(hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters,
+            hcounters, grid);
 }
 
 // The same with the batch and its sizes in a staged buffer (fast_update_hdr: a 64-byte header, then
@@ -75,7 +81,8 @@ extern "C" void emu_fast_update_hdr(const long long* hdr, long long* hkeys, int*
     fast_update_hdr(hdr, hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, out_size, in_off, in_deg,
                     in_cap, in_idx, in_size, work, work_bytes, counters, hcounters);
   });
-  run_lists(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters, grid);
+  run_lists(hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters,
+            hcounters, grid);
 }
 
 // Step 4's block sort alone (fast_update_block.cuh) on `keys` (P positions; top = P: one sorted
