@@ -1,3 +1,11 @@
+#!/usr/bin/env bash
+# Does the host's NUMA placement explain graph_ms's spread between processes? Prints the GPU's
+# topology (nvidia-smi topo -m, lscpu, the GPU's local CPUs from sysfs), then runs
+# graph_update_scale.py pinned to the GPU's local CPUs and, where there are any, to the others,
+# for the working tree ("new") and a base build in .ab-base, two rounds, then once unpinned.
+# Usage (repository root, GPU machine, sx-mathoverflow in .device-data):
+#   bash examples/gpu_profiling/numa_probe.sh
+# (Stop 30's H200 machines: one NUMA node, so only the local runs happen.)
 set -u
 nvidia-smi topo -m 2>&1 | head -8
 lscpu | grep -iE "numa|^CPU\(s\)|model name|socket"
