@@ -29,7 +29,7 @@
 //      appended: small insert-only groups by one thread, lists of at least FU_BIG entries that
 //      move to the tail by a block, the others by a warp (fast_update_commit).
 //      Otherwise NOTHING of the graph or the id map is written and the overflow counter says
-//      why (the grid kernels read it and return); the host then runs the slow path, which
+//      why (the kernels after read it and return); the host then runs the slow path, which
 //      re-plans and reserves.
 // (One block read every long list alone before: 275 us of a 1,000-edge batch on an 11 M-edge
 // R-MAT graph, whose deletions land on hub lists.)
@@ -45,7 +45,8 @@
 #include "fast_update_lists.cuh"
 
 // The batch: bsrc/bdst (external ids), bins (1 = insert) in arrival order, m edges.
-// The id map: hkeys/hvals/hmask (idhash.cuh), ext (internal -> external, capacity >= n + room),
+// The id map: hkeys/hvals/hmask (idhash.cuh), ext (internal -> external, capacity >= n + room;
+// written by fast_update_plan, not here: stop 30 kept this kernel's arguments as they were),
 // n vertices; `room` new vertices fit in the vertex arrays, ext and the table's load limit.
 // Each direction: off/deg/cap/idx of the gapped CSR, the used end of idx and its size (the tail
 // [end, size) is reserved for relocated lists). work: FuWork scratch (work_bytes long).
@@ -434,7 +435,10 @@ fast_update_plan(const int* __restrict__ out_deg, const int* __restrict__ out_ca
     return;
   }
   const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
-  const bool split = c > FU_SPLIT;
+  int Pc = 1;  // positions per direction
+  while (Pc < c) Pc <<= 1;
+  // two blocks past FU_SPLIT changes, and whenever both directions' keys would not fit sh_a side by side
+  const bool split = c > FU_SPLIT || 2 * Pc > FU_MAX;
   if (!split && blockIdx.x != 0) return;  // uniform: one block plans both directions
   const int lbase = split ? static_cast<int>(blockIdx.x) * FU_MAX : 0;  // this block's region of the work lists
   if (tid == 0) {
@@ -456,9 +460,7 @@ fast_update_plan(const int* __restrict__ out_deg, const int* __restrict__ out_ca
   // (no permutation moves with it). The pass's prefix sums run over all its positions: the
   // out-direction's come first, so an in-direction entry subtracts the out-direction's total
   // (the prefix at q = Pc, `s_split`), or counts in the high half of a packed int.
-  int Pc = 1;
-  while (Pc < c) Pc <<= 1;
-  const bool both = !split;  // (then 2 Pc <= 2 FU_SPLIT <= FU_MAX)
+  const bool both = !split;  // (then 2 Pc <= FU_MAX)
   const int P = both ? 2 * Pc : Pc;  // positions of a pass
   {
     const int pass = split ? static_cast<int>(blockIdx.x) : 0;  // (both: the pass over both directions)
