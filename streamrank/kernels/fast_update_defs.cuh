@@ -91,9 +91,11 @@ struct FuPlan {
 // Scratch of one launch in global memory (the host allocates FAST_WORK_BYTES >= sizeof).
 struct FuWork {
   unsigned long long ticks[16];          // FU_TICKS: [0] start, [1..6] after steps 1, 2, 3, 4 (out), 4 (in), 5;
-                                         // (one planning pass for both directions: [4] == [5])
-                                         // [7] after step 1's table; step 4 (out): [8] after its sort, [9] after its D writes;
-                                         // [10] after step 5's deletion scan ([6], [10]: the last block's clock)
+                                         // (one planning pass for both directions: [4] == [5]; two
+                                         // planning blocks: [5] the later one's end)
+                                         // [7] after step 1's table; step 4 (out): [8] after its sort,
+                                         // [9] after its D writes; [10] after step 5's deletion scan
+                                         // ([5] of two blocks, [6], [10]: the latest block's clock)
   long long bsrc[FU_MAX], bdst[FU_MAX];  // fast_update_hdr: the batch, copied from the staged header
   unsigned char bins[FU_MAX];            //   (which may be mapped host memory) before the update
   long long isrc[FU_MAX], idst[FU_MAX];  // collapsed insertions (external ids), arrival order

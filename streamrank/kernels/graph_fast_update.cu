@@ -431,7 +431,9 @@ fast_update_plan(const int* __restrict__ out_deg, const int* __restrict__ out_ca
   const long long out_end = pl.out_end, in_end = pl.in_end, out_size = pl.out_size, in_size = pl.in_size;
   long long* const changes = pl.changes;
   if (blockDim.x != FU_THREADS || gridDim.x != 2) {  // uniform; nothing of the graph was written yet
-    if (tid == 0 && blockIdx.x == 0) write_counters(counters, hcounters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    if (tid == 0 && blockIdx.x == 0) {
+      write_counters(counters, hcounters, FU_OVER_ARGS, 0, 0, 0, 0, 0, 0, out_end, in_end);
+    }
     return;
   }
   const int c = nIa + nDa;  // applied changes: deletions are elements [0, nDa), insertions after
@@ -454,8 +456,8 @@ fast_update_plan(const int* __restrict__ out_deg, const int* __restrict__ out_ca
   // ---------------------------------------------------------------- 4. sort and plan per direction
   // Both directions' keys are sorted by one network when they fit side by side (two halves of Pc
   // positions sorted independently) and then planned in one pass over both halves (position q:
-  // direction q >= Pc, entry q - Pc of it); else one direction at a time, sorted and planned in a
-  // pass each. A sort key is u << 32 | t with bit 31 set for an insertion (ids are below 2^31): a
+  // direction q >= Pc, entry q - Pc of it); else (split) block b sorts and plans direction b. A
+  // sort key is u << 32 | t with bit 31 set for an insertion (ids are below 2^31): a
   // group's deletions come first, each part in target order, and the key alone says what it is
   // (no permutation moves with it). The pass's prefix sums run over all its positions: the
   // out-direction's come first, so an in-direction entry subtracts the out-direction's total

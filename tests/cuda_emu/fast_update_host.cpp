@@ -66,8 +66,8 @@ extern "C" void emu_fast_update(const long long* bsrc, const long long* bdst, co
                 out_end, out_size, in_off, in_deg, in_cap, in_idx, in_end, in_size, work, work_bytes, changes,
                 counters, hcounters);
   });
-  run_lists(hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters,
-            hcounters, grid);
+  run_lists(hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work,
+            counters, hcounters, grid);
 }
 
 // The same with the batch and its sizes in a staged buffer (fast_update_hdr: a 64-byte header, then
@@ -81,8 +81,8 @@ extern "C" void emu_fast_update_hdr(const long long* hdr, long long* hkeys, int*
     fast_update_hdr(hdr, hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, out_size, in_off, in_deg,
                     in_cap, in_idx, in_size, work, work_bytes, counters, hcounters);
   });
-  run_lists(hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters,
-            hcounters, grid);
+  run_lists(hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work,
+            counters, hcounters, grid);
 }
 
 // Step 4's block sort alone (fast_update_block.cuh) on `keys` (P positions; top = P: one sorted
