@@ -19,7 +19,7 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #define FU_MPARTS 4                 //   at most this many, a warp each (fu_mpart)
 // Step 4: batches of more than FU_SPLIT applied changes are planned by two blocks, a direction each;
 // smaller ones by one block, both directions in one pass (NVRTC option -DFU_SPLIT=..., knob
-// STREAMRANK_FAST_SPLIT; at most FU_MAX / 2)
+// STREAMRANK_FAST_SPLIT; any value is safe: past FU_MAX / 2 changes fast_update_plan splits anyway)
 #ifndef FU_SPLIT
 #define FU_SPLIT 256
 #endif
