@@ -24,7 +24,9 @@ runs slower there. ``GC=off`` disables Python's garbage collector after loading,
 freezes what loading made (``gc.freeze``). ``IDLE=sleep|spin`` with ``IDLE_MS`` (10) idles the host
 that long after each batch (asleep, or spinning in Python), ``SCHEDULE=spin|yield|block`` sets the
 CUDA driver's wait (cuDevicePrimaryCtxSetFlags, before the context exists), ``GRAPHS=sxmo|rmat`` runs one
-graph only (default both).
+graph only (default both). ``PIN=K`` pins the main thread (the one that queues and waits) to CPU
+``K`` once the engine exists (``os.sched_setaffinity`` of the calling thread: the driver's and
+library threads keep the process's mask); each line then names that CPU.
 """
 import os
 import sys
@@ -67,6 +69,7 @@ if _schedule:  # the primary context's flags (CU_CTX_SCHED_*), before any CUDA c
     import ctypes
     _cu = ctypes.CDLL("libcuda.so.1")
     assert _cu.cuInit(0) == 0 and _cu.cuDevicePrimaryCtxSetFlags(0, {"spin": 1, "yield": 2, "block": 4}[_schedule]) == 0
+pin = os.environ.get("PIN")
 idle, idle_s = os.environ.get("IDLE"), float(os.environ.get("IDLE_MS", "10")) / 1e3
 sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
 batches = int(os.environ.get("BATCHES", "60"))
@@ -96,6 +99,8 @@ print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms medi
 for name, src, dst in graphs():
     eng = Engine("gpu", "dfp", config=RankConfig(dangling=dangling))
     eng.load_edges(src, dst)
+    if pin is not None:  # the calling thread only (Linux: pid 0 is this thread)
+        os.sched_setaffinity(0, {int(pin)})
     if gc_mode != "on":
         import gc
         gc.collect()
@@ -143,7 +148,7 @@ for name, src, dst in graphs():
                     steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], scan]]) / 1e3)
         print(f"{name:<34} {eng.graph.num_vertices:>9} {eng.graph.num_edges:>10} {size:>6} "
               f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f} "
-              f"{np.median(up_ms):>12.3f}", flush=True)
+              f"{np.median(up_ms):>12.3f}" + (f"  pinned to cpu {pin}" if pin is not None else ""), flush=True)
         if steps:
             m = np.median(np.asarray(steps), axis=0)
             print("   kernel steps (us): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))

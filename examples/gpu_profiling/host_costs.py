@@ -1,5 +1,8 @@
 """Host cost of the CuPy calls a small batch makes (median us per call, warm): kernel launches
-by argument kind, allocations from the pool, views, events, asynchronous copies.
+by argument kind, allocations from the pool, views, events, asynchronous copies, and the launch of
+a captured CUDA graph of 1, 2, 4 or 8 kernel nodes into an idle stream (as a batch's graph update
+is launched; the fused update's graph has 4 kernel nodes) with the device time from an event
+recorded just before the launch to one after the graph.
 
     PYTHONPATH=. python3 examples/gpu_profiling/host_costs.py
 """
@@ -68,3 +71,39 @@ t("np.frombuffer(bytes) + copy into pinned", lambda: pin.__setitem__(slice(0, 24
 x = np.arange(5, dtype=np.int64)
 t("pinned[0:40] = x.view(uint8)", lambda: pin.__setitem__(slice(0, 40), x.view(np.uint8)))
 t("pin.ctypes.data", lambda: pin.ctypes.data)
+
+
+def t_idle(label, f, n=500):
+    """Median host us of ``f`` when the stream is idle before each call (a batch's first launch)."""
+    for _ in range(20):
+        f()
+    ts = []
+    for _ in range(n):
+        cp.cuda.Device().synchronize()  # sync: the stream is idle before each timed call
+        t0 = time.perf_counter_ns()
+        f()
+        ts.append(time.perf_counter_ns() - t0)
+    cp.cuda.Device().synchronize()
+    print(f"  {label:60s} {np.median(ts) / 1e3:7.2f} us")
+
+
+t_idle("event.record() (idle stream)", lambda: ev.record())
+t_idle("launch 2 args (np.uint64, idle stream)", lambda: k2((1,), (32,), (np.uint64(1), np.uint64(2))))
+side = cp.cuda.Stream(non_blocking=True)
+before, after = cp.cuda.Event(), cp.cuda.Event()
+for nodes in (1, 2, 4, 8):
+    with side:
+        side.begin_capture()
+        for _ in range(nodes):
+            k2((1,), (32,), (np.uint64(1), np.uint64(2)))
+        g = side.end_capture()
+    t_idle(f"graph.launch(), {nodes} kernel node(s) (idle stream)", lambda: g.launch())
+    dev = []
+    for _ in range(200):
+        cp.cuda.Device().synchronize()  # sync: an idle stream, as before a batch
+        before.record()
+        g.launch()
+        after.record()
+        after.synchronize()  # sync: read the events
+        dev.append(cp.cuda.get_elapsed_time(before, after) * 1e3)
+    print(f"  {'  device: event before the launch -> event after the graph':60s} {np.median(dev):7.2f} us")
