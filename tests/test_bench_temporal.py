@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from streamrank.bench.host_probe import host_probe_us
 from streamrank.bench.temporal import SEED_DFP, TemporalOptions, format_temporal, parse_seed_log, run_temporal
 from streamrank.config import RankConfig
 from streamrank.errors import InvalidArgumentError
@@ -54,8 +55,10 @@ def test_temporal_protocol_matches_the_oracle(device, dangling, tmp_path):
         else:
             assert r["l1_unnormalized_median"] is None
         assert r["graph_ms_median"] > 0 and r["rank_ms_median"] > 0
+        assert r["host_probe_us"] > 0  # the host's speed after the row's timed batches
     assert rows[0]["reference_ms"] == 0.8 and rows[0]["ratio_vs_reference"] == pytest.approx(0.8 / rows[0]["total_ms_median"])
-    assert "x ref" in format_temporal(report) and "L1 x(1-a)/N" in format_temporal(report)
+    table = format_temporal(report)
+    assert "x ref" in table and "L1 x(1-a)/N" in table and "host us" in table
 
 
 def test_temporal_protocol_rejects_what_it_cannot_replay(tmp_path):
@@ -78,3 +81,10 @@ def test_bench_cli_temporal_writes_json_and_plot(tmp_path):
     # the default: the engine's default algorithm and the one the reference implements
     assert report["protocol"] == "temporal" and [r["algorithm"] for r in report["rows"]] == ["auto", "dfp"]
     assert png.stat().st_size > 10_000
+
+
+def test_host_probe_times_the_fixed_work():
+    us = host_probe_us(rounds=5)
+    assert isinstance(us, float) and 0 < us < 1e6
+    with pytest.raises(InvalidArgumentError):
+        host_probe_us(rounds=0)

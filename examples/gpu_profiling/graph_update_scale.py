@@ -47,18 +47,15 @@ if parts:
     sys.path.insert(0, os.path.dirname(__file__))
     from _clock import GRAPH_PIECES, LAUNCH, TIMES, wrap, wrap_graph_update  # noqa: E402
     from streamrank import graph_gpu_lists  # noqa: E402
+    from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
 
     wrap_graph_update()
     wrap(graph_gpu_lists.Direction, "reserve", "reserve")
-    _probe_a = np.arange(64)
 
     def _probe() -> float:
         """A fixed piece of host work (us): small NumPy calls and Python objects, as a batch has."""
         t = time.perf_counter()
-        for _ in range(20):
-            b = _probe_a[:32].copy()
-            b += 1
-            {"k": int(b[0]), "v": (1, 2, 3)}.get("k")
+        fixed_host_work()
         return (time.perf_counter() - t) * 1e6
 #: GC=off: the collector disabled after loading; GC=freeze: gc.freeze() after loading (the objects
 #: made so far are never scanned again)

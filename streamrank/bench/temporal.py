@@ -102,13 +102,15 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     -------
     dict
         ``rows``: one per (fraction, algorithm) with median graph / rank / total ms, iterations,
-        L1 error (median and max over the batches) and, where a reference log was given, the
-        reference's DF-P figures and ``ratio_vs_reference``.
+        L1 error (median and max over the batches), ``host_probe_us`` (the host's speed after the
+        timed batches, :func:`~streamrank.bench.host_probe.host_probe_us`) and, where a reference
+        log was given, the reference's DF-P figures and ``ratio_vs_reference``.
     """
     from ..backend import device_name, resolve_backend
     from ..engine import Engine
     from ..oracle_cugraph import cugraph_available
     from .baselines import oracle_fn
+    from .host_probe import host_probe_us
 
     for a in opts.algorithms:
         check_algorithm(a)
@@ -184,6 +186,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                 rec["inserted"].append(step.changes.num_insertions)
                 rec["converged"].append(bool(step.rank.converged))
                 rec["ran"].append(step.rank.algorithm)
+            host_us = host_probe_us()  # the host's speed right after the timed batches (host_probe.py)
             # The error pass (untimed): the same batches again from the same base graph, the L1
             # error every `error_every` batches and after the last. DF/DF-P are deterministic, so
             # these are the timed pass's ranks (same_iterations says whether every batch ran the
@@ -201,6 +204,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             rows.append(_row(frac, size, algo, rec, seed))
             r = rows[-1]
             r["same_iterations"] = bool(same)
+            r["host_probe_us"] = host_us
             log(f"fraction {frac:g}, {algo}: {r['total_ms_median']:.3f} ms per batch "
                 f"({r['graph_ms_median']:.3f} graph + {r['rank_ms_median']:.3f} rank), "
                 f"{r['iterations_median']:.1f} iterations, L1 {r['l1_median']:.2e}")
@@ -270,6 +274,7 @@ TEMPORAL_COLUMNS = [
     ("iterations_median", "iters"), ("l1_median", "L1 err"), ("l1_unnormalized_median", "L1 x(1-a)/N"),
     ("reference_ms", "ref ms"),
     ("reference_iterations", "ref iters"), ("reference_error", "ref err"), ("ratio_vs_reference", "x ref"),
+    ("host_probe_us", "host us"),
 ]
 
 
@@ -283,7 +288,9 @@ def format_temporal(report: dict) -> str:
              f"protocol: temporal  vertices up front: {report['vertices_up_front']}  dangling: {c['dangling']}  "
              f"dtype: {c['dtype']}  tol: {c['tol']:g}  frontier/prune tol: {c['frontier_tol']:g}/{c['prune_tol']:g}  "
              f"oracle: {report['oracle']}  batches per fraction: {report['batches']}",
-             "ms are medians per batch; ours = graph update + rank update, the reference's = rank only"]
+             "ms are medians per batch; ours = graph update + rank update, the reference's = rank only; "
+             "host us: a fixed piece of host work timed after the row's batches (higher: a slower host, "
+             "which graph ms follows)"]
     lines.append(format_table(report.get("rows", []), TEMPORAL_COLUMNS))
     return "\n".join(lines)
 

@@ -1,0 +1,59 @@
+"""How fast the host runs a batch's kind of Python work right now.
+
+A one-wait GPU batch's graph update is about half host work (Python and small NumPy calls between
+``Engine.apply`` and the kernel's launch, then its bookkeeping). The machines of docs/GPU.md
+("Stop 31") run that work at two speeds about 2x apart, from process to process and sometimes
+within one, and ``graph_ms`` follows the host's speed. The benchmarks therefore report this probe
+beside their figures, so that a slow host can be told from slow code.
+
+The work is the fixed piece ``examples/gpu_profiling/graph_update_scale.py`` times before each
+batch (``PARTS=1``): 20 rounds of a small array copy, an in-place add and a small dict.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+_A = np.arange(64)
+
+
+def fixed_host_work() -> None:
+    """The probe's fixed piece of host work (about 27-30 us on the fast H200 hosts of docs/GPU.md,
+    48-83 us on the slow ones)."""
+    for _ in range(20):
+        b = _A[:32].copy()
+        b += 1
+        {"k": int(b[0]), "v": (1, 2, 3)}.get("k")
+
+
+def host_probe_us(*, rounds: int = 21) -> float:
+    """Median time of :func:`fixed_host_work` over ``rounds`` runs, after one untimed run.
+
+    Parameters
+    ----------
+    rounds : int
+        Timed runs, at least 1.
+
+    Returns
+    -------
+    float
+        Microseconds.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``rounds`` is below 1.
+    """
+    if int(rounds) < 1:
+        raise InvalidArgumentError(f"rounds must be >= 1, got {rounds}")
+    fixed_host_work()
+    times = []
+    for _ in range(int(rounds)):
+        t = time.perf_counter()
+        fixed_host_work()
+        times.append((time.perf_counter() - t) * 1e6)
+    return float(np.median(times))
