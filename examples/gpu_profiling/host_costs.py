@@ -23,12 +23,16 @@ k26, k2 = mod.get_function("k26"), mod.get_function("k2")
 arrs = [cp.zeros(16, dtype=cp.int64) for _ in range(26)]
 
 
-def t(label, f, n=2000):
+def t(label, f, n=2000, idle=False):
+    """Median host us of ``f`` over ``n`` calls after a warm-up; ``idle``: the stream is idle before
+    each call (as before a batch's first launch), else calls queue behind each other."""
     for _ in range(50):
         f()
     cp.cuda.Device().synchronize()
     ts = []
     for _ in range(n):
+        if idle:
+            cp.cuda.Device().synchronize()  # sync: the stream is idle before the timed call
         t0 = time.perf_counter_ns()
         f()
         ts.append(time.perf_counter_ns() - t0)
@@ -71,24 +75,8 @@ t("np.frombuffer(bytes) + copy into pinned", lambda: pin.__setitem__(slice(0, 24
 x = np.arange(5, dtype=np.int64)
 t("pinned[0:40] = x.view(uint8)", lambda: pin.__setitem__(slice(0, 40), x.view(np.uint8)))
 t("pin.ctypes.data", lambda: pin.ctypes.data)
-
-
-def t_idle(label, f, n=500):
-    """Median host us of ``f`` when the stream is idle before each call (a batch's first launch)."""
-    for _ in range(20):
-        f()
-    ts = []
-    for _ in range(n):
-        cp.cuda.Device().synchronize()  # sync: the stream is idle before each timed call
-        t0 = time.perf_counter_ns()
-        f()
-        ts.append(time.perf_counter_ns() - t0)
-    cp.cuda.Device().synchronize()
-    print(f"  {label:60s} {np.median(ts) / 1e3:7.2f} us")
-
-
-t_idle("event.record() (idle stream)", lambda: ev.record())
-t_idle("launch 2 args (np.uint64, idle stream)", lambda: k2((1,), (32,), (np.uint64(1), np.uint64(2))))
+t("event.record() (idle stream)", lambda: ev.record(), n=500, idle=True)
+t("launch 2 args (np.uint64, idle stream)", lambda: k2((1,), (32,), (np.uint64(1), np.uint64(2))), n=500, idle=True)
 side = cp.cuda.Stream(non_blocking=True)
 before, after = cp.cuda.Event(), cp.cuda.Event()
 for nodes in (1, 2, 4, 8):
@@ -97,7 +85,7 @@ for nodes in (1, 2, 4, 8):
         for _ in range(nodes):
             k2((1,), (32,), (np.uint64(1), np.uint64(2)))
         g = side.end_capture()
-    t_idle(f"graph.launch(), {nodes} kernel node(s) (idle stream)", lambda: g.launch())
+    t(f"graph.launch(), {nodes} kernel node(s) (idle stream)", lambda: g.launch(), n=500, idle=True)
     dev = []
     for _ in range(200):
         cp.cuda.Device().synchronize()  # sync: an idle stream, as before a batch

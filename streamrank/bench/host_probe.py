@@ -22,8 +22,8 @@ _A = np.arange(64)
 
 
 def fixed_host_work() -> None:
-    """The probe's fixed piece of host work (about 27-30 us on the fast H200 hosts of docs/GPU.md,
-    48-83 us on the slow ones)."""
+    """The probe's fixed piece of host work (its figures on the project's GPU machines: docs/GPU.md,
+    "Stop 31")."""
     for _ in range(20):
         b = _A[:32].copy()
         b += 1
