@@ -19,6 +19,7 @@ from .changes import AppliedChanges
 from .auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
 from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
+from .published_ranks import published_ranks
 from .result import RankResult
 from .string_ids import StringIdMap
 from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
@@ -297,13 +298,15 @@ class Engine:
     def ranks(self):
         """``(external_ids, p)`` as host NumPy arrays by internal id; ``p`` sums to 1.
 
-        ``external_ids`` is int64 for integer ids and an object array of ``str`` for string ids.
+        ``p`` is :func:`~streamrank.published_ranks.published_ranks` of the iterate: ``x / sum(x)``
+        in uniform mode; in self-loop mode the vertices without in-edges at their exact rank and
+        the others scaled to the rest of the mass. ``external_ids`` is int64 for integer ids and
+        an object array of ``str`` for string ids.
         """
         ext = self._external(self.backend.to_host(self.graph.ids.external))  # device-to-host copy on the GPU
-        x = self.backend.to_host(self.x)
-        if x.shape[0] == 0:
-            return ext, x.astype(np.float64)
-        return ext, x.astype(np.float64) / float(x.sum())
+        cfg = self.config
+        in_degree = self.graph.in_degree if cfg.dangling == "self-loop" else None
+        return ext, published_ranks(self.x, in_degree, alpha=cfg.alpha, dangling=cfg.dangling)
 
     def top_k(self, k: int):
         """``(external_ids, p)`` of the ``k`` best vertices, descending."""

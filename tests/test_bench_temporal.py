@@ -50,15 +50,18 @@ def test_temporal_protocol_matches_the_oracle(device, dangling, tmp_path):
             assert r["same_iterations"]
         assert r["converged"] and r["iterations_median"] >= 1
         assert r["l1_max"] < (2e-6 if r["algorithm"] == "dfp" else 1e-7)
-        if dangling == "self-loop":  # the iterate in the reference's form, x (1 - alpha) / n
+        if dangling == "self-loop":  # the iterate in the reference's form, x (1 - alpha) / n, and x / sum(x)
             assert 0 < r["l1_unnormalized_median"] < (2e-6 if r["algorithm"] == "dfp" else 1e-7)
+            assert 0 < r["l1_sum_normalized_median"] < (2e-6 if r["algorithm"] == "dfp" else 1e-7)
+            if r["algorithm"] == "dfp":  # published: the exact vertices exactly, the rest renormalized
+                assert r["l1_median"] < min(r["l1_unnormalized_median"], r["l1_sum_normalized_median"])
         else:
-            assert r["l1_unnormalized_median"] is None
+            assert r["l1_unnormalized_median"] is None and r["l1_sum_normalized_median"] is None
         assert r["graph_ms_median"] > 0 and r["rank_ms_median"] > 0
         assert r["host_probe_us"] > 0  # the host's speed after the row's timed batches
     assert rows[0]["reference_ms"] == 0.8 and rows[0]["ratio_vs_reference"] == pytest.approx(0.8 / rows[0]["total_ms_median"])
     table = format_temporal(report)
-    assert "x ref" in table and "L1 x(1-a)/N" in table and "host us" in table
+    assert "x ref" in table and "L1 x(1-a)/N" in table and "L1 x/sum" in table and "host us" in table
 
 
 def test_temporal_protocol_rejects_what_it_cannot_replay(tmp_path):

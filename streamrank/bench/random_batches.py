@@ -36,6 +36,7 @@ from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..device_memory import DeviceMemoryTracker
 from ..errors import InvalidArgumentError
 from ..metrics import l1_error
+from ..published_ranks import published_ranks
 from .baselines import CusparsePower, baseline_step, oracle_fn
 from .inputs import BatchMaker, load_base_edges, parse_graph_spec
 
@@ -219,7 +220,9 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             gm, gp = _stats(r["graph_ms"])
             rm, rp = _stats(r["rank_ms"])
             tm, tp = _stats(tot)
-            p_final = (x[a] / x[a].sum()) if a in x else p_prev[a]
+            # the engine's algorithms: the ranks Engine.ranks would publish from their final iterate
+            p_final = (published_ranks(x[a], graph.in_degree if cfg.dangling == "self-loop" else None,
+                                       alpha=cfg.alpha, dangling=cfg.dangling) if a in x else p_prev[a])
             rows.append({
                 "fraction": float(frac), "batch_size": size, "algorithm": a,
                 "graph_ms_median": gm, "graph_ms_p95": gp, "rank_ms_median": rm, "rank_ms_p95": rp,

@@ -19,9 +19,12 @@ here too; with ``dangling="uniform"`` (standard PageRank) such lines are ordinar
 Every batch is applied through :class:`streamrank.engine.Engine` (graph update, then rank
 update, each timed with a device synchronization at its end), and its L1 error is taken against
 the float64 oracle of the graph after the batch (cuGraph where installed, else a cuSPARSE power
-iteration on the GPU, else SciPy), untimed. In self-loop mode the L1 error is also taken in the
-reference's own form, the iterate scaled by ``(1 - alpha) / n`` without normalizing
-(``l1_unnormalized_median``): the reference publishes that, we publish ``x / sum(x)``. The reference's figures, when its output
+iteration on the GPU, else SciPy), untimed, on the ranks the engine publishes (``Engine.ranks``:
+in self-loop mode the vertices without in-edges at their exact rank, the rest scaled to the
+remaining mass; :mod:`streamrank.published_ranks`). In self-loop mode the L1 error is also taken
+for two other forms of the same iterate: the reference's own, scaled by ``(1 - alpha) / n``
+without normalizing (``l1_unnormalized_median``, what the reference publishes), and the plain
+``x / sum(x)`` (``l1_sum_normalized_median``, what streamrank published until stop 31). The reference's figures, when its output
 (``--reference-log``) comes from the same device call, are put beside ours with the ratio
 (reference ms per batch over ours; its timer covers the rank computation only, ours the graph
 update too).
@@ -174,7 +177,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             log(f"fraction {frac:g}, {algo}: base graph {eng.graph.num_vertices} vertices, "
                 f"{eng.graph.num_edges} edges")
             rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "l1_unnormalized",
-                                   "converged", "ran")}
+                                   "l1_sum_normalized", "converged", "ran")}
             # The timed pass: batch after batch with nothing else on the device in between (with
             # an oracle run after every 5th batch, 5-line batches took 0.42-0.60 ms against
             # 0.33-0.34 without, docs/GPU.md; likely the graph's arrays leaving the GPU's L2).
@@ -200,7 +203,9 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                     exact = oracle(check.graph)
                     rec["l1"].append(l1_error(check.ranks()[1], exact))
                     if cfg.dangling == "self-loop":
-                        rec["l1_unnormalized"].append(l1_error(_unnormalized(check, cfg), exact))
+                        x = np.asarray(check.backend.to_host(check.x), dtype=np.float64)  # device-to-host copy
+                        rec["l1_unnormalized"].append(l1_error(x * ((1.0 - cfg.alpha) / x.shape[0]), exact))
+                        rec["l1_sum_normalized"].append(l1_error(x / x.sum(), exact))
             rows.append(_row(frac, size, algo, rec, seed))
             r = rows[-1]
             r["same_iterations"] = bool(same)
@@ -223,14 +228,6 @@ def _base_engine(Engine, backend, algo, cfg, base, verts):
     return eng
 
 
-def _unnormalized(eng, cfg):
-    """The ranks in the reference's form: ``x (1 - alpha) / n`` in self-loop mode, where the exact
-    solution sums to ``n / (1 - alpha)``; the reference publishes its iterate without
-    normalizing, where we divide by ``sum(x)`` (docs/GPU.md, "The L1 error and the reference")."""
-    x = np.asarray(eng.backend.to_host(eng.x), dtype=np.float64)  # device-to-host copy on the GPU
-    return x * ((1.0 - cfg.alpha) / x.shape[0])
-
-
 def _batch(s, d):
     from ..batch import EdgeBatch
 
@@ -246,6 +243,7 @@ def _row(frac, size, algo, rec, seed) -> dict:
            "total_ms_p95": float(np.percentile(total, 95)), "iterations_median": med("iterations"),
            "l1_median": med("l1"), "l1_max": float(np.max(rec["l1"])),
            "l1_unnormalized_median": med("l1_unnormalized") if rec["l1_unnormalized"] else None,
+           "l1_sum_normalized_median": med("l1_sum_normalized") if rec["l1_sum_normalized"] else None,
            "converged": all(rec["converged"]),
            "batches": len(rec["converged"]), "error_checks": len(rec["l1"]),
            "ran": {k: rec["ran"].count(k) for k in sorted(set(rec["ran"]))}}
@@ -272,6 +270,7 @@ TEMPORAL_COLUMNS = [
     ("fraction", "fraction"), ("batch_lines", "lines"), ("algorithm", "algorithm"),
     ("graph_ms_median", "graph ms"), ("rank_ms_median", "rank ms"), ("total_ms_median", "total ms"),
     ("iterations_median", "iters"), ("l1_median", "L1 err"), ("l1_unnormalized_median", "L1 x(1-a)/N"),
+    ("l1_sum_normalized_median", "L1 x/sum"),
     ("reference_ms", "ref ms"),
     ("reference_iterations", "ref iters"), ("reference_error", "ref err"), ("ratio_vs_reference", "x ref"),
     ("host_probe_us", "host us"),
