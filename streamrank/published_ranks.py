@@ -4,7 +4,8 @@ Uniform mode (standard PageRank): ``p = x / sum(x)``.
 
 Self-loop mode: the exact solution's total is known, ``sum(x*) = n / (1 - alpha)`` (every vertex
 has out-degree at least 1, so ``alpha P^T`` keeps the mass it is given), and a vertex with no
-in-edges has its exact ``x`` in closed form (``1 / (1 - alpha / d)``, which every update writes).
+in-edges has its exact ``x`` in closed form, ``1 / (1 - alpha / d)`` (which the local-form updates
+write; the GPU's static standard-form sweeps leave it within their 1e-10 criterion).
 Such a vertex is published exactly, ``x (1 - alpha) / n``; the other vertices share the rest of
 the mass, ``1 - sum`` of those, in proportion to ``x``. The result sums to 1 and equals
 ``x / sum(x)`` at the fixed point. Before it (DF-P's propagation is truncated by its frontier

@@ -1,0 +1,120 @@
+"""What the host pays to launch a one-wait batch's captured CUDA graphs, in the batch and alone.
+
+``graph_update_scale.py PARTS=1`` times ``BatchGraphs.replay`` of the graph update at 11-14 us on
+a slow host (docs/GPU.md, "Stop 31"), where ``host_costs.py`` times the launch of a graph of 1-8
+empty kernel nodes at 1.8-2.7 us. This script finds where the difference is, in one process on
+sx-mathoverflow's base (uniform mode, DF-P, random batches of ``SIZE`` edges as in
+graph_update_scale.py):
+
+1. in each batch, the host time of each captured graph's ``launch()`` call alone (slots "graph"
+   and "rank"), next to the fixed host work of ``streamrank.bench.host_probe`` just before;
+2. after the batches, with the device idle: the graph update's captured graph launched again
+   (the last batch replayed: its edges are present, so it changes nothing), an empty graph of 4
+   kernel nodes, and the update's graph on a stream of its own; each right after a sync, and after
+   ``GAP_MS`` (5) of sleep.
+
+    SXMO=.device-data/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/replay_cost.py
+"""
+import os
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, ".")
+from streamrank import gpu_batch_graph  # noqa: E402
+from streamrank.batch import EdgeBatch  # noqa: E402
+from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
+from streamrank.bench.temporal import _read_lines  # noqa: E402
+from streamrank.config import RankConfig  # noqa: E402
+from streamrank.engine import Engine  # noqa: E402
+
+size, batches = int(os.environ.get("SIZE", "1000")), int(os.environ.get("BATCHES", "60"))
+gap_s = float(os.environ.get("GAP_MS", "5")) / 1e3
+LAUNCH = {"graph": [], "rank": []}
+
+
+def timed_replay(self, slot, key, queue):
+    """BatchGraphs.replay with the launch call alone timed (the rest as in the package)."""
+    if self.unavailable is not None:
+        return False
+    held = self._slots.get(slot)
+    if held is None or held[0] != key:
+        graph = self._capture(queue)
+        if graph is None:
+            return False
+        held = self._slots[slot] = (key, graph)
+    t = time.perf_counter_ns()
+    held[1].launch()
+    LAUNCH[slot].append((time.perf_counter_ns() - t) / 1e3)
+    return True
+
+
+gpu_batch_graph.BatchGraphs.replay = timed_replay
+
+s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
+k = int(0.9 * s.shape[0])
+keep = s[:k] != d[:k]
+src, dst = s[:k][keep], d[:k][keep]
+eng = Engine("gpu", "dfp", config=RankConfig(dangling="uniform"))
+eng.load_edges(src, dst)
+ids = np.unique(np.concatenate([src, dst]))
+rng = np.random.default_rng(3)
+probe, graph_ms = [], []
+for b in range(batches + 5):
+    n_del = size // 5
+    n_ins = size - n_del
+    pick = rng.integers(0, src.shape[0], n_del)
+    batch = EdgeBatch.from_arrays(np.concatenate([rng.choice(ids, n_ins), src[pick]]),
+                                  np.concatenate([rng.choice(ids, n_ins), dst[pick]]),
+                                  np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)]))
+    t = time.perf_counter()
+    fixed_host_work()
+    probe.append((time.perf_counter() - t) * 1e6)
+    st = eng.apply(batch)
+    graph_ms.append(st.graph_ms)
+    if b == 4:
+        for v in LAUNCH.values():
+            v.clear()
+        probe.clear()
+        graph_ms.clear()
+md = lambda v: float(np.median(v)) if len(v) else float("nan")  # noqa: E731
+print(f"batches of {size} edges: {len(graph_ms)}; graph_ms median {md(graph_ms) * 1e3:.1f} us; fixed host work "
+      f"median {md(probe):.1f} us; launch() of the captured graphs in the batch: graph update "
+      f"{md(LAUNCH['graph']):.2f} us (p10 {np.percentile(LAUNCH['graph'], 10):.2f}, p90 "
+      f"{np.percentile(LAUNCH['graph'], 90):.2f}), rank loop {md(LAUNCH['rank']):.2f} us", flush=True)
+
+update = eng._stepper.graphs._slots["graph"][1]
+stream = cp.cuda.get_current_stream()
+mod = cp.RawModule(code='extern "C" __global__ void k2(const void* a, const void* b) {}')
+k2 = mod.get_function("k2")
+side = cp.cuda.Stream(non_blocking=True)
+with side:
+    side.begin_capture()
+    for _ in range(4):
+        k2((1,), (32,), (np.uint64(1), np.uint64(2)))
+    empty = side.end_capture()
+own = cp.cuda.Stream(non_blocking=True)
+
+
+def alone(label, g, on=None, gap=0.0, n=200):
+    ts = []
+    for _ in range(n):
+        cp.cuda.Device().synchronize()  # sync: the device idle before the launch, as before a batch
+        if gap:
+            time.sleep(gap)
+        t = time.perf_counter_ns()
+        g.launch(on) if on is not None else g.launch()
+        ts.append((time.perf_counter_ns() - t) / 1e3)
+    cp.cuda.Device().synchronize()  # sync: the last launch done
+    print(f"  {label:58s} median {md(ts):6.2f} us, p90 {np.percentile(ts, 90):6.2f}", flush=True)
+
+
+print(f"alone (current stream {'legacy default' if stream.ptr == 0 else hex(stream.ptr)}):")
+for gap in (0.0, gap_s):
+    tag = f", after {gap * 1e3:.0f} ms asleep" if gap else ""
+    alone("graph update's graph (the last batch again)" + tag, update, gap=gap)
+    alone("empty graph of 4 kernel nodes" + tag, empty, gap=gap)
+    alone("graph update's graph on a stream of its own" + tag, update, on=own, gap=gap)
+    alone("empty graph on a stream of its own" + tag, empty, on=own, gap=gap)
