@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def _fmt(v) -> str:
+    if v is None:  # a figure that does not apply to the row
+        return "-"
     if isinstance(v, float):
         if v != v:
             return "-"

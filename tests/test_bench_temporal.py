@@ -62,6 +62,7 @@ def test_temporal_protocol_matches_the_oracle(device, dangling, tmp_path):
     assert rows[0]["reference_ms"] == 0.8 and rows[0]["ratio_vs_reference"] == pytest.approx(0.8 / rows[0]["total_ms_median"])
     table = format_temporal(report)
     assert "x ref" in table and "L1 x(1-a)/N" in table and "L1 x/sum" in table and "host us" in table
+    assert "None" not in table  # figures that do not apply to a row print as "-"
 
 
 def test_temporal_protocol_rejects_what_it_cannot_replay(tmp_path):

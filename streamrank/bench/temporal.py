@@ -284,7 +284,7 @@ def format_temporal(report: dict) -> str:
     g, c = report["graph"], report["config"]
     lines = [f"device: {report['device']}  graph: {g['name']} ({g['lines']} lines, base {g['base_lines']}; "
              f"{g.get('vertices')} vertices, {g.get('base_edges')} base edges)",
-             f"protocol: temporal  vertices up front: {report['vertices_up_front']}  dangling: {c['dangling']}  "
+             f"protocol: temporal  vertices up front: {report['vertices_up_front'] or 'none'}  dangling: {c['dangling']}  "
              f"dtype: {c['dtype']}  tol: {c['tol']:g}  frontier/prune tol: {c['frontier_tol']:g}/{c['prune_tol']:g}  "
              f"oracle: {report['oracle']}  batches per fraction: {report['batches']}",
              "ms are medians per batch; ours = graph update + rank update, the reference's = rank only; "
