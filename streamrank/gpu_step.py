@@ -5,9 +5,8 @@ The fast path of the graph store (:meth:`streamrank.graph_gpu.GpuGraph.launch_fa
 batch's sizes (overflow, new vertices, applied insertions and deletions) into device counters;
 the cooperative DF/DF-P loop (:func:`streamrank.pagerank_gpu.launch_update`) reads them there.
 The host queues both launches and the copies of their results into pinned memory, waits for the
-graph update's counters (final once its planning ends, before the commit of its lists) and does
-its bookkeeping, then the store's upkeep for the next batch, while the commit and the rank loop
-still run, then waits for the loop and does the rank's bookkeeping
+graph update's event and does its bookkeeping, then the store's upkeep for the next batch, while
+the rank loop still runs, then waits for the loop and does the rank's bookkeeping
 (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While
 the graph kernel runs, the host packs and uploads the rank update's arguments, so that host work
 and device work overlap.
@@ -38,11 +37,6 @@ CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
 #: wait for both, then both bookkeepings (before stop 27).
 OVERLAP_BOOKKEEPING = os.environ.get("STREAMRANK_GRAPH_OVERLAP", "1") != "0"
 
-#: With the overlap, the host waits only for the graph update's counters (final when its planning
-#: ends) and does its bookkeeping while the commit of the lists still runs on the device
-#: (GpuGraph.wait_fast); STREAMRANK_EARLY_COUNTERS=0: it waits for the whole update (before stop 32).
-EARLY_COUNTERS = os.environ.get("STREAMRANK_EARLY_COUNTERS", "1") != "0"
-
 #: Algorithms that can run behind a pending graph update.
 STEP_ALGORITHMS = ("df", "dfp", "auto")
 
@@ -52,10 +46,8 @@ class OneSyncStep:
     """A batch applied by :meth:`OneSyncStepper.apply`.
 
     ``graph_ms`` is the host time until the graph kernel was queued plus the device time until
-    it finished (CUDA events), and the graph's bookkeeping until the graph is up to date on the
-    host too (:meth:`~streamrank.graph_gpu.GpuGraph.finish_fast`): with the overlap it starts
-    when the update's counters are final and runs beside the commit of its lists (``graph_ms``
-    ends when both are done), else after the wait (added); the upkeep for
+    it finished (CUDA events) plus the graph's bookkeeping after the wait, until the graph is up
+    to date on the host too (:meth:`~streamrank.graph_gpu.GpuGraph.finish_fast`); the upkeep for
     the next batch that follows (:meth:`~streamrank.graph_gpu.GpuGraph.upkeep`: compaction, room
     reserved ahead, the next changes buffer) is not in it (:attr:`OneSyncStepper.upkeep_ms`).
     ``total_ms`` is the wall time of the whole batch, upkeep included; the rank update's time is
@@ -128,15 +120,9 @@ class OneSyncStepper:
             graph.complete_fast(pending)
             raise
         overlap = rank is not None and OVERLAP_BOOKKEEPING
-        early = overlap and EARLY_COUNTERS
-        if early:
-            # sync: the graph update's counters only (final once its planning ends, in pinned
-            # memory); the commit of its lists and the rank loop queued behind it keep the device
-            # busy during the graph's bookkeeping below
-            graph.wait_fast(self.graph_done)
-        elif overlap:
-            # sync: the graph update only; the rank loop queued behind it keeps the device busy
-            # during the graph's bookkeeping below
+        if overlap:
+            # sync: the graph update only (its counters are in pinned memory); the rank loop queued
+            # behind it keeps the device busy during the graph's bookkeeping below
             self.graph_done.synchronize()
         else:
             stream.synchronize()  # sync: the one wait of the batch (graph counters, loop status)
@@ -153,11 +139,8 @@ class OneSyncStepper:
         if changes is None:  # did not fit the reserved room: nothing changed, the loop returned
             self.misfits += 1
             return None
-        # the host's queueing, then the device until the update's end (events), and the bookkeeping:
-        # after the wait, or beside the commit when overlapped (the graph is up to date when both
-        # are done; the start event marks the host's t_graph on the device's clock)
-        device_end_ms = (t_graph - t0) * 1e3 + cp.cuda.get_elapsed_time(self.start, self.graph_done)
-        graph_ms = max(device_end_ms, (t_book - t0) * 1e3) if early else device_end_ms + (t_book - t_wait) * 1e3
+        graph_ms = ((t_graph - t0) * 1e3 + cp.cuda.get_elapsed_time(self.start, self.graph_done)
+                    + (t_book - t_wait) * 1e3)
         if rank is None:  # the loop could not be compiled or launched here: the usual rank update
             res = rank_module.update_pagerank(algorithm, graph, changes, x_prev, config=config)
             stream.synchronize()  # sync: so that the batch's time includes its device work

@@ -359,16 +359,10 @@ class GpuGraph(RoomKeeping):
         changes = self._fast.launch(batch, self.ids, self._out, self._in, n, room, replay=replay)
         return PendingFast(n, len(batch), changes, self._fast.counters)
 
-    def wait_fast(self, done) -> None:
-        """Wait until the counters of the last :meth:`launch_fast` are final (the commit of the
-        lists may still run on the device): then :meth:`finish_fast` may run. ``done`` is a CUDA
-        event recorded after the launch (waited for when the counters are copied, not mapped)."""
-        self._fast.wait_counters(done)
-
     def finish_fast(self, pending: PendingFast):
-        """Complete :meth:`launch_fast` once its counters are final (after a synchronization of
-        the stream, or :meth:`wait_fast`): the changes, or None when the batch did not fit the
-        reserved room (then nothing changed and the caller applies it through the slow path).
+        """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or
+        None when the batch did not fit the reserved room (then nothing changed and the caller
+        applies it through the slow path).
 
         The graph is then up to date on the host too (vertex and edge counts, ends of ``idx``).
         Call :meth:`upkeep` after an applied batch, before the next fast launch: it keeps the

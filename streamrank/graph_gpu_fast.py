@@ -51,13 +51,6 @@ _OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0
             # profiling: source lines for Nsight Compute (examples/gpu_profiling/update_ncu.sh)
             *(("-lineinfo",) if os.environ.get("STREAMRANK_FAST_LINEINFO", "0") != "0" else ()))
 _COUNTERS = 16
-#: Counter slot the kernel sets to 1 once slots 0-8 are final (C_READY in fast_update_defs.cuh),
-#: after a system fence and before the commit's grid kernels run; zeroed by the host before each
-#: launch (:meth:`FastUpdater.wait_counters`).
-_READY = 15
-#: Polls of the ready slot between two queries of the caller's event (the fallback that ends the
-#: wait when the update finished without the slot: counters copied, not mapped).
-_POLLS_PER_QUERY = 64
 #: The fused kernel writes its counters into the pinned host buffer too, through the buffer's
 #: device address (mapped host memory), so no device-to-host copy follows the update
 #: (STREAMRANK_FAST_MAPPED=0, or a device that gives no address: the copy).
@@ -322,7 +315,6 @@ class FastUpdater:
         caller, possibly after more work was queued)."""
         cp = self.cp
         m = int(batch.src.shape[0])
-        self.host[_READY] = 0  # set again by the kernel once this launch's counters are final
         changes, changes_ptr = self._take_changes()  # prepared between batches: no allocation here
         if not isinstance(batch.src, cp.ndarray):
             self.stage(batch, n, room, out.end, inn.end, changes_ptr)
@@ -351,22 +343,6 @@ class FastUpdater:
         step 4 (out)'s sort and after its writes, and after the commit's deletion scan, as a host
         array (a device-to-host copy)."""
         return self.work[:88].view(self.cp.uint64).get()
-
-    def wait_counters(self, done) -> None:
-        """Wait until the last :meth:`launch`'s counters are final: the kernel's ready slot in the
-        mapped pinned counters, or ``done`` (a CUDA event recorded after the update) when the
-        counters are copied instead. The commit's grid kernels may still run: the host's
-        bookkeeping overlaps them (docs/GPU.md, "Stop 32"). Device errors surface from the
-        event's query."""
-        if not self.host_dev_ptr:
-            done.synchronize()  # sync: the update and the copy of its counters
-            return
-        host, polls = self.host, 0
-        # sync: spin on pinned host memory the kernel writes (no CUDA call while it spins)
-        while host[_READY] == 0:
-            polls += 1
-            if polls % _POLLS_PER_QUERY == 0 and done.done:  # ended without the slot: nothing to wait for
-                return
 
     def outcome(self, changes) -> FastOutcome:
         """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""

@@ -46,7 +46,6 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #define C_ABSENT 6     // deletions of absent edges (dropped)
 #define C_OUT_END 7    // used end of the out-direction idx after the batch
 #define C_IN_END 8     // used end of the in-direction idx after the batch
-#define C_READY 15     // 1 once the slots above are final (the host zeroes it before the launch)
 #define C_COUNT 16
 
 #define FU_OVER_VERTICES 1   // more new vertices than the room reserved (vertex arrays, id map)
@@ -156,24 +155,18 @@ __device__ __forceinline__ void fu_tick_max(FuWork* w, int k) { fu_stamp(w, k, t
 
 // The counters (slots C_*) into `counters` (device memory: the grid kernels and the rank loop read
 // them there) and, when `hcounters` is not null, the same into mapped pinned host memory, which the
-// host reads without a device-to-host copy (stop 28). Written once per launch, by the kernel that
-// ends the planning (or refuses the batch), before the commit's grid kernels run: C_READY is
-// written last, after a system fence, so the host can read the others as soon as it sees it and
-// do its bookkeeping while the commit still runs (stop 32).
+// host reads after its wait: no device-to-host copy after the update (stop 28).
 __device__ __forceinline__ void write_counters(long long* counters, long long* hcounters, long long overflow,
                                                long long nnew, long long nins, long long ndel, long long dup,
                                                long long present, long long absent, long long out_end,
                                                long long in_end) {
   static_assert(C_OVERFLOW == 0 && C_NEW == 1 && C_INS == 2 && C_DEL == 3 && C_DUP == 4 && C_PRESENT == 5 &&
-                    C_ABSENT == 6 && C_OUT_END == 7 && C_IN_END == 8 && C_READY == C_COUNT - 1,
-                "v lists the counters in slot order; C_READY is the last slot");
+                    C_ABSENT == 6 && C_OUT_END == 7 && C_IN_END == 8,
+                "v lists the counters in slot order");
   const long long v[C_IN_END + 1] = {overflow, nnew, nins, ndel, dup, present, absent, out_end, in_end};
-  for (int i = 0; i < C_READY; ++i) counters[i] = i <= C_IN_END ? v[i] : 0;
-  counters[C_READY] = 1;
+  for (int i = 0; i < C_COUNT; ++i) counters[i] = i <= C_IN_END ? v[i] : 0;
   if (hcounters != nullptr) {
-    for (int i = 0; i < C_READY; ++i) hcounters[i] = i <= C_IN_END ? v[i] : 0;
-    __threadfence_system();  // the slots above reach the host before C_READY does
-    hcounters[C_READY] = 1;
+    for (int i = 0; i < C_COUNT; ++i) hcounters[i] = i <= C_IN_END ? v[i] : 0;
   }
 }
 
