@@ -11,7 +11,9 @@ graph_update_scale.py):
 2. after the batches, with the device idle: the graph update's captured graph launched again
    (the last batch replayed: its edges are present, so it changes nothing), an empty graph of 4
    kernel nodes, and the update's graph on a stream of its own; each right after a sync, and after
-   ``GAP_MS`` (5) of sleep.
+   ``GAP_MS`` (5) of sleep;
+3. what the host does in such a gap: the update's graph launch and the fixed host work after
+   ``GAP_MS`` asleep, spinning in Python, and spinning with a ``cudaStreamQuery`` every 50 us.
 
     SXMO=.device-data/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/replay_cost.py
 """
@@ -118,3 +120,34 @@ for gap in (0.0, gap_s):
     alone("empty graph of 4 kernel nodes" + tag, empty, gap=gap)
     alone("graph update's graph on a stream of its own" + tag, update, on=own, gap=gap)
     alone("empty graph on a stream of its own" + tag, empty, on=own, gap=gap)
+
+
+def gap(kind: str) -> None:
+    """Idle the host for GAP_MS: asleep, spinning in Python, or spinning with a stream query
+    every 50 us (a CUDA call that touches the driver without waiting)."""
+    if kind == "sleep":
+        time.sleep(gap_s)
+        return
+    end = time.perf_counter() + gap_s
+    nxt = 0.0
+    while (now := time.perf_counter()) < end:
+        if kind == "spin+query" and now >= nxt:
+            stream.done  # cudaStreamQuery: the stream is idle, so it returns at once
+            nxt = now + 50e-6
+
+
+print(f"after a gap of {gap_s * 1e3:.0f} ms (median of 100):")
+for kind in ("sleep", "spin", "spin+query", "sleep", "spin", "spin+query"):
+    launch_us, work_us = [], []
+    for _ in range(100):
+        cp.cuda.Device().synchronize()  # sync: the device idle before the gap
+        gap(kind)
+        t = time.perf_counter_ns()
+        update.launch()
+        launch_us.append((time.perf_counter_ns() - t) / 1e3)
+        cp.cuda.Device().synchronize()  # sync: the launch done before the host work is timed
+        gap(kind)
+        t = time.perf_counter_ns()
+        fixed_host_work()
+        work_us.append((time.perf_counter_ns() - t) / 1e3)
+    print(f"  {kind:12s} graph launch {md(launch_us):6.2f} us, fixed host work {md(work_us):6.1f} us", flush=True)
