@@ -61,10 +61,6 @@ MAPPED_COUNTERS = os.environ.get("STREAMRANK_FAST_MAPPED", "1") != "0"
 MAPPED_STAGING = os.environ.get("STREAMRANK_FAST_MAPPED_STAGE", "1") != "0"
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
-#: The header's go flag (slot 7; FU_GO / FU_CANCEL in graph_fast_update.cu): with the staging
-#: buffer mapped, the host launches first and stages the batch while the launch starts up on the
-#: device; the kernel waits for the flag (docs/GPU.md, "Stop 32").
-_GO_SLOT, _GO, _CANCEL = 7, 1, 2
 # Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
 # frontier_loop.cu) in FastOutcome's field order: overflow, new vertices, applied insertions,
 # applied deletions, duplicates, present insertions, absent deletions, out end, in end.
@@ -251,8 +247,7 @@ class FastUpdater:
     def stage(self, batch, n: int, room: int, out_end: int, in_end: int, changes_ptr: int) -> None:
         """Write a host batch (at most FAST_MAX_EDGES edges) and its header into the pinned
         staging buffer (the previous batch's update has read it: every batch ends with a sync);
-        :meth:`queue_staged` queues the update (and the copy, where the buffer is not mapped). The
-        header's go flag is the caller's (:meth:`launch`)."""
+        :meth:`queue_staged` queues the update (and the copy, where the buffer is not mapped)."""
         m = len(batch)
         _pack_header(self._header, 0, m, n, room, out_end, in_end, changes_ptr)  # one call, not six
         # typed views of the pinned buffer: the assignments convert, no temporary arrays
@@ -322,25 +317,10 @@ class FastUpdater:
         m = int(batch.src.shape[0])
         changes, changes_ptr = self._take_changes()  # prepared between batches: no allocation here
         if not isinstance(batch.src, cp.ndarray):
+            self.stage(batch, n, room, out.end, inn.end, changes_ptr)
             queue = lambda: self.queue_staged(ids, out, inn)  # noqa: E731
-            header = self._header
-            if not self.stage_mapped_ptr:  # copied to the device before the kernel: staged first
-                self.stage(batch, n, room, out.end, inn.end, changes_ptr)
-                header[_GO_SLOT] = _GO
-                if replay is None or not replay.replay("graph", self.staged_key(ids, out, inn), queue):
-                    queue()
-                return changes
-            # Mapped: the launch first, so that its start-up on the device overlaps the staging;
-            # the kernel waits for the go flag (zeroed before the launch, set after the batch).
-            header[_GO_SLOT] = 0
             if replay is None or not replay.replay("graph", self.staged_key(ids, out, inn), queue):
                 queue()
-            try:
-                self.stage(batch, n, room, out.end, inn.end, changes_ptr)
-            except BaseException:
-                header[_GO_SLOT] = _CANCEL  # the kernel refuses the batch at once: nothing is written
-                raise
-            header[_GO_SLOT] = _GO  # after the batch and its header (stores reach the bus in order)
             return changes
         keep = (cp.ascontiguousarray(batch.src, dtype=cp.int64), cp.ascontiguousarray(batch.dst, dtype=cp.int64),
                 cp.ascontiguousarray(batch.insert, dtype=cp.bool_))

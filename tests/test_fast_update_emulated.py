@@ -115,10 +115,9 @@ class _Model:
                 b[: d.end] = d.idx[: d.end]
                 d.idx = b
 
-    def apply(self, s, d, ins, staged=False, claim_m=None, go=1):
+    def apply(self, s, d, ins, staged=False, claim_m=None):
         """One launch; ``staged``: through fast_update_hdr, the batch in a staged buffer as the
-        host stages it (``claim_m``: the size its header claims, default the batch's; ``go``: its
-        go flag, 1 once staged, 2 cancelled, 0 never set)."""
+        host stages it (``claim_m``: the size its header claims, default the batch's)."""
         s, d = np.ascontiguousarray(s, np.int64), np.ascontiguousarray(d, np.int64)
         ins = np.ascontiguousarray(ins, np.uint8)
         m = s.shape[0]
@@ -131,7 +130,6 @@ class _Model:
             buf = np.zeros(64 + 17 * FAST_MAX, np.uint8)  # the layout of FastUpdater's pinned buffer
             hdr = buf[:64].view(np.int64)
             hdr[:6] = (m if claim_m is None else claim_m), self.n, room, o.end, i.end, changes.ctypes.data
-            hdr[7] = go
             k = min(m, FAST_MAX)
             buf[64: 64 + 8 * k].view(np.int64)[:] = s[:k]
             buf[64 + 8 * FAST_MAX: 64 + 8 * FAST_MAX + 8 * k].view(np.int64)[:] = d[:k]
@@ -329,11 +327,3 @@ def test_overflow_writes_nothing(lib):
     for claim in (FAST_MAX + 1, 2**32 + 5, 0):  # a staged header past the cap (or one that wraps an int)
         c, _ = model.apply(np.zeros(5, np.int64), np.ones(5, np.int64), np.ones(5), staged=True, claim_m=claim)
         assert c[0] == 8 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
-    # a staged batch whose go flag says cancelled, or never comes (the emulation waits 50 ms):
-    # refused as an argument, nothing written; the same batch with the flag set reaches the
-    # planning, which finds no tail left in the out-direction (this model's state)
-    for go in (2, 0):
-        c, _ = model.apply(np.zeros(5, np.int64), np.arange(2, 7), np.ones(5), staged=True, go=go)
-        assert c[0] == 8 and all(np.array_equal(a, b) for a, b in zip(before, model.state()))
-    c, _ = model.apply(np.zeros(5, np.int64), np.arange(2, 7), np.ones(5), staged=True)
-    assert c[0] == 2

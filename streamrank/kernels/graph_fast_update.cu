@@ -359,42 +359,16 @@ fast_update(const long long* __restrict__ bsrc, const long long* __restrict__ bd
 // The same with everything that changes from batch to batch in one staged buffer, so that a
 // captured CUDA graph can replay the launch (streamrank/gpu_batch_graph.py): hdr[0] the batch size
 // m, [1] the vertex count n, [2] the room for new vertices, [3] and [4] the used ends of the out-
-// and in-direction's idx, [5] the address of the changes buffer (4 m entries), [7] the go flag
-// (below); the batch after the 64-byte header: src at hdr + 8, dst FU_MAX entries further, then
-// the insert flags (bytes). The buffer may be mapped pinned host memory (read across the bus, no
-// copy before the launch: stop 28), so the header is read once and the batch copied into the
-// scratch before the update, which reads it more than once.
-//
-// The go flag (stop 32): with a mapped buffer the host zeroes hdr[7], launches, and only then
-// stages the batch and sets hdr[7] to FU_GO, so that the launch's start-up on the device overlaps
-// the host's staging; thread 0 waits for the flag (FU_CANCEL, or no flag within FU_WAIT_NS: the
-// batch is refused as an argument, nothing is written, and the host applies it the slow way).
-#ifndef FU_WAIT_NS
-#define FU_WAIT_NS 1000000000ULL  // 1 s: far above a descheduled host thread's pause
-#endif
-#ifndef FU_WAIT_CLOCK
-#define FU_WAIT_CLOCK() sr::device_ns()
-#endif
-#define FU_GO 1
-#define FU_CANCEL 2
+// and in-direction's idx, [5] the address of the changes buffer (4 m entries); the batch after the
+// 64-byte header: src at hdr + 8, dst FU_MAX entries further, then the insert flags (bytes). The
+// buffer may be mapped pinned host memory (read across the bus, no copy before the launch: stop
+// 28), so the header is read once and the batch copied into the scratch before the update, which
+// reads it more than once.
 __global__ void __launch_bounds__(FU_THREADS, 1)
 fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals, unsigned long long hmask,
                 long long* ext, long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long out_size,
                 long long* in_off, int* in_deg, int* in_cap, int* in_idx, long long in_size,
                 unsigned char* work, long long work_bytes, long long* counters, long long* hcounters) {
-  __shared__ long long s_go;
-  if (threadIdx.x == 0) {
-    const volatile long long* flag = hdr + 7;
-    long long f = *flag;
-    if (f == 0) {
-      const unsigned long long t_end = FU_WAIT_CLOCK() + FU_WAIT_NS;
-      while ((f = *flag) == 0 && FU_WAIT_CLOCK() < t_end) {
-      }
-    }
-    __threadfence_system();  // the header and the batch are read after the flag
-    s_go = f;
-  }
-  __syncthreads();  // s_go is set; no thread has read the header or the batch yet
   const long long* bsrc = hdr + 8;
   const long long* bdst = bsrc + FU_MAX;
   const unsigned char* bins = reinterpret_cast<const unsigned char*>(bdst + FU_MAX);
@@ -407,7 +381,7 @@ fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals,
   long long h[6];
 #pragma unroll
   for (int i = 0; i < 6; ++i) h[i] = hdr[i];  // one request per warp and entry
-  const long long m = s_go == FU_GO ? h[0] : -1;  // cancelled or timed out: refused as an argument
+  const long long m = h[0];
   FuWork* w = reinterpret_cast<FuWork*>(work);
   if (work_bytes >= static_cast<long long>(sizeof(FuWork)) && m >= 1 && m <= FU_MAX) {  // uniform
     if (in_buf && t0 < m) {

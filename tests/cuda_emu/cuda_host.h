@@ -6,7 +6,6 @@
 // Test code only; it covers the intrinsics those two files use, nothing more.
 #pragma once
 #include <atomic>
-#include <chrono>
 #include <barrier>
 #include <thread>
 #include <vector>
@@ -76,12 +75,6 @@ inline int atomicMin(int* a, int v) {
 inline int atomicAdd(int* a, int v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
 inline int atomicOr(int* a, int v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-// graph_fast_update.cu's wait for the staged batch's go flag: the host's clock, and 50 ms
-#define FU_WAIT_CLOCK() \
-  static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::nanoseconds>( \
-      std::chrono::steady_clock::now().time_since_epoch()).count())
-#define FU_WAIT_NS 50000000ULL
 inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
   unsigned long long old = __atomic_load_n(a, __ATOMIC_SEQ_CST);
   while (v > old && !__atomic_compare_exchange_n(a, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
