@@ -305,8 +305,7 @@ class Engine:
         """
         ext = self._external(self.backend.to_host(self.graph.ids.external))  # device-to-host copy on the GPU
         cfg = self.config
-        in_degree = self.graph.in_degree if cfg.dangling == "self-loop" else None
-        return ext, published_ranks(self.x, in_degree, alpha=cfg.alpha, dangling=cfg.dangling)
+        return ext, published_ranks(self.x, self.graph.in_degree, alpha=cfg.alpha, dangling=cfg.dangling)
 
     def top_k(self, k: int):
         """``(external_ids, p)`` of the ``k`` best vertices, descending."""

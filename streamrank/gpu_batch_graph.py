@@ -39,16 +39,24 @@ class BatchGraphs:
         """Replay the graph of ``slot`` on the current stream, capturing what ``queue`` queues
         first when the slot is empty or its key differs from ``key``. False when capturing is
         unavailable here (nothing was queued: call ``queue`` instead)."""
-        if self.unavailable is not None:
+        graph = self.graph_for(slot, key, queue)
+        if graph is None:
             return False
+        graph.launch()  # None: the current stream's pointer, without a Stream object
+        return True
+
+    def graph_for(self, slot: str, key: tuple, queue):
+        """The executable graph of ``slot`` for ``key`` (captured from what ``queue`` queues when
+        the slot is empty or held another key), or None when capturing is unavailable here."""
+        if self.unavailable is not None:
+            return None
         held = self._slots.get(slot)
         if held is None or held[0] != key:
             graph = self._capture(queue)
             if graph is None:
-                return False
+                return None
             held = self._slots[slot] = (key, graph)
-        held[1].launch()  # None: the current stream's pointer, without a Stream object
-        return True
+        return held[1]
 
     def _capture(self, queue):
         """Capture what ``queue`` queues on the side stream into an executable graph; None (and

@@ -38,7 +38,8 @@ def published_ranks(x, in_degree, *, alpha: float, dangling: str) -> np.ndarray:
         The local-form iterate (host or device array), one entry per vertex.
     in_degree : array or None
         In-degree of each vertex in the stored graph (its real in-edges; an explicit self-loop
-        counts). Read in self-loop mode only; may be None in uniform mode.
+        counts; host or device array). Read (and copied to the host) in self-loop mode only; may
+        be None in uniform mode.
     alpha : float
         Damping factor, in (0, 1).
     dangling : {"uniform", "self-loop"}

@@ -221,8 +221,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             rm, rp = _stats(r["rank_ms"])
             tm, tp = _stats(tot)
             # the engine's algorithms: the ranks Engine.ranks would publish from their final iterate
-            p_final = (published_ranks(x[a], graph.in_degree if cfg.dangling == "self-loop" else None,
-                                       alpha=cfg.alpha, dangling=cfg.dangling) if a in x else p_prev[a])
+            p_final = (published_ranks(x[a], graph.in_degree, alpha=cfg.alpha, dangling=cfg.dangling)
+                       if a in x else p_prev[a])
             rows.append({
                 "fraction": float(frac), "batch_size": size, "algorithm": a,
                 "graph_ms_median": gm, "graph_ms_p95": gp, "rank_ms_median": rm, "rank_ms_p95": rp,

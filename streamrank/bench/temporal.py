@@ -24,10 +24,10 @@ in self-loop mode the vertices without in-edges at their exact rank, the rest sc
 remaining mass; :mod:`streamrank.published_ranks`). In self-loop mode the L1 error is also taken
 for two other forms of the same iterate: the reference's own, scaled by ``(1 - alpha) / n``
 without normalizing (``l1_unnormalized_median``, what the reference publishes), and the plain
-``x / sum(x)`` (``l1_sum_normalized_median``, what streamrank published until stop 31). The reference's figures, when its output
-(``--reference-log``) comes from the same device call, are put beside ours with the ratio
-(reference ms per batch over ours; its timer covers the rank computation only, ours the graph
-update too).
+``x / sum(x)`` (``l1_sum_normalized_median``, what streamrank published until stop 31). The
+reference's figures, when its output (``--reference-log``) comes from the same device call, are
+put beside ours with the ratio (reference ms per batch over ours; its timer covers the rank
+computation only, ours the graph update too).
 """
 
 from __future__ import annotations
