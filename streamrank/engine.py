@@ -150,10 +150,13 @@ class Engine:
         IdError
             For ids of the other kind than the engine's (``mixed_id_types``).
         """
+        kind = batch.id_kind
+        if kind == "int" and self._ids_lock.kind == "int":  # the usual batch, in two reads
+            return batch
         if len(batch) == 0:
-            return batch if batch.id_kind == "int" else EdgeBatch.empty()
-        self._ids_lock.admit(batch.id_kind)
-        if batch.id_kind == "int":
+            return batch if kind == "int" else EdgeBatch.empty()
+        self._ids_lock.admit(kind)
+        if kind == "int":
             return batch
         if self.string_ids is None:
             self.string_ids = StringIdMap()
@@ -280,11 +283,13 @@ class Engine:
     def _one_sync_eligible(self, batch: EdgeBatch) -> bool:
         """Whether the batch runs with one host wait (:mod:`streamrank.gpu_step`): GPU, a small
         batch, DF/DF-P, or ``auto`` choosing DF-P whatever the batch's applied size."""
-        if self._stepper is None:
+        stepper = self._stepper
+        if stepper is None:
             return False
-        if self.policy is not None and not self.policy.dfp_for_any(len(batch)):
+        m = len(batch)
+        if self.policy is not None and not self.policy.dfp_for_any(m):
             return False
-        return self._stepper.eligible(self.graph, batch, self.algorithm)
+        return stepper.eligible(self.graph, m, self.algorithm)
 
     def _take(self, res: RankResult):
         self.x = res.x

@@ -79,10 +79,10 @@ class OneSyncStepper:
         #: while the rank loop runs.
         self.upkeep_ms = 0.0
 
-    def eligible(self, graph, batch: EdgeBatch, algorithm: str) -> bool:
-        """Whether ``batch`` can take the one-wait path: a fast-path batch, DF/DF-P/auto, and a
-        graph with vertices (the rank module decides the rest at launch)."""
-        return (algorithm in STEP_ALGORITHMS and graph.num_vertices > 0 and graph.fast_eligible(len(batch)))
+    def eligible(self, graph, m: int, algorithm: str) -> bool:
+        """Whether a batch of ``m`` edges can take the one-wait path: a fast-path batch,
+        DF/DF-P/auto, and a graph with vertices (the rank module decides the rest at launch)."""
+        return algorithm in STEP_ALGORITHMS and graph.fast_eligible(m) and graph.num_vertices > 0
 
     def apply(self, graph, batch: EdgeBatch, x_prev, algorithm: str, config, rank_module, t0: float):
         """Queue the graph update and the rank update, wait once, finish both.
@@ -131,7 +131,9 @@ class OneSyncStepper:
             changes = graph.finish_fast(pending)  # the graph is up to date, on the host too
             t_book = time.perf_counter()
             if changes is not None:
-                graph.upkeep()  # room and buffers for the next batch (beside the loop when overlapped)
+                # room and buffers for the next batch, and its staged header and captured graph when
+                # host batches replay (beside the loop when overlapped)
+                graph.upkeep(replay=replay)
             self.upkeep_ms = (time.perf_counter() - t_book) * 1e3
         finally:
             if overlap:  # also before a misfit returns or an error propagates

@@ -328,7 +328,7 @@ class GpuGraph(RoomKeeping):
 
     def _fast_eligible(self, m: int) -> bool:
         fast = self.fast
-        return fast.enabled and 0 < m <= fast.max_edges and self.num_vertices + 2 * m <= MAX_VERTICES
+        return fast.enabled and 0 < m <= fast.max_edges and len(self.ids) + 2 * m <= MAX_VERTICES
 
     def _apply_fast(self, batch: EdgeBatch):
         """The batch through the fused kernel (one sync); None when it did not fit the reserved
@@ -343,7 +343,9 @@ class GpuGraph(RoomKeeping):
         """Queue the fused kernel of the fast path for ``batch`` (a host or device batch for which
         :meth:`fast_eligible` holds; a host batch goes up through the pinned staging buffer, and
         is replayed from a captured CUDA graph when ``replay``, a
-        :class:`~streamrank.gpu_batch_graph.BatchGraphs`, is given) and the copy of its counters,
+        :class:`~streamrank.gpu_batch_graph.BatchGraphs`, is given: when the last
+        :meth:`upkeep` was given it too and the store has not changed since, the header and the
+        graph it staged are used, and only the edges are copied) and the copy of its counters,
         without waiting.
 
         Until :meth:`finish_fast` has run (after a synchronization of the current stream) the
@@ -352,12 +354,16 @@ class GpuGraph(RoomKeeping):
         same stream sees the updated arrays, and reads the counters from
         :attr:`PendingFast.counters` (vertex count, applied insertions and deletions, overflow).
         """
-        if self._fast is None:
-            self._fast = FastUpdater(self.xp)
-        n = self.num_vertices
-        room = min(self._vcap - n, self.ids.room)
-        changes = self._fast.launch(batch, self.ids, self._out, self._in, n, room, replay=replay)
-        return PendingFast(n, len(batch), changes, self._fast.counters)
+        fu = self._fast
+        if fu is None:
+            fu = self._fast = FastUpdater(self.xp)
+        ids = self.ids
+        n = len(ids)
+        changes = fu.launch_armed(batch, ids, self._out, self._in, self.version, replay)  # staged by upkeep()
+        if changes is None:
+            room = min(self._vcap - n, ids.room)
+            changes = fu.launch(batch, ids, self._out, self._in, n, room, replay=replay)
+        return PendingFast(n, len(batch), changes, fu.counters)
 
     def finish_fast(self, pending: PendingFast):
         """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or
@@ -368,17 +374,16 @@ class GpuGraph(RoomKeeping):
         Call :meth:`upkeep` after an applied batch, before the next fast launch: it keeps the
         room reserved ahead (a launch that finds too little reports an overflow and the slow
         path applies the batch, so a missed upkeep costs time, never a wrong graph)."""
-        res = self._fast.outcome(pending.changes)
-        if res.overflow:
+        overflow, new, inserted, deleted, duplicate, present, absent, out_end, in_end = self._fast.counts()
+        if overflow:
             self.fast_fallbacks += 1
             return None
         n, m = pending.num_vertices_before, pending.received
-        self.ids.note_added(res.new_vertices)
-        self._out.end, self._in.end = res.out_end, res.in_end
-        self._num_edges += res.inserted - res.deleted
-        dropped = {"duplicate": res.duplicate, "present_insertion": res.present_insertion,
-                   "absent_deletion": res.absent_deletion}
-        changes = SectionChanges(res.changes, m, res.inserted, res.deleted, n, n + res.new_vertices, m, dropped)
+        self.ids.note_added(new)
+        self._out.end, self._in.end = out_end, in_end
+        self._num_edges += inserted - deleted
+        dropped = {"duplicate": duplicate, "present_insertion": present, "absent_deletion": absent}
+        changes = SectionChanges(pending.changes, m, inserted, deleted, n, n + new, m, dropped)
         self.version += 1
         self.last_changes = changes
         self.fast_batches += 1
@@ -392,15 +397,23 @@ class GpuGraph(RoomKeeping):
             self.upkeep()
         return changes
 
-    def upkeep(self) -> None:
+    def upkeep(self, *, replay=None) -> None:
         """Get ready for the next fast batch: compact a direction whose garbage passes its live
         edges, keep the room reserved ahead (vertex rows, id map, tails of ``idx``) and the next
-        batch's changes buffer allocated. Host decisions and asynchronous device work only (no
-        sync); the one-wait batch runs this beside its rank loop (:mod:`streamrank.gpu_step`)."""
+        batch's changes buffer allocated; with ``replay`` (the caller's
+        :class:`~streamrank.gpu_batch_graph.BatchGraphs`), also stage the next host batch's
+        header and look up its captured graph (:meth:`FastUpdater.arm`), so that its
+        :meth:`launch_fast` only copies the edges and replays. Host decisions and asynchronous
+        device work only (no sync); the one-wait batch runs this beside its rank loop
+        (:mod:`streamrank.gpu_step`)."""
         self._maybe_compact()
         self._ensure_room()
-        if self._fast is not None and self.fast.enabled:
-            self._fast.prepare()
+        fu = self._fast
+        if fu is not None and self.fast.enabled:
+            fu.prepare()
+            if replay is not None:
+                n = len(self.ids)
+                fu.arm(self.ids, self._out, self._in, n, min(self._vcap - n, self.ids.room), replay, self.version)
 
     def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
         return apply_slow(self, batch)

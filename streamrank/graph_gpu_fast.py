@@ -10,7 +10,10 @@ lose entries in chunks, one rewrites each touched list with one writer). The fir
 after its one wait; when the first kernel reports an overflow nothing was written, and the caller
 runs the slow path (which re-plans and reserves). The room is re-reserved by the host after every
 batch (:meth:`FastUpdate.vertices`, :meth:`FastUpdate.slots`), without a sync, and so is the next
-batch's changes buffer (:meth:`FastUpdater.prepare`).
+batch's changes buffer (:meth:`FastUpdater.prepare`). A one-wait batch's upkeep also stages the next
+host batch's header and looks up its captured graph (:meth:`FastUpdater.arm`): that batch's launch
+then copies its edges and replays, with nothing else on the host's critical path
+(:meth:`FastUpdater.launch_armed`; taken only while the store is unchanged).
 
 Settings: :class:`FastUpdate`, from the environment by default (``STREAMRANK_FAST_UPDATE=0``
 switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size).
@@ -228,6 +231,11 @@ class FastUpdater:
         #: buffer of its own: the changes of a batch a caller keeps are never overwritten.
         self._next = None
         self._next_ptr = 0
+        #: (graph version, the arrays of the staged key, captured graph) of :meth:`arm`: the next
+        #: host batch's header is staged but for its size, and its graph looked up (None: not armed).
+        self._armed = None
+        #: Host batches launched through :meth:`launch_armed` (the rest went through :meth:`launch`).
+        self.armed_launches = 0
 
     def prepare(self) -> None:
         """Allocate the next batch's changes buffer (4 * FAST_MAX_EDGES entries) unless it is
@@ -235,6 +243,49 @@ class FastUpdater:
         if self._next is None:
             self._next = self.cp.empty(4 * FAST_MAX_EDGES, dtype=self.cp.int64)
             self._next_ptr = int(self._next.data.ptr)
+
+    def arm(self, ids, out, inn, n: int, room: int, replay, version: int) -> None:
+        """Between batches (beside the rank loop): stage the next host batch's header but for its
+        size (vertex count, room, ends of idx, the prepared changes buffer) and look up (or
+        capture) the update's graph in ``replay``, so that :meth:`launch_armed` only copies the
+        edges and replays. ``version`` is the store's (:attr:`GpuGraph.version`): the armed
+        launch is taken only while it, and every array the graph holds, are unchanged."""
+        self._armed = None
+        if replay is None:
+            return
+        self.prepare()
+        _pack_header(self._header, 0, 0, n, room, out.end, inn.end, self._next_ptr)
+        key = self.staged_key(ids, out, inn)
+        graph = replay.graph_for("graph", key, lambda: self.queue_staged(ids, out, inn))
+        if graph is not None:
+            self._armed = (version, self._key[0], graph)  # the arrays staged_key read
+
+    def launch_armed(self, batch, ids, out, inn, version: int, replay):
+        """Queue a host batch through the state :meth:`arm` left: its size and edges staged, the
+        captured graph replayed. Returns the changes buffer (as :meth:`launch`), or None when
+        nothing was armed, the caller replays nothing (``replay`` None), the batch is on the
+        device, or the store changed since (its version, or an array the graph holds): then
+        nothing was queued and :meth:`launch` takes it."""
+        armed = self._armed
+        self._armed = None  # one launch per arming
+        if armed is None or replay is None or armed[0] != version or isinstance(batch.src, self.cp.ndarray):
+            return None
+        a = armed[1]  # the graph's arrays at arm(): the same objects, so the same addresses and sizes
+        if not (ids.keys is a[0] and ids.vals is a[1] and ids.external_buffer is a[2] and out.off is a[3]
+                and out.deg is a[4] and out.cap is a[5] and out.idx is a[6] and inn.off is a[7]
+                and inn.deg is a[8] and inn.cap is a[9] and inn.idx is a[10]):
+            return None
+        changes = self._next
+        self._next = None
+        m = batch.src.shape[0]
+        self._header[0] = m  # the rest of the header was staged by arm()
+        # typed views of the pinned buffer: the assignments convert, no temporary arrays
+        self._src[:m] = batch.src
+        self._dst[:m] = batch.dst
+        self._ins[:m] = batch.insert
+        armed[2].launch()  # the current stream (CUDA graph replay, streamrank/gpu_batch_graph.py)
+        self.armed_launches += 1
+        return changes
 
     def _take_changes(self):
         """The prepared changes buffer and its address (allocated now if none was prepared)."""
@@ -259,7 +310,7 @@ class FastUpdater:
         """Every address and size :meth:`queue_staged` passes to the device (a captured copy of
         that work stays valid while this key is the same)."""
         arrays = (ids.keys, ids.vals, ids.external_buffer, out.off, out.deg, out.cap, out.idx, inn.off, inn.deg,
-                  inn.cap, inn.idx)
+                  inn.cap, inn.idx)  # (launch_armed compares them in this order)
         held = self._key
         # the same array objects (held here, so none was freed and its address reused) have the
         # same addresses and sizes: skip reading them again (about 6 us a batch). The price: arrays
@@ -347,3 +398,8 @@ class FastUpdater:
     def outcome(self, changes) -> FastOutcome:
         """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""
         return FastOutcome(*self.host[:9].tolist(), changes)  # the counters in FastOutcome's order
+
+    def counts(self) -> list:
+        """:meth:`outcome`'s counters as a list in FastOutcome's field order, without the named
+        tuple (the bookkeeping after the wait, on the host's critical path)."""
+        return self.host[:9].tolist()

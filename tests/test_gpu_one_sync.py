@@ -216,3 +216,64 @@ def test_device_batches_are_queued_call_by_call(cp, monkeypatch, mapped):
         a = one.apply(EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), xp=cp))
         _same_step(a, two.apply(EdgeBatch.from_arrays(bs, bd)), "uniform")
     assert one._stepper.steps == 2 and one._stepper.graphs.captures == 0
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_armed_launch_and_what_disarms_it(cp, monkeypatch, dangling):
+    """Between batches the upkeep stages the next host batch's header and looks up its captured
+    graph (FastUpdater.arm): a following host batch only copies its edges and replays. Whatever
+    changes the store in between must send the batch the usual way: a slow-path batch (the
+    version), a compaction (new arrays, other ends of idx), a rebuilt id map without room (another
+    room), a batch from the device (not armed). Every step against the two-step engine and the
+    oracle."""
+    rng = np.random.default_rng(zlib.crc32(f"one-sync-armed/{dangling}".encode()))
+    s, d = _base(rng, n=800, m=6000, hubs=3)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    one = _engine(monkeypatch, True, "dfp", cfg, s, d)
+    two = _engine(monkeypatch, False, "dfp", cfg, s, d)
+
+    fresh = iter(range(10_000, 20_000))  # ids of no vertex yet
+
+    def step(k, new=0, device=False):
+        ins = rng.random(k) < 0.8
+        ins[:new] = True
+        pick = rng.integers(0, len(s), k)
+        bs = np.where(ins, rng.integers(0, 800, k), s[pick])
+        bd = np.where(ins, rng.integers(0, 800, k), d[pick])
+        bd[:new] = [next(fresh) for _ in range(new)]  # `new` new vertices
+        a_batch = EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp) if device \
+            else EdgeBatch.from_arrays(bs, bd, ins)
+        _same_step(one.apply(a_batch), two.apply(EdgeBatch.from_arrays(bs, bd, ins)), dangling)
+
+    from streamrank.idmap_gpu import GpuIdMap
+
+    fast = lambda: one.graph._fast  # noqa: E731
+    step(20)
+    assert fast().armed_launches == 0  # the first batch arms the next
+    step(30)
+    step(70, new=50)
+    assert fast().armed_launches == 2
+    step(2500)  # past the fast path's largest batch: the slow path (version + 1)
+    step(40)
+    assert fast().armed_launches == 2  # its header was staged before the slow batch: not taken
+    step(40)
+    assert fast().armed_launches == 3
+    for eng in (one, two):
+        eng.graph.compact()  # new idx arrays, other ends
+    step(60)
+    assert fast().armed_launches == 3
+    step(60)
+    assert fast().armed_launches == 4
+    for eng in (one, two):
+        eng.graph.ids = GpuIdMap.from_external(eng.graph.ids.external, cp, room=0)
+    step(40, new=30)  # no room for its new vertices: the usual launch overflows, the slow path applies it
+    step(25)
+    step(9, device=True)  # a device batch: not armed, and it arms nothing
+    step(9)
+    step(9)
+    assert fast().armed_launches == 5
+    assert one._stepper.misfits == 1
+    ref = oracle_pagerank(one.graph, dangling=dangling)
+    assert l1_error(one.ranks()[1], ref) < 1e-6
+    np.testing.assert_array_equal(np.sort(_host(one.graph.edges_external()[0])),
+                                  np.sort(_host(two.graph.edges_external()[0])))

@@ -27,7 +27,8 @@ def wrap(obj, name: str, label: str) -> None:
 
 
 #: The host pieces of the graph update that wrap_graph_update times, by label.
-GRAPH_PIECES = ("FastUpdater.launch", "stage", "staged_key", "replay", "outcome", "_maybe_compact", "_ensure_room")
+GRAPH_PIECES = ("launch_armed", "FastUpdater.launch", "stage", "staged_key", "replay", "counts", "arm", "_maybe_compact",
+                "_ensure_room")
 
 
 def wrap_graph_update() -> None:
@@ -51,10 +52,12 @@ def wrap_graph_update() -> None:
     if hasattr(graph_gpu.GpuGraph, "upkeep"):  # stop 28 on: compaction and room after the bookkeeping
         wrap(graph_gpu.GpuGraph, "upkeep", "upkeep")
     fu, gg = graph_gpu_fast.FastUpdater, graph_gpu.GpuGraph
-    targets = (fu, fu, fu, gpu_batch_graph.BatchGraphs, fu, gg, gg)
-    names = ("launch", "stage", "staged_key", "replay", "outcome", "_maybe_compact", "_ensure_room")
+    targets = (fu, fu, fu, fu, gpu_batch_graph.BatchGraphs, fu, fu, gg, gg)
+    names = ("launch_armed", "launch", "stage", "staged_key", "replay", "counts", "arm", "_maybe_compact",
+             "_ensure_room")
     for obj, name, label in zip(targets, names, GRAPH_PIECES):
-        wrap(obj, name, label)
+        if hasattr(obj, name):  # builds before stop 33 have no launch_armed, counts, arm
+            wrap(obj, name, label)
     import cupy as cp
 
     LAUNCH["event"] = cp.cuda.Event()
@@ -66,3 +69,11 @@ def wrap_graph_update() -> None:
         return replay(self, slot, key, queue)
 
     gpu_batch_graph.BatchGraphs.replay = replay_after_event
+    if hasattr(fu, "launch_armed"):  # stop 33 on: an armed batch replays without BatchGraphs.replay
+        armed = fu.launch_armed
+
+        def armed_after_event(self, *a, **kw):
+            LAUNCH["event"].record(cp.cuda.get_current_stream())
+            return armed(self, *a, **kw)
+
+        fu.launch_armed = armed_after_event

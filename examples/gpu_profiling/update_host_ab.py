@@ -1,0 +1,103 @@
+"""The graph update's host clock (``StepResult.graph_ms``) of two or more builds in one process,
+batch by batch: the same batch goes to one engine per build, in turn, the order turned round every
+batch. A host-side change is measured this way because the host's speed differs between processes
+on these machines by up to 2x (docs/GPU.md, "Stop 31"), more than the changes being compared.
+
+Each build is a package folder imported under a name of its own (``BUILDS``, name:dir pairs, dir
+holding ``streamrank/``; default ``new:. base:.ab-base``, the base made with
+``rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank | tar -x -C .ab-base``).
+Graphs as in graph_update_scale.py (``GRAPHS`` sxmo|rmat|both, ``SCALE``, ``EDGE_FACTOR``), batches
+of ``SIZES`` edges (80% insertions of random pairs of existing ids, 20% deletions of stored edges),
+``BATCHES`` per size after 5 warm-up batches, DF-P in ``DANGLING`` mode (default uniform). Prints per
+build and size the medians of ``graph_ms`` and of the whole batch, and a fixed piece of host work
+timed before each batch (the host's speed).
+
+    SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/update_host_ab.py
+"""
+import importlib.util
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, ".")
+from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
+from streamrank.bench.temporal import _read_lines  # noqa: E402
+from streamrank.rmat import rmat_edges  # noqa: E402
+
+
+def load_build(name: str, folder: str):
+    """The package ``folder/streamrank`` imported as ``sr_<name>`` (relative imports inside it
+    resolve within that copy, its kernels from its own folder)."""
+    root = os.path.join(folder, "streamrank")
+    pkg = f"sr_{name}"
+    spec = importlib.util.spec_from_file_location(pkg, os.path.join(root, "__init__.py"),
+                                                  submodule_search_locations=[root])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[pkg] = mod
+    spec.loader.exec_module(mod)
+    return (importlib.import_module(f"{pkg}.engine"), importlib.import_module(f"{pkg}.batch"),
+            importlib.import_module(f"{pkg}.config"))
+
+
+def graphs():
+    which = os.environ.get("GRAPHS", "both")
+    if which != "rmat":
+        s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
+        k = int(0.9 * s.shape[0])
+        keep = s[:k] != d[:k]
+        yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
+    if which != "sxmo":
+        scale, ef = int(os.environ.get("SCALE", "20")), int(os.environ.get("EDGE_FACTOR", "11"))
+        s, d = rmat_edges(scale, ef, seed=1)
+        yield f"R-MAT scale {scale}, edge factor {ef}", s, d
+
+
+def main() -> None:
+    builds = [b.split(":", 1) for b in os.environ.get("BUILDS", "new:. base:.ab-base").split()]
+    mods = {name: load_build(name, folder) for name, folder in builds}
+    sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
+    batches = int(os.environ.get("BATCHES", "60"))
+    dangling = os.environ.get("DANGLING", "uniform")
+    rng = np.random.default_rng(3)
+    print(f"{'graph':<34} {'batch':>6} {'build':>8} {'graph ms median':>16} {'p90':>7} {'batch ms median':>16} "
+          f"{'host probe us':>14}", flush=True)
+    for gname, src, dst in graphs():
+        engines = {}
+        for name, (engm, _, cfgm) in mods.items():
+            eng = engm.Engine("gpu", "dfp", config=cfgm.RankConfig(dangling=dangling))
+            eng.load_edges(src, dst)
+            engines[name] = eng
+        ids = np.unique(np.concatenate([src, dst]))
+        names = list(engines)
+        for size in sizes:
+            g_ms = {n: [] for n in names}
+            t_ms = {n: [] for n in names}
+            probe = {n: [] for n in names}
+            for b in range(batches + 5):
+                n_del = size // 5
+                n_ins = size - n_del
+                pick = rng.integers(0, src.shape[0], n_del)
+                bs = np.concatenate([rng.choice(ids, n_ins), src[pick]])
+                bd = np.concatenate([rng.choice(ids, n_ins), dst[pick]])
+                ins = np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)])
+                order = names if b % 2 == 0 else names[::-1]
+                for n in order:
+                    batch = mods[n][1].EdgeBatch.from_arrays(bs, bd, ins)
+                    t = time.perf_counter()
+                    fixed_host_work()
+                    p = (time.perf_counter() - t) * 1e6
+                    st = engines[n].apply(batch)
+                    if b >= 5:
+                        g_ms[n].append(st.graph_ms)
+                        t_ms[n].append(st.graph_ms + st.rank_ms)
+                        probe[n].append(p)
+            for n in names:
+                print(f"{gname:<34} {size:>6} {n:>8} {np.median(g_ms[n]):>16.4f} {np.percentile(g_ms[n], 90):>7.4f} "
+                      f"{np.median(t_ms[n]):>16.4f} {np.median(probe[n]):>14.1f}", flush=True)
+        del engines
+
+
+if __name__ == "__main__":
+    main()
