@@ -64,9 +64,11 @@ MAPPED_COUNTERS = os.environ.get("STREAMRANK_FAST_MAPPED", "1") != "0"
 MAPPED_STAGING = os.environ.get("STREAMRANK_FAST_MAPPED_STAGE", "1") != "0"
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
-# Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
-# frontier_loop.cu) in FastOutcome's field order: overflow, new vertices, applied insertions,
-# applied deletions, duplicates, present insertions, absent deletions, out end, in end.
+#: Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
+#: frontier_loop.cu), as :meth:`FastUpdater.counts` returns them. ``overflow`` is 0 when the batch
+#: was applied, else FU_OVER_* bits (then nothing was written).
+COUNTERS = ("overflow", "new_vertices", "inserted", "deleted", "duplicate", "present_insertion", "absent_deletion",
+            "out_end", "in_end")
 #: Overflow bits (FU_OVER_* in the kernel), for messages and tests.
 OVERFLOW_REASONS = {1: "vertex room", 2: "out-direction tail", 4: "in-direction tail", 8: "arguments"}
 
@@ -140,29 +142,9 @@ def _device_address(cp, host_ptr: int) -> int:
         return 0
 
 
-class FastOutcome(NamedTuple):
-    """What one launch did (the counters), and the device buffer of the changes.
-
-    ``overflow`` is 0 when the batch was applied, else FU_OVER_* bits (nothing was written).
-    ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m. (A named
-    tuple, as :class:`PendingFast`: built once per batch on the host's critical path, where a
-    frozen dataclass costs a few microseconds.)
-    """
-
-    overflow: int
-    new_vertices: int
-    inserted: int
-    deleted: int
-    duplicate: int
-    present_insertion: int
-    absent_deletion: int
-    out_end: int
-    in_end: int
-    changes: object
-
-
 class PendingFast(NamedTuple):
-    """A fast-path launch whose counters have not been read yet (:meth:`GpuGraph.launch_fast`).
+    """A fast-path launch whose counters have not been read yet (:meth:`GpuGraph.launch_fast`;
+    a named tuple: built once per batch on the host's critical path).
 
     ``counters`` is the device array the kernel fills (int64: [0] overflow bits, [1] new
     vertices, [2] applied insertions, [3] applied deletions, ...): work queued after the launch
@@ -362,7 +344,7 @@ class FastUpdater:
         entries, sections of stride m). A host batch is staged
         (:meth:`stage`, :meth:`queue_staged`), replayed from a captured graph when ``replay``
         (:class:`streamrank.gpu_batch_graph.BatchGraphs`) is given; a device batch is passed by
-        address. :meth:`outcome` reads the counters once the stream has been synchronized (by the
+        address. :meth:`counts` reads the counters once the stream has been synchronized (by the
         caller, possibly after more work was queued)."""
         cp = self.cp
         m = int(batch.src.shape[0])
@@ -395,11 +377,8 @@ class FastUpdater:
         array (a device-to-host copy)."""
         return self.work[:88].view(self.cp.uint64).get()
 
-    def outcome(self, changes) -> FastOutcome:
-        """The counters of the last :meth:`launch` (the stream must have been synchronized since)."""
-        return FastOutcome(*self.host[:9].tolist(), changes)  # the counters in FastOutcome's order
-
     def counts(self) -> list:
-        """:meth:`outcome`'s counters as a list in FastOutcome's field order, without the named
-        tuple (the bookkeeping after the wait, on the host's critical path)."""
-        return self.host[:9].tolist()
+        """The counters of the last launch, as ints in :data:`COUNTERS`' order (the stream must
+        have been synchronized since). A plain list: the bookkeeping after the wait reads it on the
+        host's critical path."""
+        return self.host[:len(COUNTERS)].tolist()
