@@ -24,7 +24,8 @@ runs slower there. ``GC=off`` disables Python's garbage collector after loading,
 freezes what loading made (``gc.freeze``). ``IDLE=sleep|spin`` with ``IDLE_MS`` (10) idles the host
 that long after each batch (asleep, or spinning in Python), ``SCHEDULE=spin|yield|block`` sets the
 CUDA driver's wait (cuDevicePrimaryCtxSetFlags, before the context exists), ``GRAPHS=sxmo|rmat`` runs one
-graph only (default both). ``PIN=K`` pins the main thread (the one that queues and waits) to CPU
+graph only (default both). ``PROBE=1`` times the fixed piece of host work before each batch without the wrappers and prints
+its median as the row's last column ("host us"; PARTS=1 prints it too). ``PIN=K`` pins the main thread (the one that queues and waits) to CPU
 ``K`` once the engine exists (``os.sched_setaffinity`` of the calling thread: the driver's and
 library threads keep the process's mask); each line then names that CPU.
 """
@@ -47,16 +48,22 @@ if parts:
     sys.path.insert(0, os.path.dirname(__file__))
     from _clock import GRAPH_PIECES, LAUNCH, TIMES, wrap, wrap_graph_update  # noqa: E402
     from streamrank import graph_gpu_lists  # noqa: E402
-    from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
 
     wrap_graph_update()
     wrap(graph_gpu_lists.Direction, "reserve", "reserve")
+
+#: PROBE=1 (or PARTS=1): time the fixed host work before each batch and print its median with the
+#: row (column "host us"; without PARTS' clock wrappers on the path)
+probe = parts or os.environ.get("PROBE", "0") != "0"
+if probe:
+    from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
 
     def _probe() -> float:
         """A fixed piece of host work (us): small NumPy calls and Python objects, as a batch has."""
         t = time.perf_counter()
         fixed_host_work()
         return (time.perf_counter() - t) * 1e6
+
 #: GC=off: the collector disabled after loading; GC=freeze: gc.freeze() after loading (the objects
 #: made so far are never scanned again)
 gc_mode = os.environ.get("GC", "on")
@@ -92,7 +99,7 @@ ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse+lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
          "(1's table)", "(4 out's sort)", "(5's deletion scan)"]
 print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms median':>16} {'p95':>7} "
-      f"{'rank ms median':>15} {'+ upkeep ms':>12}")
+      f"{'rank ms median':>15} {'+ upkeep ms':>12}" + (f" {'host us':>8}" if probe else ""))
 for name, src, dst in graphs():
     eng = Engine("gpu", "dfp", config=RankConfig(dangling=dangling))
     eng.load_edges(src, dst)
@@ -104,7 +111,7 @@ for name, src, dst in graphs():
         gc.disable() if gc_mode == "off" else gc.freeze()
     ids = np.unique(np.concatenate([src, dst]))
     for size in sizes:
-        g_ms, r_ms, steps, scans, ev, caps, dev, up_ms = [], [], [], [], [], [], [], []
+        g_ms, r_ms, steps, scans, ev, caps, dev, up_ms, host_us = [], [], [], [], [], [], [], [], []
         for b in range(batches + 5):
             if b == 5 and parts:
                 TIMES.clear()  # the warm-up batches' times out
@@ -127,8 +134,8 @@ for name, src, dst in graphs():
                 t_end = time.perf_counter() + idle_s
                 while time.perf_counter() < t_end:
                     pass
-            if parts and b >= 5:
-                TIMES["probe"].append(_probe())
+            if probe and b >= 5:
+                host_us.append(_probe())
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
             if b >= 5 and parts:
                 ev.append(cp.cuda.get_elapsed_time(eng._stepper.start, eng._stepper.graph_done) * 1e3)
@@ -145,7 +152,8 @@ for name, src, dst in graphs():
                     steps.append(np.concatenate([np.diff(t[:7]), [t[7] - t[0], t[8] - t[3], scan]]) / 1e3)
         print(f"{name:<34} {eng.graph.num_vertices:>9} {eng.graph.num_edges:>10} {size:>6} "
               f"{np.median(g_ms):>16.3f} {np.percentile(g_ms, 95):>7.3f} {np.median(r_ms):>15.3f} "
-              f"{np.median(up_ms):>12.3f}" + (f"  pinned to cpu {pin}" if pin is not None else ""), flush=True)
+              f"{np.median(up_ms):>12.3f}" + (f" {np.median(host_us):>8.1f}" if host_us else "")
+              + (f"  pinned to cpu {pin}" if pin is not None else ""), flush=True)
         if steps:
             m = np.median(np.asarray(steps), axis=0)
             print("   kernel steps (us): " + ", ".join(f"{n} {v:.1f}" for n, v in zip(STEPS, m))
@@ -157,7 +165,7 @@ for name, src, dst in graphs():
                   f"{np.median(dev):.1f}), bookkeeping {md('book'):.1f} (then upkeep {md('upkeep'):.1f}); "
                   f"captures per batch {np.mean(caps):.2f}, tail reservations {len(TIMES['reserve'])} "
                   f"({md('reserve'):.0f} us median), one-wait batches {len(TIMES['queue'])} of {batches}; "
-                  f"fixed host work just before the batch {md('probe'):.1f} us", flush=True)
+                  f"fixed host work just before the batch {np.median(host_us):.1f} us", flush=True)
             print("   host pieces (us): " + ", ".join(f"{lab} {md(lab):.1f}" for lab in GRAPH_PIECES), flush=True)
             if steps:  # the graph's copies and launch gaps: device time after the launch outside steps 1-5
                 print(f"   graph launch -> end outside the kernel's steps 1-5: "
