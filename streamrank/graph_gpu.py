@@ -361,8 +361,7 @@ class GpuGraph(RoomKeeping):
         n = len(ids)
         changes = fu.launch_armed(batch, ids, self._out, self._in, self.version, replay)  # staged by upkeep()
         if changes is None:
-            room = min(self._vcap - n, ids.room)
-            changes = fu.launch(batch, ids, self._out, self._in, n, room, replay=replay)
+            changes = fu.launch(batch, ids, self._out, self._in, n, self._fast_room(n), replay=replay)
         return PendingFast(n, len(batch), changes, fu.counters)
 
     def finish_fast(self, pending: PendingFast):
@@ -413,7 +412,11 @@ class GpuGraph(RoomKeeping):
             fu.prepare()
             if replay is not None:
                 n = len(self.ids)
-                fu.arm(self.ids, self._out, self._in, n, min(self._vcap - n, self.ids.room), replay, self.version)
+                fu.arm(self.ids, self._out, self._in, n, self._fast_room(n), replay, self.version)
+
+    def _fast_room(self, n: int) -> int:
+        """New vertices the fused kernel may add to a store of ``n`` vertices (rows and id map)."""
+        return min(self._vcap - n, self.ids.room)
 
     def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
         return apply_slow(self, batch)

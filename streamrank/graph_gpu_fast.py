@@ -21,7 +21,6 @@ switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size
 
 from __future__ import annotations
 
-import operator
 import os
 import struct
 from dataclasses import dataclass
@@ -131,6 +130,21 @@ class FastUpdate:
 
 #: The staged header's first six fields (m, n, room, out end, in end, changes address) in one call.
 _pack_header = struct.Struct("<6q").pack_into
+
+
+def _graph_arrays(ids, out, inn) -> tuple:
+    """The arrays whose addresses and sizes the update's captured graph holds, in the order
+    :func:`_same_arrays` compares them."""
+    return (ids.keys, ids.vals, ids.external_buffer, out.off, out.deg, out.cap, out.idx, inn.off, inn.deg,
+            inn.cap, inn.idx)
+
+
+def _same_arrays(ids, out, inn, held: tuple) -> bool:
+    """Whether the store still holds exactly the array objects ``held`` (:func:`_graph_arrays` of an
+    earlier call): compared inline, on the host's critical path of every batch."""
+    return (ids.keys is held[0] and ids.vals is held[1] and ids.external_buffer is held[2] and out.off is held[3]
+            and out.deg is held[4] and out.cap is held[5] and out.idx is held[6] and inn.off is held[7]
+            and inn.deg is held[8] and inn.cap is held[9] and inn.idx is held[10])
 
 
 def _device_address(cp, host_ptr: int) -> int:
@@ -252,19 +266,13 @@ class FastUpdater:
         self._armed = None  # one launch per arming
         if armed is None or replay is None or armed[0] != version or isinstance(batch.src, self.cp.ndarray):
             return None
-        a = armed[1]  # the graph's arrays at arm(): the same objects, so the same addresses and sizes
-        if not (ids.keys is a[0] and ids.vals is a[1] and ids.external_buffer is a[2] and out.off is a[3]
-                and out.deg is a[4] and out.cap is a[5] and out.idx is a[6] and inn.off is a[7]
-                and inn.deg is a[8] and inn.cap is a[9] and inn.idx is a[10]):
+        if not _same_arrays(ids, out, inn, armed[1]):  # the same objects: the same addresses and sizes
             return None
         changes = self._next
         self._next = None
         m = batch.src.shape[0]
         self._header[0] = m  # the rest of the header was staged by arm()
-        # typed views of the pinned buffer: the assignments convert, no temporary arrays
-        self._src[:m] = batch.src
-        self._dst[:m] = batch.dst
-        self._ins[:m] = batch.insert
+        self._stage_edges(batch, m)
         armed[2].launch()  # the current stream (CUDA graph replay, streamrank/gpu_batch_graph.py)
         self.armed_launches += 1
         return changes
@@ -283,6 +291,10 @@ class FastUpdater:
         :meth:`queue_staged` queues the update (and the copy, where the buffer is not mapped)."""
         m = len(batch)
         _pack_header(self._header, 0, m, n, room, out_end, in_end, changes_ptr)  # one call, not six
+        self._stage_edges(batch, m)
+
+    def _stage_edges(self, batch, m: int) -> None:
+        """Copy a host batch's m edges into the pinned staging buffer (after its header)."""
         # typed views of the pinned buffer: the assignments convert, no temporary arrays
         self._src[:m] = batch.src
         self._dst[:m] = batch.dst
@@ -291,14 +303,13 @@ class FastUpdater:
     def staged_key(self, ids, out, inn) -> tuple:
         """Every address and size :meth:`queue_staged` passes to the device (a captured copy of
         that work stays valid while this key is the same)."""
-        arrays = (ids.keys, ids.vals, ids.external_buffer, out.off, out.deg, out.cap, out.idx, inn.off, inn.deg,
-                  inn.cap, inn.idx)  # (launch_armed compares them in this order)
         held = self._key
         # the same array objects (held here, so none was freed and its address reused) have the
         # same addresses and sizes: skip reading them again (about 6 us a batch). The price: arrays
         # the store replaced (growth, compaction) are freed one batch later, at the next key.
-        if held is not None and all(map(operator.is_, arrays, held[0])):
+        if held is not None and _same_arrays(ids, out, inn, held[0]):
             return held[1]
+        arrays = _graph_arrays(ids, out, inn)
         key = (*(int(a.data.ptr) for a in arrays), int(ids.mask), int(out.idx.shape[0]), int(inn.idx.shape[0]),
                self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
         self._key = (arrays, key)

@@ -36,16 +36,15 @@ import time
 import numpy as np
 
 sys.path.insert(0, ".")
+sys.path.insert(0, os.path.dirname(__file__))
+from _update_batches import graphs, random_batch  # noqa: E402
 from streamrank.batch import EdgeBatch  # noqa: E402
-from streamrank.bench.temporal import _read_lines  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.rmat import rmat_edges  # noqa: E402
 
 parts = os.environ.get("PARTS", "0") != "0"
 if parts:
     import cupy as cp
-    sys.path.insert(0, os.path.dirname(__file__))
     from _clock import GRAPH_PIECES, LAUNCH, TIMES, wrap, wrap_graph_update  # noqa: E402
     from streamrank import graph_gpu_lists  # noqa: E402
 
@@ -56,13 +55,7 @@ if parts:
 #: row (column "host us"; without PARTS' clock wrappers on the path)
 probe = parts or os.environ.get("PROBE", "0") != "0"
 if probe:
-    from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
-
-    def _probe() -> float:
-        """A fixed piece of host work (us): small NumPy calls and Python objects, as a batch has."""
-        t = time.perf_counter()
-        fixed_host_work()
-        return (time.perf_counter() - t) * 1e6
+    from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 
 #: GC=off: the collector disabled after loading; GC=freeze: gc.freeze() after loading (the objects
 #: made so far are never scanned again)
@@ -78,20 +71,6 @@ idle, idle_s = os.environ.get("IDLE"), float(os.environ.get("IDLE_MS", "10")) / 
 sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
 batches = int(os.environ.get("BATCHES", "60"))
 dangling = os.environ.get("DANGLING", "uniform")
-
-
-def graphs():
-    s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
-    k = int(0.9 * s.shape[0])
-    keep = s[:k] != d[:k]
-    which = os.environ.get("GRAPHS", "both")
-    if which != "rmat":
-        yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
-    if which == "sxmo":
-        return
-    scale, ef = int(os.environ.get("SCALE", "20")), int(os.environ.get("EDGE_FACTOR", "11"))
-    s, d = rmat_edges(scale, ef, seed=1)
-    yield f"R-MAT scale {scale}, edge factor {ef}", s, d
 
 
 rng = np.random.default_rng(3)
@@ -115,12 +94,7 @@ for name, src, dst in graphs():
         for b in range(batches + 5):
             if b == 5 and parts:
                 TIMES.clear()  # the warm-up batches' times out
-            n_del = size // 5
-            n_ins = size - n_del
-            pick = rng.integers(0, src.shape[0], n_del)
-            bs = np.concatenate([rng.choice(ids, n_ins), src[pick]])
-            bd = np.concatenate([rng.choice(ids, n_ins), dst[pick]])
-            ins = np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)])
+            bs, bd, ins = random_batch(rng, ids, src, dst, size)
             if ticks and b >= 5:  # the scan lengths of this batch's queries, before it
                 g = eng.graph
                 u, v = g.ids.lookup(bs).get(), g.ids.lookup(bd).get()
@@ -135,7 +109,7 @@ for name, src, dst in graphs():
                 while time.perf_counter() < t_end:
                     pass
             if probe and b >= 5:
-                host_us.append(_probe())
+                host_us.append(fixed_host_work_us())
             st = eng.apply(EdgeBatch.from_arrays(bs, bd, ins))
             if b >= 5 and parts:
                 ev.append(cp.cuda.get_elapsed_time(eng._stepper.start, eng._stepper.graph_done) * 1e3)

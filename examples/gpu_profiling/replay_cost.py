@@ -6,8 +6,9 @@ empty kernel nodes at 1.8-2.7 us. This script finds where the difference is, in 
 sx-mathoverflow's base (uniform mode, DF-P, random batches of ``SIZE`` edges as in
 graph_update_scale.py):
 
-1. in each batch, the host time of each captured graph's ``launch()`` call alone (slots "graph"
-   and "rank"), next to the fixed host work of ``streamrank.bench.host_probe`` just before;
+1. in each batch, the host time of each captured graph's ``launch()`` call alone (the graph
+   update's, whether armed between batches or replayed by ``BatchGraphs.replay``, and the rank
+   loop's), next to the fixed host work of ``streamrank.bench.host_probe`` just before;
 2. after the batches, with the device idle: the graph update's captured graph launched again
    (the last batch replayed: its edges are present, so it changes nothing), an empty graph of 4
    kernel nodes, and the update's graph on a stream of its own; each right after a sync, and after
@@ -25,10 +26,11 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, ".")
-from streamrank import gpu_batch_graph  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from _update_batches import random_batch, sxmo_base  # noqa: E402
+from streamrank import gpu_batch_graph, graph_gpu_fast  # noqa: E402
 from streamrank.batch import EdgeBatch  # noqa: E402
-from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
-from streamrank.bench.temporal import _read_lines  # noqa: E402
+from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
 
@@ -50,25 +52,42 @@ def timed_replay(self, slot, key, queue):
 
 gpu_batch_graph.BatchGraphs.replay = timed_replay
 
-s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
-k = int(0.9 * s.shape[0])
-keep = s[:k] != d[:k]
-src, dst = s[:k][keep], d[:k][keep]
+
+class _TimedLaunch:
+    """A captured graph whose ``launch()`` call is timed (the graph update's, armed between batches
+    by FastUpdater.arm and launched by launch_armed without BatchGraphs.replay)."""
+
+    def __init__(self, graph, slot):
+        self.graph, self.slot = graph, slot
+
+    def launch(self):
+        t = time.perf_counter_ns()
+        self.graph.launch()
+        LAUNCH[self.slot].append((time.perf_counter_ns() - t) / 1e3)
+
+
+_arm = graph_gpu_fast.FastUpdater.arm
+
+
+def timed_arm(self, *a, **kw):
+    """FastUpdater.arm, the armed graph's launch timed."""
+    _arm(self, *a, **kw)
+    if self._armed is not None:
+        version, arrays, graph = self._armed
+        self._armed = (version, arrays, _TimedLaunch(graph, "graph"))
+
+
+graph_gpu_fast.FastUpdater.arm = timed_arm
+
+src, dst = sxmo_base()
 eng = Engine("gpu", "dfp", config=RankConfig(dangling="uniform"))
 eng.load_edges(src, dst)
 ids = np.unique(np.concatenate([src, dst]))
 rng = np.random.default_rng(3)
 probe, graph_ms = [], []
 for b in range(batches + 5):
-    n_del = size // 5
-    n_ins = size - n_del
-    pick = rng.integers(0, src.shape[0], n_del)
-    batch = EdgeBatch.from_arrays(np.concatenate([rng.choice(ids, n_ins), src[pick]]),
-                                  np.concatenate([rng.choice(ids, n_ins), dst[pick]]),
-                                  np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)]))
-    t = time.perf_counter()
-    fixed_host_work()
-    probe.append((time.perf_counter() - t) * 1e6)
+    batch = EdgeBatch.from_arrays(*random_batch(rng, ids, src, dst, size))
+    probe.append(fixed_host_work_us())
     st = eng.apply(batch)
     graph_ms.append(st.graph_ms)
     if b == 4:
@@ -142,7 +161,5 @@ for kind in ("sleep", "spin", "spin+query", "sleep", "spin", "spin+query"):
         launch_us.append((time.perf_counter_ns() - t) / 1e3)
         cp.cuda.Device().synchronize()  # sync: the launch done before the host work is timed
         gap(kind)
-        t = time.perf_counter_ns()
-        fixed_host_work()
-        work_us.append((time.perf_counter_ns() - t) / 1e3)
+        work_us.append(fixed_host_work_us())
     print(f"  {kind:12s} graph launch {md(launch_us):6.2f} us, fixed host work {md(work_us):6.1f} us", flush=True)

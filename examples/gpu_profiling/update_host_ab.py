@@ -6,25 +6,24 @@ on these machines by up to 2x (docs/GPU.md, "Stop 31"), more than the changes be
 Each build is a package folder imported under a name of its own (``BUILDS``, name:dir pairs, dir
 holding ``streamrank/``; default ``new:. base:.ab-base``, the base made with
 ``rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank | tar -x -C .ab-base``).
-Graphs as in graph_update_scale.py (``GRAPHS`` sxmo|rmat|both, ``SCALE``, ``EDGE_FACTOR``), batches
-of ``SIZES`` edges (80% insertions of random pairs of existing ids, 20% deletions of stored edges),
-``BATCHES`` per size after 5 warm-up batches, DF-P in ``DANGLING`` mode (default uniform). Prints per
-build and size the medians of ``graph_ms`` and of the whole batch, and a fixed piece of host work
-timed before each batch (the host's speed).
+Graphs and batches as in graph_update_scale.py (``_update_batches.py``: ``GRAPHS`` sxmo|rmat|both,
+``SCALE``, ``EDGE_FACTOR``): batches of ``SIZES`` edges, ``BATCHES`` per size after 5 warm-up
+batches, DF-P in ``DANGLING`` mode (default uniform). Prints per build and size the medians of
+``graph_ms`` and of the whole batch, and a fixed piece of host work timed before each batch (the
+host's speed).
 
     SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/update_host_ab.py
 """
 import importlib.util
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, ".")
-from streamrank.bench.host_probe import fixed_host_work  # noqa: E402
-from streamrank.bench.temporal import _read_lines  # noqa: E402
-from streamrank.rmat import rmat_edges  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from _update_batches import graphs, random_batch  # noqa: E402
+from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 
 
 def load_build(name: str, folder: str):
@@ -39,19 +38,6 @@ def load_build(name: str, folder: str):
     spec.loader.exec_module(mod)
     return (importlib.import_module(f"{pkg}.engine"), importlib.import_module(f"{pkg}.batch"),
             importlib.import_module(f"{pkg}.config"))
-
-
-def graphs():
-    which = os.environ.get("GRAPHS", "both")
-    if which != "rmat":
-        s, d = _read_lines(os.environ.get("SXMO", ".device-data/sx-mathoverflow.txt.gz"))
-        k = int(0.9 * s.shape[0])
-        keep = s[:k] != d[:k]
-        yield "sx-mathoverflow base", s[:k][keep], d[:k][keep]
-    if which != "sxmo":
-        scale, ef = int(os.environ.get("SCALE", "20")), int(os.environ.get("EDGE_FACTOR", "11"))
-        s, d = rmat_edges(scale, ef, seed=1)
-        yield f"R-MAT scale {scale}, edge factor {ef}", s, d
 
 
 def main() -> None:
@@ -76,18 +62,11 @@ def main() -> None:
             t_ms = {n: [] for n in names}
             probe = {n: [] for n in names}
             for b in range(batches + 5):
-                n_del = size // 5
-                n_ins = size - n_del
-                pick = rng.integers(0, src.shape[0], n_del)
-                bs = np.concatenate([rng.choice(ids, n_ins), src[pick]])
-                bd = np.concatenate([rng.choice(ids, n_ins), dst[pick]])
-                ins = np.concatenate([np.ones(n_ins, bool), np.zeros(n_del, bool)])
+                bs, bd, ins = random_batch(rng, ids, src, dst, size)
                 order = names if b % 2 == 0 else names[::-1]
                 for n in order:
                     batch = mods[n][1].EdgeBatch.from_arrays(bs, bd, ins)
-                    t = time.perf_counter()
-                    fixed_host_work()
-                    p = (time.perf_counter() - t) * 1e6
+                    p = fixed_host_work_us()
                     st = engines[n].apply(batch)
                     if b >= 5:
                         g_ms[n].append(st.graph_ms)

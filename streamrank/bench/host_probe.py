@@ -7,7 +7,8 @@ within one, and ``graph_ms`` follows the host's speed. The benchmarks therefore 
 beside their figures, so that a slow host can be told from slow code.
 
 The work is the fixed piece ``examples/gpu_profiling/graph_update_scale.py`` times before each
-batch (``PARTS=1``): 20 rounds of a small array copy, an in-place add and a small dict.
+batch (``PARTS=1`` or ``PROBE=1``; :func:`fixed_host_work_us`): 20 rounds of a small array copy, an
+in-place add and a small dict.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ def fixed_host_work() -> None:
         b = _A[:32].copy()
         b += 1
         {"k": int(b[0]), "v": (1, 2, 3)}.get("k")
+
+
+def fixed_host_work_us() -> float:
+    """One timed run of :func:`fixed_host_work` (us), with nothing run before it: the host's speed
+    as the next batch finds it (the profiling scripts time it just before each batch)."""
+    t = time.perf_counter()
+    fixed_host_work()
+    return (time.perf_counter() - t) * 1e6
 
 
 def host_probe_us(*, rounds: int = 21) -> float:
@@ -51,9 +60,4 @@ def host_probe_us(*, rounds: int = 21) -> float:
     if int(rounds) < 1:
         raise InvalidArgumentError(f"rounds must be >= 1, got {rounds}")
     fixed_host_work()
-    times = []
-    for _ in range(int(rounds)):
-        t = time.perf_counter()
-        fixed_host_work()
-        times.append((time.perf_counter() - t) * 1e6)
-    return float(np.median(times))
+    return float(np.median([fixed_host_work_us() for _ in range(int(rounds))]))
