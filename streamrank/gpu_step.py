@@ -5,10 +5,12 @@ The fast path of the graph store (:meth:`streamrank.graph_gpu.GpuGraph.launch_fa
 batch's sizes (overflow, new vertices, applied insertions and deletions) into device counters;
 the cooperative DF/DF-P loop (:func:`streamrank.pagerank_gpu.launch_update`) reads them there.
 The host queues both launches and the copies of their results into pinned memory, waits for the
-graph update's event and does its bookkeeping, then the store's upkeep for the next batch, while
-the rank loop still runs, then waits for the loop and does the rank's bookkeeping
-(``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While
-the graph kernel runs, the host packs and uploads the rank update's arguments, so that host work
+graph update's event and does its bookkeeping, then, while the rank loop still runs, the store's
+upkeep for the next batch (room; the next host batch's graph update staged:
+:meth:`~streamrank.graph_gpu.GpuGraph.upkeep`) and the next batch's rank loop packed ahead
+(:func:`streamrank.pagerank_gpu.arm_update`), then waits for the loop and does the rank's
+bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While the graph kernel runs, the
+host queues the rank update (from its armed image, or packing its arguments), so that host work
 and device work overlap.
 
 When the graph update reports that the batch did not fit the room reserved ahead (it then wrote
@@ -74,6 +76,8 @@ class OneSyncStepper:
         #: usual way).
         self.steps = 0
         self.misfits = 0
+        #: Batches whose loop was packed ahead (:func:`streamrank.pagerank_gpu.arm_update`).
+        self.armed_ranks = 0
         #: Host time of the last batch's :meth:`~streamrank.graph_gpu.GpuGraph.upkeep` (ms): the
         #: room and buffers for the next batch, after ``graph_ms`` ends and, with the overlap,
         #: while the rank loop runs.
@@ -134,6 +138,8 @@ class OneSyncStepper:
                 # room and buffers for the next batch, and its staged header and captured graph when
                 # host batches replay (beside the loop when overlapped)
                 graph.upkeep(replay=replay)
+                if rank is not None:  # and the next batch's loop, packed ahead
+                    rank_module.arm_update(rank, graph, replay=replay)
             self.upkeep_ms = (time.perf_counter() - t_book) * 1e3
         finally:
             if overlap:  # also before a misfit returns or an error propagates
@@ -152,4 +158,5 @@ class OneSyncStepper:
                 stream.synchronize()  # sync: the hand-over's continuation ran after the wait
         total_ms = (time.perf_counter() - t0) * 1e3
         self.steps += 1
+        self.armed_ranks += rank is not None and rank.armed
         return OneSyncStep(changes, res, graph_ms, total_ms)

@@ -29,6 +29,7 @@ bytes per vertex), and for Static/ND/warm the work itself.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -48,8 +49,10 @@ from .rank_gpu.state import (_CTYPE, _FINISH_THREADS, _SORTED, _THREADS, _args_b
 from .rank_gpu.sweeps import standard_sweeps
 from .result import RankResult
 
-__all__ = ["compile_kernels", "device_linf", "static_pagerank", "update_pagerank", "launch_update", "finish_update",
-           "PendingRank"]
+__all__ = ["compile_kernels", "device_linf", "static_pagerank", "update_pagerank", "launch_update", "arm_update",
+           "finish_update", "PendingRank"]
+
+log = logging.getLogger(__name__)
 
 _MODES = {"static": 3, "nd": 0, "dt": 0, "df": 1, "dfp": 2}
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
@@ -268,6 +271,7 @@ class PendingRank:
     args: object
     config: RankConfig
     continued: bool = False  # set by finish_update: the loop handed over, work ran after the wait
+    armed: bool = False  # queued from the loop packed ahead (arm_update)
 
 
 def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig, replay=None) -> PendingRank | None:
@@ -275,7 +279,9 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
 
     The cooperative loop reads the batch's sizes (new vertices, applied insertions and
     deletions) from the graph update's counters on the device, so that the batch needs no host
-    round trip between the two updates (docs/GPU.md, "One wait per batch").
+    round trip between the two updates (docs/GPU.md, "One wait per batch"). When
+    :func:`arm_update` packed this batch's loop ahead and nothing it packed has changed, only the
+    batch's edge sections are written into that image before the replay.
 
     Parameters
     ----------
@@ -303,6 +309,9 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
     config = _check(graph, config)
     if not frontier_loop._LOOP or frontier_loop.loop_unavailable is not None:
         return None
+    armed = _launch_armed(algorithm, graph, pending, x_prev, config, replay)
+    if armed is not None:
+        return armed
     cp = graph.xp
     n_prev = int(pending.num_vertices_before)
     xp_ = _as_prev(graph, x_prev, config.dtype)
@@ -318,6 +327,77 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
     if args is None:
         return None
     return PendingRank(algorithm, mode, ws, x, args, config)
+
+
+def arm_update(previous: PendingRank, graph, *, replay) -> None:
+    """Pack the next one-wait batch's loop before that batch arrives (between batches, beside
+    ``previous``'s running loop; :func:`frontier_loop.arm_loop`), so that :func:`launch_update`
+    only writes the batch's edge sections and replays.
+
+    Parameters
+    ----------
+    previous : PendingRank
+        The batch just queued: its iterate is the next batch's ``x_prev``.
+    graph : GpuGraph
+        The store after ``previous``'s graph update (:meth:`~streamrank.graph_gpu.GpuGraph.finish_fast`)
+        and its upkeep.
+    replay : BatchGraphs or None
+        The captured graphs; None arms nothing.
+
+    The armed loop is taken only while the algorithm, the config object, ``replay``, the store's
+    version, the six graph arrays the image points at, the vertex count and ``x_prev``'s address are
+    what they are now; otherwise :func:`launch_update` packs the loop as usual. A CUDA error here
+    (out of device memory, say) arms nothing: the batch that was applied stays applied.
+    """
+    if replay is None or not frontier_loop._LOOP or frontier_loop.loop_unavailable is not None:
+        return
+    cp = graph.xp
+    config = previous.config
+    n = graph.num_vertices
+    room = 2 * graph.fast.max_edges  # new vertices a fast batch may bring
+    label = "dfp" if previous.algorithm == "auto" else previous.algorithm
+    flood = int(_AUTO_FLOOD * n) if previous.algorithm == "auto" else None
+
+    def pack():
+        ws = _workspace(graph, config.dtype, n + room)
+        ws.armed_loop = None
+        x = cp.empty(n + room, dtype=config.dtype)
+        return ws, frontier_loop.arm_loop(graph, ws, x, previous.x[:n], config, _MODES[label], flood, replay)
+
+    try:
+        ws, armed = _wrap(pack)
+    except KernelError as exc:  # out of device memory, say: the next batch packs its loop as usual
+        log.debug("the next batch's loop was not packed ahead: %s", exc)
+        return
+    if armed is not None:
+        ws.armed_loop = (previous.algorithm, config, replay, graph.version, _rank_arrays(graph), n,
+                         int(previous.x.data.ptr), frontier_loop.LOOP_TICKS, room, _MODES[label], armed)
+
+
+def _rank_arrays(graph) -> tuple:
+    """The graph arrays whose addresses the loop's argument image holds."""
+    return graph._in.off, graph._in.deg, graph._in.idx, graph._out.off, graph._out.deg, graph._out.idx
+
+
+def _launch_armed(algorithm, graph, pending, x_prev, config, replay) -> PendingRank | None:
+    """Queue the loop :func:`arm_update` packed, when everything it packed still holds; else None
+    (nothing queued) and the armed loop is dropped."""
+    ws = getattr(graph, "_rank_workspaces", {}).get(config.dtype)
+    held = None if ws is None else ws.armed_loop
+    if held is None:
+        return None
+    ws.armed_loop = None  # one launch per arming
+    alg, cfg, rp, version, arrays, n, x_ptr, ticks, room, mode, armed = held
+    g = graph
+    if (alg != algorithm or cfg is not config or rp is not replay or version != g.version
+            or ticks is not frontier_loop.LOOP_TICKS or pending.num_vertices_before != n
+            or 2 * pending.received > room or not isinstance(x_prev, g.xp.ndarray) or x_prev.shape[0] != n
+            or x_prev.dtype != armed.x.dtype or int(x_prev.data.ptr) != x_ptr
+            or arrays[0] is not g._in.off or arrays[1] is not g._in.deg or arrays[2] is not g._in.idx
+            or arrays[3] is not g._out.off or arrays[4] is not g._out.deg or arrays[5] is not g._out.idx):
+        return None
+    args = frontier_loop.launch_armed_loop(ws, armed, pending)
+    return PendingRank(algorithm, mode, ws, armed.x, args, config, armed=True)
 
 
 def finish_update(pending: PendingRank, graph, changes) -> RankResult:

@@ -277,3 +277,106 @@ def test_armed_launch_and_what_disarms_it(cp, monkeypatch, dangling):
     assert l1_error(one.ranks()[1], ref) < 1e-6
     np.testing.assert_array_equal(np.sort(_host(one.graph.edges_external()[0])),
                                   np.sort(_host(two.graph.edges_external()[0])))
+
+
+@pytest.mark.parametrize("algorithm,dangling", [("dfp", "uniform"), ("dfp", "self-loop"), ("df", "uniform"),
+                                                ("auto", "uniform")])
+def test_armed_loop_and_what_disarms_it(cp, monkeypatch, algorithm, dangling):
+    """Beside each one-wait batch's loop the next batch's loop is packed ahead
+    (pagerank_gpu.arm_update): the next batch writes its edge sections into the image and replays.
+    Whatever the image holds must still be what the batch sees, else the loop is packed the usual
+    way: another config object, a slow-path batch (version, and a loop packed in between: the stamp
+    epochs), a compaction (the graph arrays), a replaced iterate, a device batch. Every step against
+    the two-step engine (the same iterations, frontiers and ranks; ``auto`` may probe warm sweeps,
+    which run in place and go the usual way, so there the counts are not fixed and the ranks agree
+    to the tolerance after them) and the final ranks against the oracle."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(zlib.crc32(f"one-sync-armed-loop/{algorithm}/{dangling}".encode()))
+    s, d = _base(rng, n=900, m=7000, hubs=3)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    one = _engine(monkeypatch, True, algorithm, cfg, s, d)
+    two = _engine(monkeypatch, False, algorithm, cfg, s, d)
+    fresh = iter(range(10_000, 20_000))
+    exact = [True]
+    fixed = algorithm != "auto"
+
+    def step(k, new=0, device=False):
+        ins = rng.random(k) < 0.8
+        ins[:new] = True
+        pick = rng.integers(0, len(s), k)
+        bs = np.where(ins, rng.integers(0, 900, k), s[pick])
+        bd = np.where(ins, rng.integers(0, 900, k), d[pick])
+        bd[:new] = [next(fresh) for _ in range(new)]
+        a_batch = EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp) if device \
+            else EdgeBatch.from_arrays(bs, bd, ins)
+        a, b = one.apply(a_batch), two.apply(EdgeBatch.from_arrays(bs, bd, ins))
+        exact[0] = exact[0] and "warm" not in a.rank.algorithm + b.rank.algorithm
+        _same_step(a, b, dangling, exact[0])
+
+    def armed(expected):
+        if fixed:
+            assert one._stepper.armed_ranks == expected
+
+    step(10)
+    armed(0)  # the first batch arms the next
+    step(30, new=20)  # new vertices: the image's room for them
+    step(200)
+    step(1)
+    armed(3)
+    for eng in (one, two):
+        eng.config = replace(cfg)  # an equal config, another object: packed as usual
+    step(20)
+    armed(3)
+    step(20)
+    armed(4)
+    step(2500)  # the slow path: another version, and its loop packed on the same workspace
+    step(40)
+    armed(4)
+    step(40)
+    armed(5)
+    for eng in (one, two):
+        eng.graph.compact()  # new idx arrays: the image's addresses are stale
+    step(60)
+    armed(5)
+    step(60)
+    armed(6)
+    for eng in (one, two):
+        eng.x = eng.x.copy()  # another iterate (as a restored checkpoint would bring)
+    step(25)
+    armed(6)
+    step(9)
+    armed(7)
+    step(9, device=True)  # a device batch replays nothing: not armed, and it arms nothing
+    step(9)
+    armed(7)
+    step(9)
+    armed(8)
+    assert one._stepper.armed_ranks >= 1 and one._stepper.misfits == 0
+    if fixed:
+        assert one._stepper.steps == 15
+    ref = oracle_pagerank(one.graph, dangling=dangling)
+    assert l1_error(one.ranks()[1], ref) < 1e-6
+    assert l1_error(two.ranks()[1], ref) < 1e-6
+
+
+def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch):
+    """Packing the next loop ahead runs after the batch's graph update was applied: a CUDA error
+    there (out of device memory) arms nothing and fails nothing; the next batch packs its loop
+    the usual way, with the same ranks as the two-step engine."""
+    from streamrank.rank_gpu import frontier_loop
+
+    def no_memory(*a, **kw):
+        raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
+
+    monkeypatch.setattr(frontier_loop, "arm_loop", no_memory)
+    rng = np.random.default_rng(zlib.crc32(b"one-sync-arm-fails"))
+    s, d = _base(rng, n=500, m=3000, hubs=2)
+    cfg = RankConfig(switch_degree=8, tol=1e-12)
+    one = _engine(monkeypatch, True, "dfp", cfg, s, d)
+    two = _engine(monkeypatch, False, "dfp", cfg, s, d)
+    for k in (5, 40, 300, 7):
+        bs, bd = rng.integers(0, 520, k), rng.integers(0, 520, k)
+        _same_step(one.apply(EdgeBatch.from_arrays(bs, bd)), two.apply(EdgeBatch.from_arrays(bs, bd)), "uniform")
+    assert one._stepper.steps == 4 and one._stepper.armed_ranks == 0
+    assert one.graph._fast.armed_launches == 3  # the graph update's arming is separate

@@ -7,8 +7,8 @@ sx-mathoverflow's base (uniform mode, DF-P, random batches of ``SIZE`` edges as 
 graph_update_scale.py):
 
 1. in each batch, the host time of each captured graph's ``launch()`` call alone (the graph
-   update's, whether armed between batches or replayed by ``BatchGraphs.replay``, and the rank
-   loop's), next to the fixed host work of ``streamrank.bench.host_probe`` just before;
+   update's and the rank loop's, whether armed between batches or replayed by
+   ``BatchGraphs.replay``), next to the fixed host work of ``streamrank.bench.host_probe`` just before;
 2. after the batches, with the device idle: the graph update's captured graph launched again
    (the last batch replayed: its edges are present, so it changes nothing), an empty graph of 4
    kernel nodes, and the update's graph on a stream of its own; each right after a sync, and after
@@ -33,6 +33,7 @@ from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
+from streamrank.rank_gpu import frontier_loop  # noqa: E402
 
 size, batches = int(os.environ.get("SIZE", "1000")), int(os.environ.get("BATCHES", "60"))
 gap_s = float(os.environ.get("GAP_MS", "5")) / 1e3
@@ -78,6 +79,17 @@ def timed_arm(self, *a, **kw):
 
 
 graph_gpu_fast.FastUpdater.arm = timed_arm
+_arm_loop = frontier_loop.arm_loop
+
+
+def timed_arm_loop(*a, **kw):
+    """frontier_loop.arm_loop, the armed loop's launch timed (launch_armed_loop replays it without
+    BatchGraphs.replay)."""
+    armed = _arm_loop(*a, **kw)
+    return None if armed is None else armed._replace(graph=_TimedLaunch(armed.graph, "rank"))
+
+
+frontier_loop.arm_loop = timed_arm_loop
 
 src, dst = sxmo_base()
 eng = Engine("gpu", "dfp", config=RankConfig(dangling="uniform"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
@@ -79,6 +80,22 @@ _LOOP_PAIRS = (0, 1, 3, 2)
 #: Frontier stamps are 32-bit: past this the stamps are zeroed and the epoch starts again.
 _EPOCH_LIMIT = 2**32 - 1
 _LISTS_OFFSET = 256  # where LoopLists sits in the uploaded buffer, after RankArgs
+#: Where, in the argument image, the batch's changed-edge pointers (ins_src, del_src, del_dst:
+#: the fields after x_prev) and the graph counters' pointer sit (an armed image is patched there).
+_BATCH_OFFSET = _LISTS_OFFSET + struct.calcsize(_LISTS_PREFIX) + 8
+_COUNTS_OFFSET = _LISTS_OFFSET + struct.calcsize(_LISTS_PREFIX) + 64
+_pack_edges = struct.Struct("<3Q").pack_into
+_pack_counts = struct.Struct("<Q").pack_into
+
+
+class ArmedLoop(NamedTuple):
+    """The next batch's loop, packed before the batch arrives (:func:`arm_loop`): its argument
+    image (a host copy, the batch's fields still to be written), the captured loop it replays and
+    the iterate it writes."""
+
+    image: np.ndarray
+    graph: object
+    x: object
 
 
 def host_batch(ws, cp, changes) -> tuple:
@@ -104,6 +121,7 @@ def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, max_iter: in
     list that takes a group of lanes per vertex, the batch (previous ranks, changed edges:
     :func:`host_batch` or :func:`pending_batch`) and the batch's stamp epoch, above every stamp
     of earlier batches (a batch stamps at most ``epoch + max_iter``)."""
+    ws.armed_loop = None  # an armed image holds an earlier epoch: packed again after this loop
     if ws.loop_part is None or ws.loop_part.shape[0] < grid + _ACCUMULATORS:  # block sums, accumulators
         ws.loop_part = cp.zeros(grid + _ACCUMULATORS, dtype=cp.float64)
         ws.loop_prefix = None
@@ -177,15 +195,7 @@ def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=Non
     try:
         k, grid, image = loop_parts(graph, ws, x, x_prev, batch, config, mode, flood)
         ws.loop_image_host[: len(image)] = np.frombuffer(image, dtype=np.uint8)
-        dev = ws.loop_image_dev_ptr
-
-        def queue():
-            stream = graph.xp.cuda.get_current_stream()
-            graph.xp.cuda.runtime.memcpyAsync(dev, ws.loop_image_host_ptr, _UPLOAD_BYTES, 1, stream.ptr)
-            k((grid,), (_THREADS,), (np.uint64(dev), np.uint64(dev + _LISTS_OFFSET)))
-            queue_status(ws)
-
-        key = (id(k), grid, dev, ws.results_ptr, _status_buffers(ws)[4], int(ws.hist.shape[0]))
+        key, queue = _queue_parts(graph, ws, k, grid)
         if replay is None or not replay.replay("rank", key, queue):
             queue()
     except InvalidArgumentError:
@@ -193,6 +203,53 @@ def launch_loop(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=Non
     except Exception as exc:  # compilation, or no cooperative launch on this device
         loop_unavailable = f"{type(exc).__name__}: {exc}"
         return None
+    return ws.loop_image_dev
+
+
+def _queue_parts(graph, ws, k, grid: int):
+    """``(key, queue)``: ``queue`` queues the loop's three steps (the argument image's upload from
+    the workspace's fixed pinned slot, the launch, the copy of its results), with only fixed
+    addresses, so that a captured graph of it replays for every batch while ``key`` is the same."""
+    dev = ws.loop_image_dev_ptr
+
+    def queue():
+        stream = graph.xp.cuda.get_current_stream()
+        graph.xp.cuda.runtime.memcpyAsync(dev, ws.loop_image_host_ptr, _UPLOAD_BYTES, 1, stream.ptr)
+        k((grid,), (_THREADS,), (np.uint64(dev), np.uint64(dev + _LISTS_OFFSET)))
+        queue_status(ws)
+
+    return (id(k), grid, dev, ws.results_ptr, _status_buffers(ws)[4], int(ws.hist.shape[0])), queue
+
+
+def arm_loop(graph, ws, x, x_prev, config, mode: int, flood, replay) -> ArmedLoop | None:
+    """Pack the next batch's loop before the batch arrives (between batches, beside the running
+    loop): its argument image but for the batch's changed edges and counters, and its captured
+    graph looked up (or captured) in ``replay``. :func:`launch_armed_loop` then writes those
+    fields and replays. The workspace drops an armed loop when anything else packs a loop on it
+    (:func:`_lists_bytes`: the stamp epochs) or resizes its results. None when the loop or
+    capturing is unavailable here (nothing armed)."""
+    if loop_unavailable is not None or replay is None:
+        return None
+    k, grid, image = loop_parts(graph, ws, x, x_prev, (0, 0, 0, 0, 0, 0), config, mode, flood)
+    key, queue = _queue_parts(graph, ws, k, grid)
+    captured = replay.graph_for("rank", key, queue)
+    if captured is None:
+        return None
+    return ArmedLoop(np.frombuffer(image, dtype=np.uint8).copy(), captured, x)
+
+
+def launch_armed_loop(ws, armed: ArmedLoop, pending) -> object:
+    """Queue an armed loop (:func:`arm_loop`) for the pending graph update ``pending``
+    (:class:`streamrank.graph_gpu_fast.PendingFast`): the image into the workspace's pinned slot
+    (free: the previous loop's upload ran before the previous batch's wait), the batch's edge
+    sections and counters written into it (:func:`pending_batch`), the captured graph replayed.
+    Returns the device argument buffer, as :func:`launch_loop`."""
+    img = ws.loop_image_host
+    img[: armed.image.shape[0]] = armed.image
+    p_ins, p_dsrc, p_ddst, _, _, counts = pending_batch(pending)  # the sizes: read from the counters
+    _pack_edges(img, _BATCH_OFFSET, p_ins, p_dsrc, p_ddst)
+    _pack_counts(img, _COUNTS_OFFSET, counts)
+    armed.graph.launch()  # the current stream (CUDA graph replay, streamrank/gpu_batch_graph.py)
     return ws.loop_image_dev
 
 

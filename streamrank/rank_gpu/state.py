@@ -98,6 +98,9 @@ class _Workspace:
         self.loop_prefix = None  # the loop's LoopLists up to the batch fields, packed
         self.loop_stamp = None  # the loop's frontier stamps, 2 per vertex (sized at its first use)
         self.loop_epoch = 1  # the next batch's stamp epoch (frontier_loop._lists_bytes)
+        #: The next one-wait batch's loop packed ahead (pagerank_gpu.arm_update): its checks and
+        #: frontier_loop.ArmedLoop; dropped by any other loop packed here or a resize of the results.
+        self.armed_loop = None
         self.result_host = None  # pinned (status, frontier sizes, sum) read once per loop
         # argument structs go up through a ring of pinned staging buffers (asynchronous copies);
         # an event per slot guards its reuse
@@ -127,6 +130,7 @@ class _Workspace:
         self.hist = block[32:].view(cp.int32)
         self.results_ptr = int(block.data.ptr)
         self.ws_ptrs = None  # the workspace's part of RankArgs, packed again
+        self.armed_loop = None  # its image holds the old addresses
 
     def row_ptr(self, row: int) -> int:
         """Device address of list row ``row`` (no array view made: views cost microseconds)."""
