@@ -8,11 +8,13 @@ holding ``streamrank/``; default ``new:. base:.ab-base``, the base made with
 ``rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank | tar -x -C .ab-base``).
 Graphs and batches as in graph_update_scale.py (``_update_batches.py``: ``GRAPHS`` sxmo|rmat|both,
 ``SCALE``, ``EDGE_FACTOR``): batches of ``SIZES`` edges, ``BATCHES`` per size after 5 warm-up
-batches, DF-P in ``DANGLING`` mode (default uniform). Prints per build and size the medians of
+batches, DF-P in ``DANGLING`` mode (default uniform); ``PAD=N`` creates ids ``0..N-1`` up front, as
+the published protocol does (then self-loop mode is its setting). Prints per build and size the medians of
 ``graph_ms``, of its device span (the one-wait batch's CUDA events from before the graph update's
 launch to its end; the rest of ``graph_ms`` is host time before that launch and the bookkeeping
-after the wait) and of the whole batch, and a fixed piece of host work timed before each batch
-(the host's speed).
+after the wait), of the upkeep beside the rank loop (``OneSyncStepper.upkeep_ms``: the room for the
+next batch, its staged graph update and, from stop 34, its rank loop packed ahead) and of the whole
+batch, and a fixed piece of host work timed before each batch (the host's speed).
 
     SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/update_host_ab.py
 """
@@ -48,15 +50,18 @@ def main() -> None:
     sizes = [int(s) for s in os.environ.get("SIZES", "5,50,506,1000").split(",")]
     batches = int(os.environ.get("BATCHES", "60"))
     dangling = os.environ.get("DANGLING", "uniform")
+    pad = int(os.environ.get("PAD", "0"))
     rng = np.random.default_rng(3)
     import cupy as cp
 
     print(f"{'graph':<34} {'batch':>6} {'build':>8} {'graph ms median':>16} {'p90':>7} {'span ms':>8} "
-          f"{'batch ms median':>16} {'host probe us':>14}", flush=True)
+          f"{'upkeep ms':>10} {'batch ms median':>16} {'host probe us':>14}", flush=True)
     for gname, src, dst in graphs():
         engines = {}
         for name, (engm, _, cfgm) in mods.items():
             eng = engm.Engine("gpu", "dfp", config=cfgm.RankConfig(dangling=dangling))
+            if pad:
+                eng.add_vertices(np.arange(pad))
             eng.load_edges(src, dst)
             engines[name] = eng
         ids = np.unique(np.concatenate([src, dst]))
@@ -66,6 +71,7 @@ def main() -> None:
             t_ms = {n: [] for n in names}
             probe = {n: [] for n in names}
             span = {n: [] for n in names}
+            upkeep = {n: [] for n in names}
             for b in range(batches + 5):
                 bs, bd, ins = random_batch(rng, ids, src, dst, size)
                 order = names if b % 2 == 0 else names[::-1]
@@ -79,9 +85,11 @@ def main() -> None:
                         probe[n].append(p)
                         stepper = engines[n]._stepper  # its events: the last one-wait batch's
                         span[n].append(cp.cuda.get_elapsed_time(stepper.start, stepper.graph_done))
+                        upkeep[n].append(stepper.upkeep_ms)
             for n in names:
                 print(f"{gname:<34} {size:>6} {n:>8} {np.median(g_ms[n]):>16.4f} {np.percentile(g_ms[n], 90):>7.4f} "
-                      f"{np.median(span[n]):>8.4f} {np.median(t_ms[n]):>16.4f} {np.median(probe[n]):>14.1f}",
+                      f"{np.median(span[n]):>8.4f} {np.median(upkeep[n]):>10.4f} {np.median(t_ms[n]):>16.4f} "
+                      f"{np.median(probe[n]):>14.1f}",
                       flush=True)
         del engines
 
