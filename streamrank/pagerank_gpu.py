@@ -58,6 +58,11 @@ _MODES = {"static": 3, "nd": 0, "dt": 0, "df": 1, "dfp": 2}
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
 #: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
 _AUTO_FLOOD = float(os.environ.get("STREAMRANK_AUTO_FLOOD", "0.05"))
+#: The next one-wait batch's loop is packed ahead (:func:`arm_update`) only while its iterate takes
+#: at most this many bytes: the packed loop holds its output iterate between batches (one more
+#: iterate in device memory), which on a large graph costs more memory than the 20-70 us are worth
+#: beside a batch whose passes over every vertex take longer. Knob STREAMRANK_ARM_MAX_BYTES (0: never).
+_ARM_MAX_BYTES = int(os.environ.get("STREAMRANK_ARM_MAX_BYTES", str(256 << 20)))
 #: Set to a dict to accumulate per-stage wall times (ms) of the dynamic updates; each stage then
 #: ends with a device synchronization, so profile only outside timed runs.
 STAGE_MS = None
@@ -347,7 +352,8 @@ def arm_update(previous: PendingRank, graph, *, replay) -> None:
     The armed loop is taken only while the algorithm, the config object, ``replay``, the store's
     version, the six graph arrays the image points at, the vertex count and ``x_prev``'s address are
     what they are now; otherwise :func:`launch_update` packs the loop as usual. A CUDA error here
-    (out of device memory, say) arms nothing: the batch that was applied stays applied.
+    (out of device memory, say) arms nothing: the batch that was applied stays applied. Nothing is
+    armed for an iterate of more than ``STREAMRANK_ARM_MAX_BYTES`` (256 MiB) either.
     """
     if replay is None or not frontier_loop._LOOP or frontier_loop.loop_unavailable is not None:
         return
@@ -355,6 +361,8 @@ def arm_update(previous: PendingRank, graph, *, replay) -> None:
     config = previous.config
     n = graph.num_vertices
     room = 2 * graph.fast.max_edges  # new vertices a fast batch may bring
+    if (n + room) * np.dtype(config.dtype).itemsize > _ARM_MAX_BYTES:
+        return  # a large graph: no iterate held between batches (its batches pack as usual)
     label = "dfp" if previous.algorithm == "auto" else previous.algorithm
     flood = int(_AUTO_FLOOD * n) if previous.algorithm == "auto" else None
 

@@ -360,16 +360,22 @@ def test_armed_loop_and_what_disarms_it(cp, monkeypatch, algorithm, dangling):
     assert l1_error(two.ranks()[1], ref) < 1e-6
 
 
-def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch):
+@pytest.mark.parametrize("why", ["out of memory", "over the size cap"])
+def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch, why):
     """Packing the next loop ahead runs after the batch's graph update was applied: a CUDA error
-    there (out of device memory) arms nothing and fails nothing; the next batch packs its loop
-    the usual way, with the same ranks as the two-step engine."""
+    there (out of device memory) arms nothing and fails nothing, and an iterate over
+    STREAMRANK_ARM_MAX_BYTES is not armed; the next batch packs its loop the usual way, with the
+    same ranks as the two-step engine."""
+    from streamrank import pagerank_gpu
     from streamrank.rank_gpu import frontier_loop
 
     def no_memory(*a, **kw):
         raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
 
-    monkeypatch.setattr(frontier_loop, "arm_loop", no_memory)
+    if why == "out of memory":
+        monkeypatch.setattr(frontier_loop, "arm_loop", no_memory)
+    else:
+        monkeypatch.setattr(pagerank_gpu, "_ARM_MAX_BYTES", 8 * 4000)  # under 500 vertices + the room
     rng = np.random.default_rng(zlib.crc32(b"one-sync-arm-fails"))
     s, d = _base(rng, n=500, m=3000, hubs=2)
     cfg = RankConfig(switch_degree=8, tol=1e-12)
