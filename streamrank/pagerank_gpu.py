@@ -40,7 +40,7 @@ from .config import RankConfig, check_algorithm
 from .errors import InvalidArgumentError, KernelError, StreamrankError
 from .gpu_launch import _cupy, launch, sm_count
 from .graph_gpu import GpuGraph
-from .rank_gpu import frontier_loop
+from .rank_gpu import armed_loop, frontier_loop
 from .rank_gpu.frontier_loop import _frontier_loop, launch_loop, loop_outcome, pending_batch
 from .rank_gpu.iterations import _Iterations
 from .rank_gpu.state import (_CTYPE, _FINISH_THREADS, _SORTED, _THREADS, _args_bytes, _as_prev, _clear_marks, _grid,
@@ -378,34 +378,19 @@ def arm_update(previous: PendingRank, graph, *, replay) -> None:
         log.debug("the next batch's loop was not packed ahead: %s", exc)
         return
     if armed is not None:
-        ws.armed_loop = (previous.algorithm, config, replay, graph.version, _rank_arrays(graph), n,
-                         int(previous.x.data.ptr), frontier_loop.LOOP_TICKS, room, _MODES[label], armed)
-
-
-def _rank_arrays(graph) -> tuple:
-    """The graph arrays whose addresses the loop's argument image holds."""
-    return graph._in.off, graph._in.deg, graph._in.idx, graph._out.off, graph._out.deg, graph._out.idx
+        ws.armed_loop = armed_loop.ArmedRank(previous.algorithm, config, replay, graph.version,
+                                             armed_loop.rank_arrays(graph), n, int(previous.x.data.ptr),
+                                             frontier_loop.LOOP_TICKS, room, _MODES[label], ws, armed)
 
 
 def _launch_armed(algorithm, graph, pending, x_prev, config, replay) -> PendingRank | None:
-    """Queue the loop :func:`arm_update` packed, when everything it packed still holds; else None
-    (nothing queued) and the armed loop is dropped."""
-    ws = getattr(graph, "_rank_workspaces", {}).get(config.dtype)
-    held = None if ws is None else ws.armed_loop
+    """Queue the loop :func:`arm_update` packed when everything it packed still holds
+    (:func:`armed_loop.take`); else None (nothing queued)."""
+    held = armed_loop.take(algorithm, graph, pending, x_prev, config, replay)
     if held is None:
         return None
-    ws.armed_loop = None  # one launch per arming
-    alg, cfg, rp, version, arrays, n, x_ptr, ticks, room, mode, armed = held
-    g = graph
-    if (alg != algorithm or cfg is not config or rp is not replay or version != g.version
-            or ticks is not frontier_loop.LOOP_TICKS or pending.num_vertices_before != n
-            or 2 * pending.received > room or not isinstance(x_prev, g.xp.ndarray) or x_prev.shape[0] != n
-            or x_prev.dtype != armed.x.dtype or int(x_prev.data.ptr) != x_ptr
-            or arrays[0] is not g._in.off or arrays[1] is not g._in.deg or arrays[2] is not g._in.idx
-            or arrays[3] is not g._out.off or arrays[4] is not g._out.deg or arrays[5] is not g._out.idx):
-        return None
-    args = frontier_loop.launch_armed_loop(ws, armed, pending)
-    return PendingRank(algorithm, mode, ws, armed.x, args, config, armed=True)
+    args = frontier_loop.launch_armed_loop(held.ws, held.loop, pending)
+    return PendingRank(algorithm, held.mode, held.ws, held.loop.x, args, config, armed=True)
 
 
 def finish_update(pending: PendingRank, graph, changes) -> RankResult:

@@ -98,8 +98,8 @@ class _Workspace:
         self.loop_prefix = None  # the loop's LoopLists up to the batch fields, packed
         self.loop_stamp = None  # the loop's frontier stamps, 2 per vertex (sized at its first use)
         self.loop_epoch = 1  # the next batch's stamp epoch (frontier_loop._lists_bytes)
-        #: The next one-wait batch's loop packed ahead (pagerank_gpu.arm_update): its checks and
-        #: frontier_loop.ArmedLoop; dropped by any other loop packed here or a resize of the results.
+        #: The next one-wait batch's loop packed ahead (an armed_loop.ArmedRank, from
+        #: pagerank_gpu.arm_update); dropped by any other loop packed here or a resize of the results.
         self.armed_loop = None
         self.result_host = None  # pinned (status, frontier sizes, sum) read once per loop
         # argument structs go up through a ring of pinned staging buffers (asynchronous copies);
