@@ -24,7 +24,7 @@ import time
 import cupy as cp
 import numpy as np
 
-from streamrank.bench.host_probe import fixed_host_work
+from streamrank.bench.host_probe import fixed_host_work, fixed_host_work_us
 
 durations = [float(d) for d in os.environ.get("DURATIONS", "0,0.3,1,3,10").split(",")]
 repeats = int(os.environ.get("REPEATS", "30"))
@@ -91,12 +91,6 @@ def cpu():
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
-def py_us():
-    t = time.perf_counter_ns()
-    fixed_host_work()
-    return (time.perf_counter_ns() - t) / 1e3
-
-
 def native_us():
     t = time.perf_counter_ns()
     np.sqrt(vec, out=out)
@@ -122,9 +116,9 @@ for name, f in conditions.items():
             if d > 0:
                 f(d)
             s0 = schedstat()
-            a = py_us()
+            a = fixed_host_work_us()
             b = native_us()
-            c = py_us()
+            c = fixed_host_work_us()
             s1 = schedstat()
             rows.append((a, b, c, (s1[1] - s0[1]) / 1e3, cpu() != c0))
         st1 = steal()
