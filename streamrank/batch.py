@@ -11,8 +11,7 @@ columns ``src``, ``dst`` (``int64`` or ``string``) and ``op: int8`` (+1 insert, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -136,11 +135,19 @@ class EdgeBatch:
         by :meth:`from_arrays`), string ids may also be NumPy ``object`` arrays of ``str``.
     insert : array of bool
         ``True`` for an insertion, ``False`` for a deletion.
+    id_kind : {"int", "string"}
+        The kind of the vertex ids (set when the batch is built, not passed).
     """
 
     src: Any
     dst: Any
     insert: Any
+    # read on the host's critical path of every GPU batch (Engine.apply, len()), so known from the
+    # start rather than computed at the first read
+    id_kind: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "id_kind", id_kind(self.src))
 
     @classmethod
     def from_arrays(cls, src, dst, insert=None, *, xp=np, max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> "EdgeBatch":
@@ -231,12 +238,6 @@ class EdgeBatch:
         if self.id_kind == "string":
             return pa.table({"src": to_string_array(self.src), "dst": to_string_array(self.dst), "op": op})
         return pa.table({"src": to_host(self.src), "dst": to_host(self.dst), "op": op})
-
-    @cached_property
-    def id_kind(self) -> str:
-        """``"int"`` or ``"string"``: the kind of this batch's vertex ids (computed once: a batch
-        is read several times on the host's critical path of a GPU batch)."""
-        return id_kind(self.src)
 
     def __len__(self) -> int:
         return len(self.src) if self.id_kind == "string" else int(self.src.shape[0])

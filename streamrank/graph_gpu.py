@@ -309,7 +309,7 @@ class GpuGraph(RoomKeeping):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
-            if fast and self._fast_eligible(len(batch)):
+            if fast and self.fast_eligible(len(batch)):
                 changes = self._apply_fast(batch)  # a host batch goes up through pinned staging
                 if changes is not None:
                     return changes
@@ -324,9 +324,6 @@ class GpuGraph(RoomKeeping):
 
     def fast_eligible(self, m: int) -> bool:
         """Whether a batch of ``m`` edges takes the fast path (one fused kernel)."""
-        return self._fast_eligible(m)
-
-    def _fast_eligible(self, m: int) -> bool:
         fast = self.fast
         return fast.enabled and 0 < m <= fast.max_edges and len(self.ids) + 2 * m <= MAX_VERTICES
 
@@ -362,7 +359,7 @@ class GpuGraph(RoomKeeping):
         changes = fu.launch_armed(batch, ids, self._out, self._in, self.version, replay)  # staged by upkeep()
         if changes is None:
             changes = fu.launch(batch, ids, self._out, self._in, n, self._fast_room(n), replay=replay)
-        return PendingFast(n, len(batch), changes, fu.counters)
+        return PendingFast(n, len(batch), changes, fu.counters, fu.launched_ptr, fu.counters_ptr)
 
     def finish_fast(self, pending: PendingFast):
         """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or

@@ -170,6 +170,8 @@ class PendingFast(NamedTuple):
     received: int
     changes: object
     counters: object
+    changes_ptr: int  # the device addresses of changes and counters
+    counters_ptr: int
 
 
 class FastUpdater:
@@ -215,7 +217,10 @@ class FastUpdater:
         self._stage_dev_ptr = self.stage_mapped_ptr or int(self._stage_copy.data.ptr)
         self._stage_arg = np.uint64(self._stage_dev_ptr)
         self.host_ptr = int(self.host.ctypes.data)
-        self._counters_ptr = int(self.counters.data.ptr)
+        #: The counters' device address, and that of the last launch's changes buffer (the rank
+        #: loop queued behind a launch takes both without asking CuPy on the critical path).
+        self.counters_ptr = int(self.counters.data.ptr)
+        self.launched_ptr = 0
         #: The pinned counters' device address (0: not mapped; the counters are copied instead).
         self.host_dev_ptr = _device_address(cp, self.host_ptr) if MAPPED_COUNTERS else 0
         self._hcounters = np.uint64(self.host_dev_ptr)
@@ -270,6 +275,7 @@ class FastUpdater:
             return None
         changes = self._next
         self._next = None
+        self.launched_ptr = self._next_ptr
         m = batch.src.shape[0]
         self._header[0] = m  # the rest of the header was staged by arm()
         self._stage_edges(batch, m)
@@ -311,7 +317,7 @@ class FastUpdater:
             return held[1]
         arrays = _graph_arrays(ids, out, inn)
         key = (*(int(a.data.ptr) for a in arrays), int(ids.mask), int(out.idx.shape[0]), int(inn.idx.shape[0]),
-               self._stage_dev_ptr, self._counters_ptr, self.host_ptr)
+               self._stage_dev_ptr, self.counters_ptr, self.host_ptr)
         self._key = (arrays, key)
         return key
 
@@ -346,7 +352,7 @@ class FastUpdater:
     def _queue_counters(self, stream) -> None:
         if self.host_dev_ptr:
             return  # the kernel wrote them into the pinned buffer (read after the caller's sync)
-        self.cp.cuda.runtime.memcpyAsync(self.host_ptr, self._counters_ptr, _COUNTERS * 8,
+        self.cp.cuda.runtime.memcpyAsync(self.host_ptr, self.counters_ptr, _COUNTERS * 8,
                                          2, stream.ptr)  # 2: device to host; read after the caller's sync
 
     def launch(self, batch, ids, out, inn, n: int, room: int, replay=None):
@@ -360,6 +366,7 @@ class FastUpdater:
         cp = self.cp
         m = int(batch.src.shape[0])
         changes, changes_ptr = self._take_changes()  # prepared between batches: no allocation here
+        self.launched_ptr = changes_ptr
         if not isinstance(batch.src, cp.ndarray):
             self.stage(batch, n, room, out.end, inn.end, changes_ptr)
             queue = lambda: self.queue_staged(ids, out, inn)  # noqa: E731

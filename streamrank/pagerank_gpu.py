@@ -323,11 +323,9 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
     if xp_ is None or int(xp_.shape[0]) != n_prev:
         raise InvalidArgumentError(f"x_prev must have the {n_prev} entries of the graph before the batch")
     n_max = n_prev + 2 * int(pending.received)  # a batch of m edges brings at most 2m vertices
-    label = "dfp" if algorithm == "auto" else algorithm
-    mode = _MODES[label]
+    mode, flood = _loop_mode(algorithm, n_prev)
     ws = _workspace(graph, config.dtype, n_max)
     x = cp.empty(n_max, dtype=config.dtype)  # sliced to the vertex count after the sync
-    flood = int(_AUTO_FLOOD * n_prev) if algorithm == "auto" else None
     args = _wrap(lambda: launch_loop(graph, ws, x, xp_, pending_batch(pending), config, mode, flood, replay))
     if args is None:
         return None
@@ -363,14 +361,12 @@ def arm_update(previous: PendingRank, graph, *, replay) -> None:
     room = 2 * graph.fast.max_edges  # new vertices a fast batch may bring
     if (n + room) * np.dtype(config.dtype).itemsize > _ARM_MAX_BYTES:
         return  # a large graph: no iterate held between batches (its batches pack as usual)
-    label = "dfp" if previous.algorithm == "auto" else previous.algorithm
-    flood = int(_AUTO_FLOOD * n) if previous.algorithm == "auto" else None
+    mode, flood = _loop_mode(previous.algorithm, n)
 
-    def pack():
+    def pack():  # (arm_loop drops any loop packed before on the workspace)
         ws = _workspace(graph, config.dtype, n + room)
-        ws.armed_loop = None
         x = cp.empty(n + room, dtype=config.dtype)
-        return ws, frontier_loop.arm_loop(graph, ws, x, previous.x[:n], config, _MODES[label], flood, replay)
+        return ws, frontier_loop.arm_loop(graph, ws, x, previous.x[:n], config, mode, flood, replay)
 
     try:
         ws, armed = _wrap(pack)
@@ -380,7 +376,14 @@ def arm_update(previous: PendingRank, graph, *, replay) -> None:
     if armed is not None:
         ws.armed_loop = armed_loop.ArmedRank(previous.algorithm, config, replay, graph.version,
                                              armed_loop.rank_arrays(graph), n, int(previous.x.data.ptr),
-                                             frontier_loop.LOOP_TICKS, room, _MODES[label], ws, armed)
+                                             frontier_loop.LOOP_TICKS, room, mode, ws, armed)
+
+
+def _loop_mode(algorithm: str, n_prev: int) -> tuple:
+    """The loop's mode for ``algorithm`` (``auto`` runs DF-P) and, for ``auto``, the frontier size
+    past which the loop hands a flood over (None otherwise)."""
+    mode = _MODES["dfp" if algorithm == "auto" else algorithm]
+    return mode, (int(_AUTO_FLOOD * n_prev) if algorithm == "auto" else None)
 
 
 def _launch_armed(algorithm, graph, pending, x_prev, config, replay) -> PendingRank | None:

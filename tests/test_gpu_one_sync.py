@@ -58,6 +58,23 @@ def _engine(monkeypatch, one_sync, algorithm, cfg, s, d, graphs=True, **kw):
     return eng
 
 
+def _mixed_batches(cp, rng, s, d, n_ids, k, new, fresh, device):
+    """One random batch of ``k`` edges over ``s -> d`` (ids below ``n_ids``): 80% insertions, the
+    rest deletions of stored edges, the first ``new`` of them insertions to ids taken from
+    ``fresh`` (new vertices). Returns it twice: for the engine under test (on the device when
+    ``device``) and, on the host, for the reference engine."""
+    ins = rng.random(k) < 0.8
+    ins[:new] = True
+    pick = rng.integers(0, len(s), k)
+    bs = np.where(ins, rng.integers(0, n_ids, k), s[pick])
+    bd = np.where(ins, rng.integers(0, n_ids, k), d[pick])
+    bd[:new] = [next(fresh) for _ in range(new)]
+    host = EdgeBatch.from_arrays(bs, bd, ins)
+    if device:
+        return EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp), host
+    return EdgeBatch.from_arrays(bs, bd, ins), host
+
+
 def _same_step(a, b, dangling, exact=True):
     assert a.changes.num_insertions == b.changes.num_insertions
     assert a.changes.num_deletions == b.changes.num_deletions
@@ -235,15 +252,8 @@ def test_armed_launch_and_what_disarms_it(cp, monkeypatch, dangling):
     fresh = iter(range(10_000, 20_000))  # ids of no vertex yet
 
     def step(k, new=0, device=False):
-        ins = rng.random(k) < 0.8
-        ins[:new] = True
-        pick = rng.integers(0, len(s), k)
-        bs = np.where(ins, rng.integers(0, 800, k), s[pick])
-        bd = np.where(ins, rng.integers(0, 800, k), d[pick])
-        bd[:new] = [next(fresh) for _ in range(new)]  # `new` new vertices
-        a_batch = EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp) if device \
-            else EdgeBatch.from_arrays(bs, bd, ins)
-        _same_step(one.apply(a_batch), two.apply(EdgeBatch.from_arrays(bs, bd, ins)), dangling)
+        a_batch, b_batch = _mixed_batches(cp, rng, s, d, 800, k, new, fresh, device)
+        _same_step(one.apply(a_batch), two.apply(b_batch), dangling)
 
     from streamrank.idmap_gpu import GpuIdMap
 
@@ -302,15 +312,8 @@ def test_armed_loop_and_what_disarms_it(cp, monkeypatch, algorithm, dangling):
     fixed = algorithm != "auto"
 
     def step(k, new=0, device=False):
-        ins = rng.random(k) < 0.8
-        ins[:new] = True
-        pick = rng.integers(0, len(s), k)
-        bs = np.where(ins, rng.integers(0, 900, k), s[pick])
-        bd = np.where(ins, rng.integers(0, 900, k), d[pick])
-        bd[:new] = [next(fresh) for _ in range(new)]
-        a_batch = EdgeBatch.from_arrays(cp.asarray(bs), cp.asarray(bd), cp.asarray(ins), xp=cp) if device \
-            else EdgeBatch.from_arrays(bs, bd, ins)
-        a, b = one.apply(a_batch), two.apply(EdgeBatch.from_arrays(bs, bd, ins))
+        a_batch, b_batch = _mixed_batches(cp, rng, s, d, 900, k, new, fresh, device)
+        a, b = one.apply(a_batch), two.apply(b_batch)
         exact[0] = exact[0] and "warm" not in a.rank.algorithm + b.rank.algorithm
         _same_step(a, b, dangling, exact[0])
 

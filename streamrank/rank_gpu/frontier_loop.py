@@ -111,8 +111,8 @@ def pending_batch(pending) -> tuple:
     """The loop's batch fields for a graph update still on the device
     (:class:`streamrank.graph_gpu_fast.PendingFast`): the change buffer's sections, and the
     counters from which the loop reads the sizes."""
-    base, m = int(pending.changes.data.ptr), int(pending.received)
-    return base, base + 16 * m, base + 24 * m, 0, 0, int(pending.counters.data.ptr)
+    base, m = pending.changes_ptr, pending.received
+    return base, base + 16 * m, base + 24 * m, 0, 0, pending.counters_ptr
 
 
 def _lists_bytes(ws, cp, grid: int, handover: int, warp_limit: int, max_iter: int, x_prev, batch: tuple) -> bytes:
