@@ -11,7 +11,8 @@ upkeep for the next batch (room; the next host batch's graph update staged:
 (:func:`streamrank.pagerank_gpu.arm_update`), then waits for the loop and does the rank's
 bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While the graph kernel runs, the
 host queues the rank update (from its armed image, or packing its arguments), so that host work
-and device work overlap.
+and device work overlap. A batch that took longer than a few milliseconds ends with the host's
+rehearsal of the next batch's first steps (:mod:`streamrank.host_rehearsal`).
 
 When the graph update reports that the batch did not fit the room reserved ahead (it then wrote
 nothing, and the loop returned at once), the caller applies the batch the usual way.
@@ -23,6 +24,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from . import host_rehearsal
 from .batch import EdgeBatch
 from .changes import AppliedChanges
 from .errors import GraphCapacityError
@@ -72,6 +74,14 @@ class OneSyncStepper:
         self.graph_done = cp.cuda.Event()
         #: The captured CUDA graphs a host batch replays (None: STREAMRANK_CUDA_GRAPHS=0).
         self.graphs = BatchGraphs(cp) if CUDA_GRAPHS else None
+        #: The host's rehearsal after a long batch (:mod:`streamrank.host_rehearsal`; None: off, or
+        #: no capture here).
+        self.rehearsal = None
+        if host_rehearsal.ENABLED and self.graphs is not None:
+            try:
+                self.rehearsal = host_rehearsal.HostRehearsal(cp)
+            except Exception:  # noqa: BLE001 - a capture this device refuses: no rehearsal
+                self.rehearsal = None
         #: Batches applied with one wait, and fast launches that did not fit (then applied the
         #: usual way).
         self.steps = 0
@@ -82,6 +92,11 @@ class OneSyncStepper:
         #: room and buffers for the next batch, after ``graph_ms`` ends and, with the overlap,
         #: while the rank loop runs.
         self.upkeep_ms = 0.0
+        #: The last batch's graph update on the host clock alone (ms): from the batch's start to
+        #: the end of the graph's bookkeeping, the host's wait for the update included. An upper
+        #: bound of ``graph_ms``: it also holds what the host did before that wait (the rank loop's
+        #: launch) beyond the update's device time, and the wait's wake-up.
+        self.graph_wall_ms = 0.0
 
     def eligible(self, graph, m: int, algorithm: str) -> bool:
         """Whether a batch of ``m`` edges can take the one-wait path: a fast-path batch,
@@ -149,6 +164,7 @@ class OneSyncStepper:
             return None
         graph_ms = ((t_graph - t0) * 1e3 + cp.cuda.get_elapsed_time(self.start, self.graph_done)
                     + (t_book - t_wait) * 1e3)
+        self.graph_wall_ms = (t_book - t0) * 1e3
         if rank is None:  # the loop could not be compiled or launched here: the usual rank update
             res = rank_module.update_pagerank(algorithm, graph, changes, x_prev, config=config)
             stream.synchronize()  # sync: so that the batch's time includes its device work
@@ -156,6 +172,11 @@ class OneSyncStepper:
             res = rank_module.finish_update(rank, graph, changes)
             if rank.continued:
                 stream.synchronize()  # sync: the hand-over's continuation ran after the wait
+        if (replay is not None and self.rehearsal is not None and host_rehearsal.ENABLED
+                and time.perf_counter() - t0 > host_rehearsal.AFTER_MS * 1e-3):
+            # a long batch: the host's caches lost the next batch's first steps; re-run them
+            # (in this batch's time)
+            self.rehearsal.run(graph, batch)
         total_ms = (time.perf_counter() - t0) * 1e3
         self.steps += 1
         self.armed_ranks += rank is not None and rank.armed

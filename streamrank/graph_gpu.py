@@ -348,8 +348,8 @@ class GpuGraph(RoomKeeping):
         Until :meth:`finish_fast` has run (after a synchronization of the current stream) the
         store's host-side bookkeeping (vertex count, ends of the edge arrays) is that of before
         the batch and no other update may be applied; device work queued after this call on the
-        same stream sees the updated arrays, and reads the counters from
-        :attr:`PendingFast.counters` (vertex count, applied insertions and deletions, overflow).
+        same stream sees the updated arrays, and reads the counters at
+        :attr:`PendingFast.counters_ptr` (vertex count, applied insertions and deletions, overflow).
         """
         fu = self._fast
         if fu is None:
@@ -359,7 +359,7 @@ class GpuGraph(RoomKeeping):
         changes = fu.launch_armed(batch, ids, self._out, self._in, self.version, replay)  # staged by upkeep()
         if changes is None:
             changes = fu.launch(batch, ids, self._out, self._in, n, self._fast_room(n), replay=replay)
-        return PendingFast(n, len(batch), changes, fu.counters, fu.launched_ptr, fu.counters_ptr)
+        return PendingFast(n, len(batch), changes, fu.launched_ptr, fu.counters_ptr)
 
     def finish_fast(self, pending: PendingFast):
         """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or
@@ -392,6 +392,14 @@ class GpuGraph(RoomKeeping):
         if changes is not None:
             self.upkeep()
         return changes
+
+    def rehearse_fast(self, batch: EdgeBatch) -> None:
+        """Re-run the first host steps of a fast launch of ``batch`` without their effects (the
+        checks, the staging copies; :meth:`FastUpdater.rehearse`): between batches, after the
+        last update has completed (:mod:`streamrank.host_rehearsal`)."""
+        fu = self._fast
+        if fu is not None and self.fast_eligible(len(batch)):
+            fu.rehearse(batch, self.ids, self._out, self._in)
 
     def upkeep(self, *, replay=None) -> None:
         """Get ready for the next fast batch: compact a direction whose garbage passes its live

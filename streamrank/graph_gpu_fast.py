@@ -160,17 +160,17 @@ class PendingFast(NamedTuple):
     """A fast-path launch whose counters have not been read yet (:meth:`GpuGraph.launch_fast`;
     a named tuple: built once per batch on the host's critical path).
 
-    ``counters`` is the device array the kernel fills (int64: [0] overflow bits, [1] new
-    vertices, [2] applied insertions, [3] applied deletions, ...): work queued after the launch
-    reads them there. ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m,
-    3m (``m`` = ``received``), sorted by source.
+    ``counters_ptr`` is the address of the device counters the kernel fills
+    (:attr:`FastUpdater.counters`, int64: [0] overflow bits, [1] new vertices, [2] applied
+    insertions, [3] applied deletions, ...): work queued after the launch reads them there.
+    ``changes`` holds ins_src, ins_dst, del_src, del_dst at offsets 0, m, 2m, 3m (``m`` =
+    ``received``), sorted by source; ``changes_ptr`` is its address.
     """
 
     num_vertices_before: int
     received: int
     changes: object
-    counters: object
-    changes_ptr: int  # the device addresses of changes and counters
+    changes_ptr: int
     counters_ptr: int
 
 
@@ -282,6 +282,19 @@ class FastUpdater:
         armed[2].launch()  # the current stream (CUDA graph replay, streamrank/gpu_batch_graph.py)
         self.armed_launches += 1
         return changes
+
+    def rehearse(self, batch, ids, out, inn) -> None:
+        """Between batches, after the last update has read the staging buffer: re-run the armed
+        launch's check of the store's arrays and the staging copies of ``batch``'s edges (a host
+        batch; the next launch writes its own over them), and read the counters, without queueing
+        anything (:mod:`streamrank.host_rehearsal`)."""
+        if isinstance(batch.src, self.cp.ndarray) or batch.src.shape[0] > FAST_MAX_EDGES:
+            return
+        armed = self._armed
+        if armed is not None:
+            _same_arrays(ids, out, inn, armed[1])
+        self._stage_edges(batch, batch.src.shape[0])
+        self.counts()
 
     def _take_changes(self):
         """The prepared changes buffer and its address (allocated now if none was prepared)."""

@@ -389,3 +389,39 @@ def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch, why):
         _same_step(one.apply(EdgeBatch.from_arrays(bs, bd)), two.apply(EdgeBatch.from_arrays(bs, bd)), "uniform")
     assert one._stepper.steps == 4 and one._stepper.armed_ranks == 0
     assert one.graph._fast.armed_launches == 3  # the graph update's arming is separate
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
+def test_rehearsal_after_every_batch_changes_nothing(cp, monkeypatch, dangling):
+    """The host's rehearsal of the next batch's first steps (streamrank/host_rehearsal.py), forced
+    after every one-wait batch: its staging copies land where the next armed launch writes its own
+    edges, its checks and driver calls change nothing. Every step against the two-step engine, new
+    vertices, deletions, a slow-path batch and a device batch in between, the end against the
+    oracle."""
+    from streamrank import host_rehearsal
+
+    monkeypatch.setattr(host_rehearsal, "AFTER_MS", 0.0)
+    rng = np.random.default_rng(zlib.crc32(f"one-sync-rehearsal/{dangling}".encode()))
+    s, d = _base(rng, n=800, m=6000, hubs=3)
+    cfg = RankConfig(dangling=dangling, switch_degree=8, tol=1e-12)
+    one = _engine(monkeypatch, True, "dfp", cfg, s, d)
+    two = _engine(monkeypatch, False, "dfp", cfg, s, d)
+    assert one._stepper.rehearsal is not None
+    fresh = iter(range(10_000, 20_000))
+    host_batches = 0
+    for k, new, device in [(20, 0, False), (30, 0, False), (70, 50, False), (2500, 0, False), (40, 0, False),
+                           (9, 0, True), (40, 5, False), (1, 0, False), (2048, 0, False), (60, 0, False)]:
+        a_batch, b_batch = _mixed_batches(cp, rng, s, d, 800, k, new, fresh, device)
+        _same_step(one.apply(a_batch), two.apply(b_batch), dangling)
+        host_batches += not device and k <= 2048
+    # every host one-wait batch that fitted the reserved room, none of the others
+    assert one._stepper.rehearsal.runs == host_batches - one._stepper.misfits
+    assert one.graph._fast.armed_launches >= 5  # the rehearsed staging did not stop the armed launches
+    monkeypatch.setattr(host_rehearsal, "ENABLED", False)
+    a_batch, b_batch = _mixed_batches(cp, rng, s, d, 800, 30, 0, fresh, False)
+    _same_step(one.apply(a_batch), two.apply(b_batch), dangling)
+    assert one._stepper.rehearsal.runs == host_batches - one._stepper.misfits
+    ref = oracle_pagerank(one.graph, dangling=dangling)
+    assert l1_error(one.ranks()[1], ref) < 1e-6
+    np.testing.assert_array_equal(np.sort(_host(one.graph.edges_external()[0])),
+                                  np.sort(_host(two.graph.edges_external()[0])))

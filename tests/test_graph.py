@@ -142,6 +142,17 @@ def test_fast_update_settings():
         FastUpdate(slot_room=-1)
 
 
+def test_rehearsal_settings():
+    """STREAMRANK_REHEARSE_AFTER_MS (streamrank/host_rehearsal.py): a non-negative number of ms."""
+    from streamrank.errors import InvalidArgumentError
+    from streamrank.host_rehearsal import _after_ms
+
+    assert _after_ms({}) == 2.0 and _after_ms({"STREAMRANK_REHEARSE_AFTER_MS": "0.5"}) == 0.5
+    for bad in ("soon", "-1"):
+        with pytest.raises(InvalidArgumentError, match="STREAMRANK_REHEARSE_AFTER_MS"):
+            _after_ms({"STREAMRANK_REHEARSE_AFTER_MS": bad})
+
+
 def _adjacency(backend, offset, degree, indices, n):
     off, deg, idx = (backend.to_host(a) for a in (offset, degree, indices))
     return [sorted(idx[off[v]: off[v] + deg[v]].tolist()) for v in range(n)]

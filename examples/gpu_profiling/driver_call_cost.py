@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
+from _probe_graph import empty_graph, empty_kernel  # noqa: E402
 
 N = int(os.environ.get("N", "300"))
 spin_src = r'''
@@ -36,16 +37,10 @@ extern "C" __global__ void spin(long long ns) {
     long long t = t0;
     while (t - t0 < ns) { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); }
 }
-extern "C" __global__ void empty(const void* a, const void* b) {}
 '''
-mod = cp.RawModule(code=spin_src)
-spin, empty = mod.get_function("spin"), mod.get_function("empty")
-side = cp.cuda.Stream(non_blocking=True)
-with side:
-    side.begin_capture()
-    for _ in range(4):
-        empty((1,), (32,), (np.uint64(0), np.uint64(0)))
-    graph = side.end_capture()
+spin = cp.RawModule(code=spin_src).get_function("spin")
+empty = empty_kernel()
+graph = empty_graph(4)
 ev_t, ev_nt = cp.cuda.Event(), cp.cuda.Event(disable_timing=True)
 
 

@@ -8,8 +8,14 @@ recorded just before the launch to one after the graph.
 """
 import time
 
+import os
+import sys
+
 import cupy as cp
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _probe_graph import empty_graph  # noqa: E402
 
 src = r'''
 extern "C" __global__ void k26(const long long* a0, const long long* a1, const bool* a2, int a3, long long* a4,
@@ -80,11 +86,7 @@ t("launch 2 args (np.uint64, idle stream)", lambda: k2((1,), (32,), (np.uint64(1
 side = cp.cuda.Stream(non_blocking=True)
 before, after = cp.cuda.Event(), cp.cuda.Event()
 for nodes in (1, 2, 4, 8):
-    with side:
-        side.begin_capture()
-        for _ in range(nodes):
-            k2((1,), (32,), (np.uint64(1), np.uint64(2)))
-        g = side.end_capture()
+    g = empty_graph(nodes)
     t(f"graph.launch(), {nodes} kernel node(s) (idle stream)", lambda: g.launch(), n=500, idle=True)
     dev = []
     for _ in range(200):

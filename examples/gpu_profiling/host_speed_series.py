@@ -13,10 +13,14 @@ frees 64 MiB of Python objects every second (a new engine's kind of allocation).
     PYTHONPATH=. [SECONDS=20] [STEP_MS=5] [CHURN=0] python3 examples/gpu_profiling/host_speed_series.py
 """
 import os
+import sys
 import time
 
 import cupy as cp
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _probe_graph import empty_graph  # noqa: E402
 
 from streamrank.bench.host_probe import fixed_host_work, fixed_host_work_us
 
@@ -31,13 +35,8 @@ n_idx = 20000
 idx_small = rng.integers(0, small.shape[0], n_idx)
 idx_big = rng.integers(0, big.shape[0], n_idx)
 g = np.empty(n_idx)
-empty = cp.RawKernel('extern "C" __global__ void empty() {}', "empty")
 stream = cp.cuda.Stream(non_blocking=True)
-with stream:
-    stream.begin_capture()
-    for _ in range(4):
-        empty((1,), (32,), ())
-    graph = stream.end_capture()
+graph = empty_graph(4)
 event = cp.cuda.Event()
 
 

@@ -14,7 +14,10 @@ the published protocol does (then self-loop mode is its setting). Prints per bui
 launch to its end; the rest of ``graph_ms`` is host time before that launch and the bookkeeping
 after the wait), of the upkeep beside the rank loop (``OneSyncStepper.upkeep_ms``: the room for the
 next batch, its staged graph update and, from stop 34, its rank loop packed ahead) and of the whole
-batch, and a fixed piece of host work timed before each batch (the host's speed).
+batch, and a fixed piece of host work timed before each batch (the host's speed). ``wall ms`` (from
+stop 36; nan for older builds) is the graph update on the host clock alone, from the batch's start to
+the end of its bookkeeping, the wait included (``OneSyncStepper.graph_wall_ms``, an upper bound of
+``graph_ms``).
 
     SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 examples/gpu_profiling/update_host_ab.py
 """
@@ -54,7 +57,7 @@ def main() -> None:
     rng = np.random.default_rng(3)
     import cupy as cp
 
-    print(f"{'graph':<34} {'batch':>6} {'build':>8} {'graph ms median':>16} {'p90':>7} {'span ms':>8} "
+    print(f"{'graph':<34} {'batch':>6} {'build':>8} {'graph ms median':>16} {'p90':>7} {'span ms':>8} {'wall ms':>8} "
           f"{'upkeep ms':>10} {'batch ms median':>16} {'host probe us':>14}", flush=True)
     for gname, src, dst in graphs():
         engines = {}
@@ -72,6 +75,7 @@ def main() -> None:
             probe = {n: [] for n in names}
             span = {n: [] for n in names}
             upkeep = {n: [] for n in names}
+            wall = {n: [] for n in names}
             for b in range(batches + 5):
                 bs, bd, ins = random_batch(rng, ids, src, dst, size)
                 order = names if b % 2 == 0 else names[::-1]
@@ -85,10 +89,11 @@ def main() -> None:
                         probe[n].append(p)
                         stepper = engines[n]._stepper  # its events: the last one-wait batch's
                         span[n].append(cp.cuda.get_elapsed_time(stepper.start, stepper.graph_done))
+                        wall[n].append(getattr(stepper, "graph_wall_ms", float("nan")))
                         upkeep[n].append(stepper.upkeep_ms)
             for n in names:
                 print(f"{gname:<34} {size:>6} {n:>8} {np.median(g_ms[n]):>16.4f} {np.percentile(g_ms[n], 90):>7.4f} "
-                      f"{np.median(span[n]):>8.4f} {np.median(upkeep[n]):>10.4f} {np.median(t_ms[n]):>16.4f} "
+                      f"{np.median(span[n]):>8.4f} {np.median(wall[n]):>8.4f} {np.median(upkeep[n]):>10.4f} {np.median(t_ms[n]):>16.4f} "
                       f"{np.median(probe[n]):>14.1f}",
                       flush=True)
         del engines

@@ -1,0 +1,82 @@
+"""The host's rehearsal after a long wait: the next batch's first host steps, run once before a
+long batch returns (docs/GPU.md, "Stop 36").
+
+A one-wait batch's graph update is bound by its host steps before the update runs (the timing
+event's ``record()``, the staging copies, the update graph's ``launch()``, the Python around
+them: about 17-19 us on a warm host). After the host has waited a few milliseconds (an R-MAT
+batch's flooded rank update: 11 ms), the same steps take 2-3x as long: the host's caches no longer
+hold their code and data, and re-running the same work during the gap keeps them fast
+(``examples/gpu_profiling/warm_gap.py``: after 11 ms, ``record()`` 20 -> 6 us and ``launch()`` 14
+-> 5 us when the gap re-ran the same driver calls on a side stream). So when a one-wait batch took
+longer than :data:`AFTER_MS`, the stepper re-runs, right before returning, what the next batch
+starts with, without its effects (:meth:`HostRehearsal.run`): a timing event's ``record()`` and the
+launch of a captured graph of four empty kernels on a stream of its own, the staging copies of
+this batch's edges into the staging buffer the next launch overwrites, and the store's checks
+(:meth:`streamrank.graph_gpu.GpuGraph.rehearse_fast`). Its time (10-20 us) is in this batch's
+rank time, which is at least :data:`AFTER_MS`.
+
+``STREAMRANK_REHEARSE=0`` switches it off; ``STREAMRANK_REHEARSE_AFTER_MS`` (default 2) is the
+batch time from which it runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+from .kernels.loader import get_kernel
+
+
+def _after_ms(environ=None) -> float:
+    env = os.environ if environ is None else environ
+    raw = env.get("STREAMRANK_REHEARSE_AFTER_MS", "2")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"STREAMRANK_REHEARSE_AFTER_MS must be a number of ms, got {raw!r}") from None
+    if value < 0:
+        raise InvalidArgumentError(f"STREAMRANK_REHEARSE_AFTER_MS must be non-negative, got {raw!r}")
+    return value
+
+
+#: Rehearse after long one-wait batches (STREAMRANK_REHEARSE=0: never).
+ENABLED = os.environ.get("STREAMRANK_REHEARSE", "1") != "0"
+#: Batch time (ms) from which the rehearsal runs (STREAMRANK_REHEARSE_AFTER_MS).
+AFTER_MS = _after_ms()
+
+
+class HostRehearsal:
+    """One engine's rehearsal: its stream, event and captured graph of empty kernels (GPU only).
+
+    Parameters
+    ----------
+    cp : module
+        CuPy.
+    """
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.event = cp.cuda.Event()
+        kernel = get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
+        zero = np.uint64(0)
+        with self.stream:
+            self.stream.begin_capture()
+            try:
+                for _ in range(4):  # as many kernel nodes as the graph update's
+                    kernel((1,), (32,), (zero, zero))
+            finally:
+                self.graph = self.stream.end_capture()
+        #: Rehearsals run.
+        self.runs = 0
+
+    def run(self, graph, batch) -> None:
+        """Re-run the next batch's first host steps without their effects: the store's checks and
+        the staging copies of ``batch`` (:meth:`~streamrank.graph_gpu.GpuGraph.rehearse_fast`),
+        then a timing event's record and a graph launch on this rehearsal's stream (no wait)."""
+        graph.rehearse_fast(batch)
+        self.event.record(self.stream)
+        self.graph.launch(self.stream)
+        self.runs += 1
