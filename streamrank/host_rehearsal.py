@@ -62,8 +62,11 @@ class HostRehearsal:
         self.event = cp.cuda.Event()
         kernel = get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
         zero = np.uint64(0)
+        # thread-local, as the batch graphs' captures (gpu_batch_graph.py): CUDA calls of the
+        # daemon's other threads neither break this capture nor are refused while it runs
+        mode = getattr(cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
         with self.stream:
-            self.stream.begin_capture()
+            self.stream.begin_capture(mode=mode)
             try:
                 for _ in range(4):  # as many kernel nodes as the graph update's
                     kernel((1,), (32,), (zero, zero))
