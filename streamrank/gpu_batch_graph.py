@@ -61,21 +61,27 @@ class BatchGraphs:
     def _capture(self, queue):
         """Capture what ``queue`` queues on the side stream into an executable graph; None (and
         :attr:`unavailable` set) when this device or driver refuses it."""
-        side = self.side
-        side.synchronize()  # sync: the side stream is idle before a capture (it only ever captures)
-        # thread-local: CUDA calls of other threads (the daemon's fetch and checkpoint threads)
-        # neither break the capture nor are refused while it runs
-        mode = getattr(self.cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
+        self.side.synchronize()  # sync: the side stream is idle before a capture (it only ever captures)
         try:
-            with side:
-                side.begin_capture(mode=mode)
-                try:
-                    queue()
-                finally:
-                    graph = side.end_capture()
+            graph = capture_graph(self.cp, self.side, queue)
         except Exception as exc:  # noqa: BLE001 - an unsupported capture: queue call by call instead
             self.unavailable = f"{type(exc).__name__}: {exc}"
             log.warning("CUDA graph capture unavailable, small batches are queued call by call: %s", exc)
             return None
         self.captures += 1
         return graph
+
+
+def capture_graph(cp, stream, queue):
+    """Capture what ``queue`` queues on ``stream`` (not the default stream; idle) into an
+    executable graph. Thread-local: CUDA calls of other threads (the daemon's fetch and checkpoint
+    threads) neither break the capture nor are refused while it runs. Raises what CuPy raises when
+    this device or driver refuses the capture."""
+    mode = getattr(cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
+    with stream:
+        stream.begin_capture(mode=mode)
+        try:
+            queue()
+        finally:
+            graph = stream.end_capture()
+    return graph

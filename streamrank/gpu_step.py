@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from . import host_rehearsal
 from .batch import EdgeBatch
 from .changes import AppliedChanges
-from .errors import GraphCapacityError
+from .errors import GraphCapacityError, KernelError
 from .gpu_batch_graph import BatchGraphs
 from .result import RankResult
 
@@ -79,8 +79,8 @@ class OneSyncStepper:
         self.rehearsal = None
         if host_rehearsal.ENABLED and self.graphs is not None:
             try:
-                self.rehearsal = host_rehearsal.HostRehearsal(cp)
-            except Exception:  # noqa: BLE001 - a capture this device refuses: no rehearsal
+                self.rehearsal = host_rehearsal.make_rehearsal(cp)
+            except KernelError:  # its kernel does not compile here: no rehearsal
                 self.rehearsal = None
         #: Batches applied with one wait, and fast launches that did not fit (then applied the
         #: usual way).

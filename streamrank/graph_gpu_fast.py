@@ -287,8 +287,9 @@ class FastUpdater:
         """Between batches, after the last update has read the staging buffer: re-run the armed
         launch's check of the store's arrays and the staging copies of ``batch``'s edges (a host
         batch; the next launch writes its own over them), and read the counters, without queueing
-        anything (:mod:`streamrank.host_rehearsal`)."""
-        if isinstance(batch.src, self.cp.ndarray) or batch.src.shape[0] > FAST_MAX_EDGES:
+        anything (:mod:`streamrank.host_rehearsal`). ``batch``: one the fast path takes
+        (:meth:`GpuGraph.fast_eligible`)."""
+        if isinstance(batch.src, self.cp.ndarray):  # a device batch stages nothing
             return
         armed = self._armed
         if armed is not None:

@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from .errors import InvalidArgumentError
+from .gpu_batch_graph import capture_graph
 from .kernels.loader import get_kernel
 
 
@@ -48,30 +49,13 @@ AFTER_MS = _after_ms()
 
 
 class HostRehearsal:
-    """One engine's rehearsal: its stream, event and captured graph of empty kernels (GPU only).
+    """One engine's rehearsal: its stream, event and captured graph of empty kernels (GPU only;
+    :func:`make_rehearsal` builds it)."""
 
-    Parameters
-    ----------
-    cp : module
-        CuPy.
-    """
-
-    def __init__(self, cp):
-        self.cp = cp
-        self.stream = cp.cuda.Stream(non_blocking=True)
+    def __init__(self, cp, stream, graph):
+        self.stream = stream
         self.event = cp.cuda.Event()
-        kernel = get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
-        zero = np.uint64(0)
-        # thread-local, as the batch graphs' captures (gpu_batch_graph.py): CUDA calls of the
-        # daemon's other threads neither break this capture nor are refused while it runs
-        mode = getattr(cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
-        with self.stream:
-            self.stream.begin_capture(mode=mode)
-            try:
-                for _ in range(4):  # as many kernel nodes as the graph update's
-                    kernel((1,), (32,), (zero, zero))
-            finally:
-                self.graph = self.stream.end_capture()
+        self.graph = graph
         #: Rehearsals run.
         self.runs = 0
 
@@ -83,3 +67,22 @@ class HostRehearsal:
         self.event.record(self.stream)
         self.graph.launch(self.stream)
         self.runs += 1
+
+
+def make_rehearsal(cp) -> HostRehearsal | None:
+    """An engine's rehearsal, with its graph of four empty kernels (as many kernel nodes as the
+    graph update's) captured on its own stream (:func:`streamrank.gpu_batch_graph.capture_graph`);
+    None where this device or driver refuses the capture."""
+    kernel = get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
+    zero = np.uint64(0)
+    stream = cp.cuda.Stream(non_blocking=True)
+
+    def queue():
+        for _ in range(4):
+            kernel((1,), (32,), (zero, zero))
+
+    try:
+        graph = capture_graph(cp, stream, queue)
+    except Exception:  # noqa: BLE001 - a capture this device refuses: no rehearsal
+        return None
+    return HostRehearsal(cp, stream, graph)
