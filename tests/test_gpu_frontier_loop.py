@@ -129,9 +129,10 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
 # marking's first round in uniform mode too; the default 1 does so in self-loop mode only);
 # STREAMRANK_LOOP_HALVES 1 (half-block teams for large lists longer than the grid in self-loop mode
 # too) and 0 (in neither mode); STREAMRANK_LOOP_TRACE 1 (the per-warp trace into LOOP_TICKS, whose
-# list sizes must be the loop's)
+# list sizes must be the loop's); STREAMRANK_LOOP_MIN_BLOCKS 3,4 (the other register budget and grid
+# of each mode: 80 registers in self-loop mode, 64 in uniform mode)
 @pytest.mark.parametrize("knob,value", [("_LOOP_FOLD", 0), ("_LOOP_FOLD", 2), ("_LOOP_HALVES", 1),
-                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1)])
+                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1), ("_LOOP_MIN_BLOCKS", "3,4")])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_loop_knob_settings_match_launch_sequence(cp, monkeypatch, knob, value, dangling):
     from streamrank import pagerank_gpu

@@ -3,7 +3,9 @@
 # device call, alternated: by default the working tree ("new") and a base build in .ab-base
 # ("base"), made beforehand with
 #   rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank connectors | tar -x -C .ab-base
-# BUILDS names others as name:dir pairs (BUILDS="new:. a:.ab-a base:.ab-base"); ROUNDS (2) passes.
+# BUILDS names others as name:dir pairs (BUILDS="new:. a:.ab-a base:.ab-base"), or name:dir:settings
+# with knob settings for that build, comma-separated (BUILDS="pre:.:STREAMRANK_LOOP_PREFETCH=2 new:.");
+# ROUNDS (2) passes.
 # Usage (repository root, GPU machine, SXMO naming sx-mathoverflow.txt.gz or it in .device-data):
 #   bash examples/gpu_profiling/loop_ab.sh "self-loop:5 self-loop:50 uniform:5"
 set -uo pipefail
@@ -14,9 +16,11 @@ for ds in $1; do
   d=${ds%%:*}; s=${ds##*:}
   for _ in $(seq "${ROUNDS:-2}"); do
     for nb in $BUILDS; do
-      name=${nb%%:*}; dir=${nb#*:}
+      name=${nb%%:*}; rest=${nb#*:}; dir=${rest%%:*}; knobs=""
+      [[ $rest == *:* ]] && knobs=${rest#*:}
       echo "== $name $d SIZE=$s"
-      (cd "$dir" && SXMO=$SXMO DANGLING=$d SIZE=$s QUIET=1 PYTHONPATH=. python3 "$SCRIPT" | tail -5 | grep -v "^loop grid")
+      (cd "$dir" && env ${knobs//,/ } SXMO=$SXMO DANGLING=$d SIZE=$s QUIET=1 PYTHONPATH=. python3 "$SCRIPT" \
+         | tail -6)
     done
   done
 done

@@ -77,11 +77,18 @@ namespace cg = cooperative_groups;
 #define SR_TRACE 0
 #endif
 // Blocks of 256 threads that must fit one multiprocessor at once (the compiler keeps the registers
-// per thread under 65,536 / (256 * SR_MIN_BLOCKS)); the launch puts up to
-// STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident (-DSR_MIN_BLOCKS=...;
-// 4 caps the registers at 64, which made phase R slower than the 3 blocks of 85 it costs).
-#ifndef SR_MIN_BLOCKS
-#define SR_MIN_BLOCKS 3
+// per thread under 65,536 / (256 * blocks)), in self-loop and in uniform mode; the launch puts up to
+// STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident
+// (-DSR_MIN_BLOCKS_SELF=... / -DSR_MIN_BLOCKS_UNIFORM=..., knob STREAMRANK_LOOP_MIN_BLOCKS).
+// Self-loop mode: 4 (64 registers, 36 / 72 bytes of spills), its loop 7% faster per batch on
+// sx-mathoverflow than with 3 (80 registers, no spills); 5 (48 registers) was slower than 4.
+// Uniform mode: 3 (80 registers); with 4 its read-ahead gathers spill 256 / 340 bytes and its loop
+// was 4% slower (docs/GPU.md, stop 37).
+#ifndef SR_MIN_BLOCKS_SELF
+#define SR_MIN_BLOCKS_SELF 4
+#endif
+#ifndef SR_MIN_BLOCKS_UNIFORM
+#define SR_MIN_BLOCKS_UNIFORM 3
 #endif
 // The iteration's sum dx is accumulated over the blocks in fixed point with this many fraction
 // bits (2^-32, about 2.3e-10 per block result; integer additions are exact, so the sum does not
@@ -150,7 +157,7 @@ __device__ __forceinline__ I pair_entry(const LoopLists<I, V>& L, int p, long lo
 //   barrier
 //   then the iterations described above.
 template <typename I, typename V, int SELF, int MODE>
-__global__ void __launch_bounds__(256, SR_MIN_BLOCKS) frontier_loop(const RankArgs<I, V>* __restrict__ args,
+__global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS_UNIFORM) frontier_loop(const RankArgs<I, V>* __restrict__ args,
                                                      const LoopLists<I, V>* __restrict__ lists) {
   __shared__ double scratch[64];
   __shared__ V vscratch[64];

@@ -72,6 +72,10 @@ _LOOP_TRACE = 1 if os.environ.get("STREAMRANK_LOOP_TRACE", "0") != "0" else 0
 #: Half-block teams take the large vertices when they outnumber the blocks: -1 in uniform mode
 #: only, 1 in both modes, 0 in neither. Knob STREAMRANK_LOOP_HALVES.
 _LOOP_HALVES = int(os.environ.get("STREAMRANK_LOOP_HALVES", "-1"))
+#: Blocks of 256 threads the loop is compiled to keep resident per multiprocessor
+#: (``__launch_bounds__``; registers per thread at most 65,536 / (256 x blocks)), in self-loop mode
+#: and in uniform mode: "4,3" (one number: both). Knob STREAMRANK_LOOP_MIN_BLOCKS.
+_LOOP_MIN_BLOCKS = os.environ.get("STREAMRANK_LOOP_MIN_BLOCKS", "4,3")
 _LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
 _LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
 #: The loop's four frontier pairs in the workspace's list pairs (A, B, C, then the flag pair the
@@ -276,7 +280,22 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     """(kernel, grid) of the cooperative loop for the current knobs, compiled and sized once per
     process and setting."""
     return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD, _LOOP_TRACE,
-                          _LOOP_HALVES)
+                          _LOOP_HALVES, _LOOP_MIN_BLOCKS)
+
+
+def _min_blocks(setting: str) -> tuple:
+    """STREAMRANK_LOOP_MIN_BLOCKS ("S,U" or "N") as (self-loop, uniform) blocks per multiprocessor."""
+    parts = [p.strip() for p in str(setting).split(",")]
+    try:
+        blocks = tuple(int(p) for p in parts)
+    except ValueError:
+        blocks = ()
+    if len(blocks) == 1:
+        blocks = blocks * 2
+    if len(blocks) != 2 or not all(1 <= b <= 8 for b in blocks):
+        raise InvalidArgumentError("STREAMRANK_LOOP_MIN_BLOCKS must be one number of blocks per multiprocessor "
+                                   f"from 1 to 8, or two (self-loop mode, uniform mode) such as 4,3; got {setting!r}")
+    return blocks
 
 
 def _check_knobs(group: int, block_source: int, fold: int, halves: int) -> None:
@@ -293,13 +312,16 @@ def _check_knobs(group: int, block_source: int, fold: int, halves: int) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int,
-                   trace: int, halves: int):
+                   trace: int, halves: int, min_blocks: str):
     _check_knobs(group, block_source, fold, halves)  # checked once per setting (errors are not cached)
+    per_self, per_uniform = _min_blocks(min_blocks)
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",
                     f"-DSR_TIERS={tiers}", f"-DSR_FOLD={fold}", f"-DSR_TRACE={trace}",
-                    f"-DSR_HALVES={halves}"), cooperative=True)
+                    f"-DSR_HALVES={halves}", f"-DSR_MIN_BLOCKS_SELF={per_self}",
+                    f"-DSR_MIN_BLOCKS_UNIFORM={per_uniform}"),
+                   cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
 
