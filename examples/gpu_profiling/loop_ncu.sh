@@ -3,7 +3,9 @@
 # sx-mathoverflow replay of loop_phases.py: throughput against the device's peaks, memory traffic
 # by level, warp stalls, occupancy. Usage (repository root, GPU machine with ncu):
 #   OUT=dir DANGLING=self-loop SIZE=50 SKIP=10 bash examples/gpu_profiling/loop_ncu.sh
-# writes $OUT/loop.ncu-rep and $OUT/loop_ncu.txt (the report's details page).
+# writes $OUT/loop.ncu-rep and $OUT/loop_ncu.txt (the report's details page). SOURCE=1 adds the
+# warp-stall sampling per SASS instruction (--section SourceCounters) and writes the source page as
+# $OUT/loop_sass.csv.gz (instruction, its samples by stall reason).
 set -euo pipefail
 OUT=${OUT:-.}
 SXMO=${SXMO:-$PWD/.device-data/sx-mathoverflow.txt.gz}
@@ -12,5 +14,9 @@ SXMO=$SXMO DANGLING=${DANGLING:-self-loop} SIZE=${SIZE:-50} QUIET=1 BATCHES=$(( 
   "$NCU" --kernel-name regex:frontier_loop --launch-skip "${SKIP:-10}" --launch-count 1 \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
   --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
-  --section ComputeWorkloadAnalysis -f -o "$OUT/loop" python3 examples/gpu_profiling/loop_phases.py
+  --section ComputeWorkloadAnalysis ${SOURCE:+--section SourceCounters --import-source no} \
+  -f -o "$OUT/loop" python3 examples/gpu_profiling/loop_phases.py
 "$NCU" --import "$OUT/loop.ncu-rep" --page details > "$OUT/loop_ncu.txt"
+if [ -n "${SOURCE:-}" ]; then
+  "$NCU" --import "$OUT/loop.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/loop_sass.csv.gz"
+fi
