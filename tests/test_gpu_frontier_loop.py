@@ -130,9 +130,12 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
 # STREAMRANK_LOOP_HALVES 1 (half-block teams for large lists longer than the grid in self-loop mode
 # too) and 0 (in neither mode); STREAMRANK_LOOP_TRACE 1 (the per-warp trace into LOOP_TICKS, whose
 # list sizes must be the loop's); STREAMRANK_LOOP_MIN_BLOCKS 3,4 (the other register budget and grid
-# of each mode: 80 registers in self-loop mode, 64 in uniform mode)
+# of each mode: 80 registers in self-loop mode, 64 in uniform mode); STREAMRANK_LOOP_ARGS_SHARED 0 (the
+# argument structs read from global memory) and 3 (both structs from shared memory; the default 5 is
+# RankArgs and the decision's LoopLists fields)
 @pytest.mark.parametrize("knob,value", [("_LOOP_FOLD", 0), ("_LOOP_FOLD", 2), ("_LOOP_HALVES", 1),
-                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1), ("_LOOP_MIN_BLOCKS", "3,4")])
+                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1), ("_LOOP_MIN_BLOCKS", "3,4"),
+                                        ("_LOOP_ARGS_SHARED", 0), ("_LOOP_ARGS_SHARED", 3)])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_loop_knob_settings_match_launch_sequence(cp, monkeypatch, knob, value, dangling):
     from streamrank import pagerank_gpu

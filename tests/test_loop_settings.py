@@ -25,7 +25,8 @@ def test_min_blocks_setting():
 @pytest.mark.parametrize("args,knob", [((3, 64, 1, -1), "STREAMRANK_LOOP_GROUP"),
                                        ((8, 0, 1, -1), "STREAMRANK_LOOP_BLOCK_SOURCE"),
                                        ((8, 64, 3, -1), "STREAMRANK_LOOP_FOLD"),
-                                       ((8, 64, 1, 2), "STREAMRANK_LOOP_HALVES")])
+                                       ((8, 64, 1, 2), "STREAMRANK_LOOP_HALVES"),
+                                       ((8, 64, 1, -1, 8), "STREAMRANK_LOOP_ARGS_SHARED")])
 def test_loop_knobs_refused(args, knob):
     frontier_loop._check_knobs(8, 64, 1, -1)  # the defaults pass
     with pytest.raises(InvalidArgumentError, match=knob):

@@ -70,6 +70,11 @@ namespace cg = cooperative_groups;
 #ifndef SR_HALVES
 #define SR_HALVES -1
 #endif
+// The argument structs read from a shared-memory copy: bits 1 RankArgs, 2 LoopLists, 4 the LoopLists
+// fields of the decision (-DSR_ARGS_SHARED=..., knob STREAMRANK_LOOP_ARGS_SHARED).
+#ifndef SR_ARGS_SHARED
+#define SR_ARGS_SHARED 5
+#endif
 // Profiling (-DSR_TRACE=1, knob STREAMRANK_LOOP_TRACE; streamrank/rank_gpu/frontier_loop.py has the
 // layout): per warp and iteration, the device clock when its large-list work, its small-list work
 // and its copies end, and its small groups and largest degrees; per iteration the list sizes.
@@ -133,6 +138,15 @@ struct LoopLists {
                               // those of earlier batches
 };
 
+// *dst = *src by the block's threads, 8 bytes each (the argument structs hold 8-byte fields).
+template <typename T>
+__device__ __forceinline__ void copy_words(T* dst, const T* __restrict__ src) {
+  static_assert(sizeof(T) % 8 == 0 && alignof(T) >= 8, "copy_words copies whole 8-byte words");
+  const long long* s = reinterpret_cast<const long long*>(src);
+  long long* d = reinterpret_cast<long long*>(dst);
+  for (int i = threadIdx.x; i < static_cast<int>(sizeof(T) / 8); i += blockDim.x) d[i] = s[i];
+}
+
 // A lane count as a type (the group width of by_groups in frontier_loop).
 template <int N>
 struct Lanes {
@@ -164,9 +178,26 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
   __shared__ int stop_code;  // 0: go on, 1: stop, 2: hand over
   __shared__ long long next_size[2];  // with stop_code: the next frontier pair's sizes
   __shared__ int team_flag[2];  // the team's vertex needs its out-neighbours marked
+  // The launch's two argument structs, copied into shared memory once (SR_ARGS_SHARED): every
+  // grid barrier invalidates the L1 cache (cooperative_groups' acquire), so their fields read from
+  // global memory cost an L2 round trip again after each one, at the head of every iteration's
+  // chains and of its decision.
+  __shared__ RankArgs<I, V> args_copy;
+  __shared__ LoopLists<I, V> lists_copy;
   cg::grid_group grid = cg::this_grid();
-  const RankArgs<I, V>& a = *args;
-  const LoopLists<I, V>& L = *lists;
+  // The LoopLists fields of the decision in shared memory too (SR_ARGS_SHARED 4): the frontier
+  // pairs' counters and the hand-over size (LoopLists whole, bit 2, made the registers spill)
+  __shared__ int* counters_of[4];
+  __shared__ long long handover_at;
+  if (SR_ARGS_SHARED) {
+    if (SR_ARGS_SHARED & 1) copy_words(&args_copy, args);
+    if (SR_ARGS_SHARED & 2) copy_words(&lists_copy, lists);
+    if ((SR_ARGS_SHARED & 4) && threadIdx.x < 4) counters_of[threadIdx.x] = lists->front_cnt[threadIdx.x];
+    if ((SR_ARGS_SHARED & 4) && threadIdx.x == 4) handover_at = lists->handover;
+    __syncthreads();  // the copies are complete
+  }
+  const RankArgs<I, V>& a = (SR_ARGS_SHARED & 1) ? args_copy : *args;
+  const LoopLists<I, V>& L = (SR_ARGS_SHARED & 2) ? lists_copy : *lists;
   const I sw = static_cast<I>(a.switch_degree);
   const int nblocks = gridDim.x;
   const int lane = threadIdx.x & 31;
@@ -433,8 +464,9 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
     if (threadIdx.x < 32) {
       long long next = 0;
       if (threadIdx.x == 0) {
-        next_size[0] = L.front_cnt[ni][0];
-        next_size[1] = L.front_cnt[ni][1];
+        const int* const next_cnt = (SR_ARGS_SHARED & 4) ? counters_of[ni] : L.front_cnt[ni];
+        next_size[0] = next_cnt[0];
+        next_size[1] = next_cnt[1];
         next = next_size[0] + next_size[1];
       }
       unsigned long long mx = lane < SR_SPREAD ? __ldcg(&it_acc[lane]) : 0ULL;
@@ -455,7 +487,8 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
           a.status[2] = conv ? 1 : 0;
           a.total[0] = total;
         }
-        stop_code = (conv || it + 1 >= a.max_iter) ? 1 : (next > L.handover ? 2 : 0);
+        const long long handover = (SR_ARGS_SHARED & 4) ? handover_at : L.handover;
+        stop_code = (conv || it + 1 >= a.max_iter) ? 1 : (next > handover ? 2 : 0);
       }
     }
     __syncthreads();

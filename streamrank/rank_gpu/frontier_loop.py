@@ -76,6 +76,10 @@ _LOOP_HALVES = int(os.environ.get("STREAMRANK_LOOP_HALVES", "-1"))
 #: (``__launch_bounds__``; registers per thread at most 65,536 / (256 x blocks)), in self-loop mode
 #: and in uniform mode: "4,3" (one number: both). Knob STREAMRANK_LOOP_MIN_BLOCKS.
 _LOOP_MIN_BLOCKS = os.environ.get("STREAMRANK_LOOP_MIN_BLOCKS", "4,3")
+#: The loop reads its argument structs from a copy in shared memory, which the grid barriers' L1
+#: invalidation does not reach: bits 1 RankArgs, 2 LoopLists (its registers spill), 4 the LoopLists
+#: fields of the decision; 5 (the default) 1 and 4. Knob STREAMRANK_LOOP_ARGS_SHARED.
+_LOOP_ARGS_SHARED = int(os.environ.get("STREAMRANK_LOOP_ARGS_SHARED", "5"))
 _LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
 _LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
 #: The loop's four frontier pairs in the workspace's list pairs (A, B, C, then the flag pair the
@@ -280,7 +284,7 @@ def _loop_kernel(dtype: str, self_loop: int, mode: int):
     """(kernel, grid) of the cooperative loop for the current knobs, compiled and sized once per
     process and setting."""
     return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD, _LOOP_TRACE,
-                          _LOOP_HALVES, _LOOP_MIN_BLOCKS)
+                          _LOOP_HALVES, _LOOP_MIN_BLOCKS, _LOOP_ARGS_SHARED)
 
 
 def _min_blocks(setting: str) -> tuple:
@@ -298,7 +302,7 @@ def _min_blocks(setting: str) -> tuple:
     return blocks
 
 
-def _check_knobs(group: int, block_source: int, fold: int, halves: int) -> None:
+def _check_knobs(group: int, block_source: int, fold: int, halves: int, args_shared: int = 5) -> None:
     """Raise InvalidArgumentError for a knob setting the loop cannot be compiled with."""
     if group not in (2, 4, 8, 16, 32):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {group}")
@@ -306,21 +310,23 @@ def _check_knobs(group: int, block_source: int, fold: int, halves: int) -> None:
         raise InvalidArgumentError(f"STREAMRANK_LOOP_HALVES must be -1, 0 or 1, got {halves}")
     if fold not in (0, 1, 2):
         raise InvalidArgumentError(f"STREAMRANK_LOOP_FOLD must be 0, 1 or 2, got {fold}")
+    if not 0 <= args_shared <= 7:
+        raise InvalidArgumentError(f"STREAMRANK_LOOP_ARGS_SHARED must be 0 to 7, got {args_shared}")
     if block_source < 1:
         raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {block_source}")
 
 
 @functools.lru_cache(maxsize=None)
 def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int,
-                   trace: int, halves: int, min_blocks: str):
-    _check_knobs(group, block_source, fold, halves)  # checked once per setting (errors are not cached)
+                   trace: int, halves: int, min_blocks: str, args_shared: int):
+    _check_knobs(group, block_source, fold, halves, args_shared)  # checked once per setting (errors are not cached)
     per_self, per_uniform = _min_blocks(min_blocks)
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",
                     f"-DSR_TIERS={tiers}", f"-DSR_FOLD={fold}", f"-DSR_TRACE={trace}",
                     f"-DSR_HALVES={halves}", f"-DSR_MIN_BLOCKS_SELF={per_self}",
-                    f"-DSR_MIN_BLOCKS_UNIFORM={per_uniform}"),
+                    f"-DSR_MIN_BLOCKS_UNIFORM={per_uniform}", f"-DSR_ARGS_SHARED={int(args_shared)}"),
                    cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 
