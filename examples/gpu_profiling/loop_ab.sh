@@ -4,8 +4,8 @@
 # ("base"), made beforehand with
 #   rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank connectors | tar -x -C .ab-base
 # BUILDS names others as name:dir pairs (BUILDS="new:. a:.ab-a base:.ab-base"), or name:dir:settings
-# with knob settings for that build, comma-separated (BUILDS="pre:.:STREAMRANK_LOOP_PREFETCH=2 new:.");
-# ROUNDS (2) passes.
+# with knob settings for that build, comma-separated, so no value may hold a comma
+# (BUILDS="new:. old:.:STREAMRANK_LOOP_MIN_BLOCKS=3,STREAMRANK_LOOP_ARGS_SHARED=0"); ROUNDS (2) passes.
 # Usage (repository root, GPU machine, SXMO naming sx-mathoverflow.txt.gz or it in .device-data):
 #   bash examples/gpu_profiling/loop_ab.sh "self-loop:5 self-loop:50 uniform:5"
 set -uo pipefail
