@@ -356,10 +356,10 @@ class GpuGraph(RoomKeeping):
             fu = self._fast = FastUpdater(self.xp)
         ids = self.ids
         n = len(ids)
-        changes = fu.launch_armed(batch, ids, self._out, self._in, self.version, replay)  # staged by upkeep()
-        if changes is None:
-            changes = fu.launch(batch, ids, self._out, self._in, n, self._fast_room(n), replay=replay)
-        return PendingFast(n, len(batch), changes, fu.launched_ptr, fu.counters_ptr)
+        launched = fu.launch_armed(batch, ids, self._out, self._in, self.version, replay)  # staged by upkeep()
+        if launched is None:  # (changes buffer, its address)
+            launched = fu.launch(batch, ids, self._out, self._in, n, self._fast_room(n), replay=replay)
+        return PendingFast(n, len(batch), *launched, fu.counters_ptr)
 
     def finish_fast(self, pending: PendingFast):
         """Complete :meth:`launch_fast` once the stream has been synchronized: the changes, or

@@ -217,10 +217,9 @@ class FastUpdater:
         self._stage_dev_ptr = self.stage_mapped_ptr or int(self._stage_copy.data.ptr)
         self._stage_arg = np.uint64(self._stage_dev_ptr)
         self.host_ptr = int(self.host.ctypes.data)
-        #: The counters' device address, and that of the last launch's changes buffer (the rank
-        #: loop queued behind a launch takes both without asking CuPy on the critical path).
+        #: The counters' device address (the rank loop queued behind a launch takes it without
+        #: asking CuPy on the critical path).
         self.counters_ptr = int(self.counters.data.ptr)
-        self.launched_ptr = 0
         #: The pinned counters' device address (0: not mapped; the counters are copied instead).
         self.host_dev_ptr = _device_address(cp, self.host_ptr) if MAPPED_COUNTERS else 0
         self._hcounters = np.uint64(self.host_dev_ptr)
@@ -263,9 +262,9 @@ class FastUpdater:
 
     def launch_armed(self, batch, ids, out, inn, version: int, replay):
         """Queue a host batch through the state :meth:`arm` left: its size and edges staged, the
-        captured graph replayed. Returns the changes buffer (as :meth:`launch`), or None when
-        nothing was armed, the caller replays nothing (``replay`` None), the batch is on the
-        device, or the store changed since (its version, or an array the graph holds): then
+        captured graph replayed. Returns the changes buffer and its address (as :meth:`launch`),
+        or None when nothing was armed, the caller replays nothing (``replay`` None), the batch is
+        on the device, or the store changed since (its version, or an array the graph holds): then
         nothing was queued and :meth:`launch` takes it."""
         armed = self._armed
         self._armed = None  # one launch per arming
@@ -275,13 +274,12 @@ class FastUpdater:
             return None
         changes = self._next
         self._next = None
-        self.launched_ptr = self._next_ptr
         m = batch.src.shape[0]
         self._header[0] = m  # the rest of the header was staged by arm()
         self._stage_edges(batch, m)
         armed[2].launch()  # the current stream (CUDA graph replay, streamrank/gpu_batch_graph.py)
         self.armed_launches += 1
-        return changes
+        return changes, self._next_ptr
 
     def rehearse(self, batch, ids, out, inn) -> None:
         """Between batches, after the last update has read the staging buffer: re-run the armed
@@ -372,7 +370,7 @@ class FastUpdater:
     def launch(self, batch, ids, out, inn, n: int, room: int, replay=None):
         """Queue the fused kernel, whose counters reach pinned memory (:attr:`host_dev_ptr`, or a
         copy), without waiting; returns the device buffer of the changes (4 * FAST_MAX_EDGES
-        entries, sections of stride m). A host batch is staged
+        entries, sections of stride m) and its address. A host batch is staged
         (:meth:`stage`, :meth:`queue_staged`), replayed from a captured graph when ``replay``
         (:class:`streamrank.gpu_batch_graph.BatchGraphs`) is given; a device batch is passed by
         address. :meth:`counts` reads the counters once the stream has been synchronized (by the
@@ -380,13 +378,12 @@ class FastUpdater:
         cp = self.cp
         m = int(batch.src.shape[0])
         changes, changes_ptr = self._take_changes()  # prepared between batches: no allocation here
-        self.launched_ptr = changes_ptr
         if not isinstance(batch.src, cp.ndarray):
             self.stage(batch, n, room, out.end, inn.end, changes_ptr)
             queue = lambda: self.queue_staged(ids, out, inn)  # noqa: E731
             if replay is None or not replay.replay("graph", self.staged_key(ids, out, inn), queue):
                 queue()
-            return changes
+            return changes, changes_ptr
         keep = (cp.ascontiguousarray(batch.src, dtype=cp.int64), cp.ascontiguousarray(batch.dst, dtype=cp.int64),
                 cp.ascontiguousarray(batch.insert, dtype=cp.bool_))
         self._keep = keep  # alive until the kernel has read them (the next launch is after a sync)
@@ -400,7 +397,7 @@ class FastUpdater:
         launch(self.kernel, 1, FAST_THREADS, args)
         self._queue_lists(ids, out, inn)
         self._queue_counters(cp.cuda.get_current_stream())
-        return changes
+        return changes, changes_ptr
 
     def ticks(self):
         """Profiling (STREAMRANK_FAST_TICKS=1): the last update's device clock (ns) at its start,

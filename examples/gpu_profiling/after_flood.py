@@ -21,12 +21,12 @@ inside it) and the rest, which is host time before that event and after the wait
 """
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
+from _probe_graph import host_spin  # noqa: E402
 from _update_batches import random_batch  # noqa: E402
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
@@ -52,20 +52,15 @@ def main() -> None:
     def batch():
         return EdgeBatch.from_arrays(*random_batch(rng, ids, src, dst, size))
 
-    def pyspin(ms):
-        t = time.perf_counter() + ms / 1e3
-        while time.perf_counter() < t:
-            pass
-
     def thrash():
         big.fill(1)
         cp.cuda.get_current_stream().synchronize()  # sync: the 256 MiB written before the batch
 
     conditions = [  # (label, engine, what runs between its two batches)
         ("A right after a flooded batch", flooding, lambda: None),
-        ("A after a flood + 5 ms Python spin", flooding, lambda: pyspin(5.0)),
+        ("A after a flood + 5 ms Python spin", flooding, lambda: host_spin(5000.0)),
         ("B right after a cheap batch", cheap, lambda: None),
-        ("B after a cheap batch + 5 ms spin", cheap, lambda: pyspin(5.0)),
+        ("B after a cheap batch + 5 ms spin", cheap, lambda: host_spin(5000.0)),
         ("B after a cheap batch + L2 thrash", cheap, thrash),
     ]
     graph_ms = {c[0]: [] for c in conditions}

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _probe_graph import empty_graph, empty_kernel  # noqa: E402
+from _probe_graph import empty_graph, empty_kernel, host_spin  # noqa: E402
 
 N = int(os.environ.get("N", "300"))
 spin_src = r'''
@@ -42,12 +42,6 @@ spin = cp.RawModule(code=spin_src).get_function("spin")
 empty = empty_kernel()
 graph = empty_graph(4)
 ev_t, ev_nt = cp.cuda.Event(), cp.cuda.Event(disable_timing=True)
-
-
-def host_spin(us: float):
-    t = time.perf_counter_ns() + us * 1e3
-    while time.perf_counter_ns() < t:
-        pass
 
 
 def matrix(title: str):

@@ -17,7 +17,7 @@ it, the host clock from the go to seeing that write (median and p90 of ``N`` rou
 For the gated rows also the acknowledgement's arrival (the go to its sight), and the cost of
 ``stream.done`` (``cudaStreamQuery``, which the try's release checked).
 
-    python3 examples/gpu_profiling/gate_latency.py
+    PYTHONPATH=. python3 examples/gpu_profiling/gate_latency.py
 """
 import os
 import sys
@@ -26,8 +26,9 @@ import time
 import cupy as cp
 import numpy as np
 
+sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _probe_graph import empty_graph  # noqa: E402
+from _probe_graph import empty_graph, host_spin  # noqa: E402
 
 N = int(os.environ.get("N", "300"))
 src = r'''
@@ -70,12 +71,6 @@ gstream = cp.cuda.Stream(non_blocking=True)
 ev, ev0, ev1 = cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event()
 expect = 0
 epoch = 0
-
-
-def host_spin(us: float):
-    t = time.perf_counter_ns() + us * 1e3
-    while time.perf_counter_ns() < t:
-        pass
 
 
 def wait_done():
