@@ -51,3 +51,49 @@ extern "C" __global__ void appends(int rounds, int active, int spread, int* coun
   }
   if (tid == 0) out[0] = device_ns() - t0;
 }
+
+// The grid barrier written out, against cooperative_groups' (which fences, waits for its arrival
+// atomic's result and polls): thread 0 of each block adds its arrival to a counter that only
+// grows (round r waits for (r + 1) * gridDim.x; the counter is zero at the launch) and polls it.
+// variant 1: the arrival a release reduction (no result to wait for), polls by acquire loads;
+// 2: a release atomic whose result is not used before the polls; 3: __threadfence, then a relaxed
+// reduction, acquire polls; 4: as 1 with relaxed polls and one acquire fence after them.
+__device__ __forceinline__ void own_sync(unsigned* count, unsigned target, int variant) {
+  __syncthreads();  // the block's work is done
+  if (threadIdx.x == 0) {
+    if (variant == 1 || variant == 4) {
+      asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(count), "r"(1u) : "memory");
+    } else if (variant == 2) {
+      unsigned old;
+      asm volatile("atom.add.release.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(count), "r"(1u) : "memory");
+    } else {
+      __threadfence();
+      asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(count), "r"(1u) : "memory");
+    }
+    unsigned seen;
+    if (variant == 4) {  // relaxed polls (no L1 invalidation each), one acquire fence after them
+      do {
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
+      } while (static_cast<int>(seen - target) < 0);
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    } else {
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
+      } while (static_cast<int>(seen - target) < 0);
+    }
+  }
+  __syncthreads();  // every block has arrived, and what they wrote before is visible
+}
+
+extern "C" __global__ void own_barriers(int rounds, int work, double* sink, unsigned* count, int variant,
+                                        unsigned long long* out) {
+  cg::grid_group grid = cg::this_grid();
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  grid.sync();
+  const unsigned long long t0 = device_ns();
+  for (int r = 0; r < rounds; ++r) {
+    if (work) sink[tid] += 1.0;
+    own_sync(count, static_cast<unsigned>(r + 1) * gridDim.x, variant);
+  }
+  if (tid == 0) out[0] = device_ns() - t0;
+}

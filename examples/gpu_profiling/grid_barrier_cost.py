@@ -1,5 +1,6 @@
 """The cost of one grid-wide barrier of a cooperative launch, for the grid shapes the frontier
-loop could use (docs/GPU.md, "Stop 24"). GPU only.
+loop could use (docs/GPU.md, "Stop 24"), and against it the barrier written out four ways
+(docs/GPU.md, "Stop 38"). GPU only.
 
     PYTHONPATH=. python3 examples/gpu_profiling/grid_barrier_cost.py
 """
@@ -46,3 +47,29 @@ for active in (0, 100, 1000, 2000, 3168):
     row = [us_per_round(ka, grid, threads, 1000, np.int32(active), np.int32(spread), counters, sink)
            for spread in (1, 32, 0)]
     print(f"{active} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f}")
+
+# The barrier written out (grid_barrier_cost.cu's own_sync) against cooperative_groups'.
+ko = mod.get_function("own_barriers")
+count = cp.zeros(1, dtype=cp.uint32)
+
+
+def own_us(grid: int, threads: int, rounds: int, work: int, sink, variant: int) -> float:
+    vals = []
+    for _ in range(5):
+        count.fill(0)
+        ko((grid,), (threads,), (np.int32(rounds), np.int32(work), sink, count, np.int32(variant), out))
+        cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
+        vals.append(int(out.get()[0]) / rounds / 1e3)
+    return float(np.median(vals))
+
+
+print("\nblocks x threads | us per barrier, idle / one global add per thread: cooperative_groups | release "
+      "reduction | release atomic | fence + relaxed reduction | release reduction, relaxed polls")
+for per_sm in (3, 4):
+    grid, threads = per_sm * sms, 256
+    sink = cp.zeros(grid * threads, dtype=cp.float64)
+    cells = []
+    for work in (0, 1):
+        cg_us = us_per_round(k, grid, threads, 2000, np.int32(work), sink)
+        cells.append([cg_us] + [own_us(grid, threads, 2000, work, sink, v) for v in (1, 2, 3, 4)])
+    print(f"{grid} x {threads} | " + " | ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(*cells)))

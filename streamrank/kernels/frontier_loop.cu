@@ -426,7 +426,10 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
     }
     if (SR_TRACE && trace && lane == 0) {
       trace[1] = device_ns();
-      trace[2] = (static_cast<unsigned long long>(tr_units) << 40) |
+      unsigned smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));  // the multiprocessor the warp runs on
+      trace[2] = (static_cast<unsigned long long>(min(smid, 0xFFu)) << 52) |
+                 (static_cast<unsigned long long>(min(tr_units, 0xFFFu)) << 40) |
                  (static_cast<unsigned long long>(min(tr_mark, 0xFFFFFu)) << 20) | min(tr_in, 0xFFFFFu);
     }
     // copies: F(k-1) without F(k), from the highest threads down (the least busy above)
