@@ -69,20 +69,35 @@ class HostRehearsal:
         self.runs += 1
 
 
-def make_rehearsal(cp) -> HostRehearsal | None:
-    """An engine's rehearsal, with its graph of four empty kernels (as many kernel nodes as the
-    graph update's) captured on its own stream (:func:`streamrank.gpu_batch_graph.capture_graph`);
-    None where this device or driver refuses the capture."""
-    kernel = get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
+def noop_kernel():
+    """The rehearsal's kernel: two pointer arguments, does nothing (``kernels/host_warm.cu``)."""
+    return get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
+
+
+def noop_graph(cp, stream, nodes: int = 4, then=None):
+    """An executable graph of ``nodes`` launches of :func:`noop_kernel` (one block of 32 threads),
+    and whatever ``then()`` queues after them, captured on ``stream`` (not the default stream; idle)
+    by :func:`streamrank.gpu_batch_graph.capture_graph`, which raises where the capture is refused.
+    The rehearsal's graph, and the profiling probes' stand-in for the graph update's."""
+    kernel = noop_kernel()
     zero = np.uint64(0)
-    stream = cp.cuda.Stream(non_blocking=True)
 
     def queue():
-        for _ in range(4):
+        for _ in range(nodes):
             kernel((1,), (32,), (zero, zero))
+        if then is not None:
+            then()
 
+    return capture_graph(cp, stream, queue)
+
+
+def make_rehearsal(cp) -> HostRehearsal | None:
+    """An engine's rehearsal, with its graph of four empty kernels (as many kernel nodes as the
+    graph update's, :func:`noop_graph`) on its own stream; None where this device or driver refuses
+    the capture."""
+    stream = cp.cuda.Stream(non_blocking=True)
     try:
-        graph = capture_graph(cp, stream, queue)
+        graph = noop_graph(cp, stream, 4)
     except Exception:  # noqa: BLE001 - a capture this device refuses: no rehearsal
         return None
     return HostRehearsal(cp, stream, graph)

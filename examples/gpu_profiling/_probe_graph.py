@@ -7,31 +7,20 @@ and after_flood.py."""
 import time
 
 import cupy as cp
-import numpy as np
 
-from streamrank.gpu_batch_graph import capture_graph
-from streamrank.kernels.loader import get_kernel
+from streamrank.host_rehearsal import noop_graph, noop_kernel
 
 
 def empty_kernel():
-    """A kernel of two pointer arguments that does nothing (``kernels/host_warm.cu``, the node of
-    :func:`empty_graph`)."""
-    return get_kernel("host_warm.cu", "host_warm_noop", ("host_warm_noop",))
+    """A kernel of two pointer arguments that does nothing (the node of :func:`empty_graph`)."""
+    return noop_kernel()
 
 
 def empty_graph(nodes: int = 4, then=None):
-    """An executable graph of ``nodes`` launches of :func:`empty_kernel` (one block of 32 threads),
-    and whatever ``then()`` queues after them, captured on a non-blocking stream of its own
-    (:func:`streamrank.gpu_batch_graph.capture_graph`)."""
-    kernel = empty_kernel()
-
-    def queue():
-        for _ in range(nodes):
-            kernel((1,), (32,), (np.uint64(0), np.uint64(0)))
-        if then is not None:
-            then()
-
-    return capture_graph(cp, cp.cuda.Stream(non_blocking=True), queue)
+    """An executable graph of ``nodes`` launches of :func:`empty_kernel` and whatever ``then()``
+    queues after them, captured on a non-blocking stream of its own
+    (:func:`streamrank.host_rehearsal.noop_graph`, the host's rehearsal's graph)."""
+    return noop_graph(cp, cp.cuda.Stream(non_blocking=True), nodes, then)
 
 
 def host_spin(us: float) -> None:

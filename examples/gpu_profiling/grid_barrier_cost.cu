@@ -6,20 +6,6 @@ namespace cg = cooperative_groups;
 #include "common.cuh"  // sr::device_ns (streamrank/kernels, on the include path)
 using sr::device_ns;
 
-// work: each thread adds into one global slot per round before the barrier (0: none), so that
-// the barrier is measured with the memory system busy as in a loop iteration
-extern "C" __global__ void barriers(int rounds, int work, double* sink, unsigned long long* out) {
-  cg::grid_group grid = cg::this_grid();
-  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  grid.sync();
-  const unsigned long long t0 = device_ns();
-  for (int r = 0; r < rounds; ++r) {
-    if (work) sink[tid] += 1.0;
-    grid.sync();
-  }
-  if (tid == 0) out[0] = device_ns() - t0;
-}
-
 // One phase as the loop's appends make it: `active` warps each reserve one slot with an
 // atomicAdd on a counter whose result they wait for (spread 1: all on one address; 32: on
 // `wid mod 32`; 0: block-aggregated, a shared-memory atomic per warp and one global atomic per
@@ -66,6 +52,7 @@ __device__ __forceinline__ void own_sync(unsigned* count, unsigned target, int v
     } else if (variant == 2) {
       unsigned old;
       asm volatile("atom.add.release.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(count), "r"(1u) : "memory");
+      (void)old;  // the returning atomic is what this variant measures, not its result
     } else {
       __threadfence();
       asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(count), "r"(1u) : "memory");
@@ -85,15 +72,22 @@ __device__ __forceinline__ void own_sync(unsigned* count, unsigned target, int v
   __syncthreads();  // every block has arrived, and what they wrote before is visible
 }
 
-extern "C" __global__ void own_barriers(int rounds, int work, double* sink, unsigned* count, int variant,
-                                        unsigned long long* out) {
+// Rounds of barriers: cooperative_groups' grid.sync() (variant 0) or own_sync's (1-4, `count` zero at
+// the launch). work: each thread adds into one global slot per round before the barrier (0: none),
+// so that the barrier is measured with the memory system busy as in a loop iteration.
+extern "C" __global__ void barriers(int rounds, int work, double* sink, unsigned* count, int variant,
+                                    unsigned long long* out) {
   cg::grid_group grid = cg::this_grid();
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   grid.sync();
   const unsigned long long t0 = device_ns();
   for (int r = 0; r < rounds; ++r) {
     if (work) sink[tid] += 1.0;
-    own_sync(count, static_cast<unsigned>(r + 1) * gridDim.x, variant);
+    if (variant == 0) {
+      grid.sync();
+    } else {
+      own_sync(count, static_cast<unsigned>(r + 1) * gridDim.x, variant);
+    }
   }
   if (tid == 0) out[0] = device_ns() - t0;
 }

@@ -16,12 +16,14 @@ mod = cp.RawModule(code=src, options=("-std=c++17", f"-I{KERNEL_DIR}"), backend=
 k = mod.get_function("barriers")
 sms = cp.cuda.Device().attributes["MultiProcessorCount"]
 out = cp.zeros(1, dtype=cp.uint64)
+count = cp.zeros(1, dtype=cp.uint32)  # the written-out barriers' arrivals (zeroed before each launch)
 
 
 def us_per_round(kernel, grid: int, threads: int, rounds: int, *args) -> float:
     """Median over 5 launches of the device-clock time per round (us) the kernel writes to out."""
     vals = []
     for _ in range(5):
+        count.fill(0)
         kernel((grid,), (threads,), (np.int32(rounds), *args, out))
         cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
         vals.append(int(out.get()[0]) / rounds / 1e3)
@@ -33,7 +35,7 @@ print("blocks x threads | us per barrier (idle) | us per barrier (one global add
 for per_sm, threads in ((1, 256), (2, 256), (3, 256), (4, 256), (1, 768), (1, 1024), (2, 384)):
     grid = per_sm * sms
     sink = cp.zeros(grid * threads, dtype=cp.float64)
-    row = [us_per_round(k, grid, threads, 2000, np.int32(work), sink) for work in (0, 1)]
+    row = [us_per_round(k, grid, threads, 2000, np.int32(work), sink, count, np.int32(0)) for work in (0, 1)]
     print(f"{grid} x {threads} | {row[0]:.2f} | {row[1]:.2f}")
 
 # Appends as the loop makes them: warps that each wait for one atomicAdd on a counter, then a barrier.
@@ -48,21 +50,7 @@ for active in (0, 100, 1000, 2000, 3168):
            for spread in (1, 32, 0)]
     print(f"{active} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f}")
 
-# The barrier written out (grid_barrier_cost.cu's own_sync) against cooperative_groups'.
-ko = mod.get_function("own_barriers")
-count = cp.zeros(1, dtype=cp.uint32)
-
-
-def own_us(grid: int, threads: int, rounds: int, work: int, sink, variant: int) -> float:
-    vals = []
-    for _ in range(5):
-        count.fill(0)
-        ko((grid,), (threads,), (np.int32(rounds), np.int32(work), sink, count, np.int32(variant), out))
-        cp.cuda.runtime.deviceSynchronize()  # sync: read the device clock figure
-        vals.append(int(out.get()[0]) / rounds / 1e3)
-    return float(np.median(vals))
-
-
+# The barrier written out (grid_barrier_cost.cu's own_sync, variants 1-4) against cooperative_groups' (0).
 print("\nblocks x threads | us per barrier, idle / one global add per thread: cooperative_groups | release "
       "reduction | release atomic | fence + relaxed reduction | release reduction, relaxed polls")
 for per_sm in (3, 4):
@@ -70,6 +58,6 @@ for per_sm in (3, 4):
     sink = cp.zeros(grid * threads, dtype=cp.float64)
     cells = []
     for work in (0, 1):
-        cg_us = us_per_round(k, grid, threads, 2000, np.int32(work), sink)
-        cells.append([cg_us] + [own_us(grid, threads, 2000, work, sink, v) for v in (1, 2, 3, 4)])
+        cells.append([us_per_round(k, grid, threads, 2000, np.int32(work), sink, count, np.int32(v))
+                      for v in (0, 1, 2, 3, 4)])
     print(f"{grid} x {threads} | " + " | ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(*cells)))

@@ -6,10 +6,9 @@ recorded just before the launch to one after the graph.
 
     PYTHONPATH=. python3 examples/gpu_profiling/host_costs.py
 """
-import time
-
 import os
 import sys
+import time
 
 import cupy as cp
 import numpy as np
@@ -83,7 +82,6 @@ t("pinned[0:40] = x.view(uint8)", lambda: pin.__setitem__(slice(0, 40), x.view(n
 t("pin.ctypes.data", lambda: pin.ctypes.data)
 t("event.record() (idle stream)", lambda: ev.record(), n=500, idle=True)
 t("launch 2 args (np.uint64, idle stream)", lambda: k2((1,), (32,), (np.uint64(1), np.uint64(2))), n=500, idle=True)
-side = cp.cuda.Stream(non_blocking=True)
 before, after = cp.cuda.Event(), cp.cuda.Event()
 for nodes in (1, 2, 4, 8):
     g = empty_graph(nodes)

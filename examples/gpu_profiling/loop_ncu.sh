@@ -13,20 +13,20 @@ set -euo pipefail
 OUT=${OUT:-.}
 SXMO=${SXMO:-$PWD/.device-data/sx-mathoverflow.txt.gz}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
-SXMO=$SXMO DANGLING=${DANGLING:-self-loop} SIZE=${SIZE:-50} QUIET=1 BATCHES=$(( ${SKIP:-10} + 2 )) PYTHONPATH=. \
-  "$NCU" --kernel-name regex:frontier_loop --launch-skip "${SKIP:-10}" --launch-count 1 \
-  --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+# Nsight Compute on the (SKIP + 1)-th loop launch of the replay, with the options given
+profile() {
+  SXMO=$SXMO DANGLING=${DANGLING:-self-loop} SIZE=${SIZE:-50} QUIET=1 BATCHES=$(( ${SKIP:-10} + 2 )) PYTHONPATH=. \
+    "$NCU" --kernel-name regex:frontier_loop --launch-skip "${SKIP:-10}" --launch-count 1 "$@" \
+    python3 examples/gpu_profiling/loop_phases.py
+}
+profile --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
   --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
-  --section ComputeWorkloadAnalysis ${SOURCE:+--section SourceCounters --import-source no} \
-  -f -o "$OUT/loop" python3 examples/gpu_profiling/loop_phases.py
+  --section ComputeWorkloadAnalysis ${SOURCE:+--section SourceCounters --import-source no} -f -o "$OUT/loop"
 "$NCU" --import "$OUT/loop.ncu-rep" --page details > "$OUT/loop_ncu.txt"
 if [ -n "${SOURCE:-}" ]; then
   "$NCU" --import "$OUT/loop.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/loop_sass.csv.gz"
 fi
 if [ -n "${PM:-}" ]; then
-  SXMO=$SXMO DANGLING=${DANGLING:-self-loop} SIZE=${SIZE:-50} QUIET=1 BATCHES=$(( ${SKIP:-10} + 2 )) PYTHONPATH=. \
-    "$NCU" --kernel-name regex:frontier_loop --launch-skip "${SKIP:-10}" --launch-count 1 \
-    --section PmSampling --clock-control none --cache-control none \
-    -f -o "$OUT/loop_pm" python3 examples/gpu_profiling/loop_phases.py
+  profile --section PmSampling --clock-control none --cache-control none -f -o "$OUT/loop_pm"
   "$NCU" --import "$OUT/loop_pm.ncu-rep" --page raw --print-metric-instances values --csv > "$OUT/loop_pm.csv"
 fi

@@ -71,21 +71,27 @@ print(f"{dang} SIZE={size}, grid {grid} blocks ({nwarps} warps); medians over th
 print("bin | n0 n1 | to barrier | large end (median warp / max) | small end (median / max) | copies end (median / max)"
       " | slowest warp: its large end, small end, its block's large vertices, small groups, max mark degree, max in-degree"
       " | warps with 0 / >= 2 small groups")
-for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
-    m = (r[:, 0] >= lo) & (r[:, 0] < hi)
-    if m.any():
-        q = np.median(r[m], axis=0)
-        print(f"{lo}-{hi} (n={m.sum()}) | {q[1]:.0f} {q[2]:.0f} | {q[3]:.1f} | {q[4]:.1f} / {q[5]:.1f} | {q[6]:.1f} / "
-              f"{q[7]:.1f} | {q[8]:.1f} / {q[9]:.1f} | {q[10]:.1f}, {q[11]:.1f}, {q[12]:.0f}, {q[13]:.0f}, {q[14]:.0f}, "
-              f"{q[15]:.0f} | {q[16]:.2f} / {q[17]:.2f}")
+
+
+def bins(first_column):
+    """(lo, hi, mask) of each frontier-size bin with iterations in it (first column: the frontier)."""
+    for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
+        m = (first_column >= lo) & (first_column < hi)
+        if m.any():
+            yield lo, hi, m
+
+
+for lo, hi, m in bins(r[:, 0]):
+    q = np.median(r[m], axis=0)
+    print(f"{lo}-{hi} (n={m.sum()}) | {q[1]:.0f} {q[2]:.0f} | {q[3]:.1f} | {q[4]:.1f} / {q[5]:.1f} | {q[6]:.1f} / "
+          f"{q[7]:.1f} | {q[8]:.1f} / {q[9]:.1f} | {q[10]:.1f}, {q[11]:.1f}, {q[12]:.0f}, {q[13]:.0f}, {q[14]:.0f}, "
+          f"{q[15]:.0f} | {q[16]:.2f} / {q[17]:.2f}")
 q = np.asarray(sm_rows, dtype=float)
 print("by multiprocessor (its load: the large vertices of the blocks resident on it): median warp end on the least / "
       "most loaded third | median of the multiprocessors' last warp end, least / most loaded third | correlation of a "
       "multiprocessor's last warp end with its large vertices, with its small groups | the slowest 1% of warps: mean "
       "load of their multiprocessors against all warps', share with a small group")
-for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
-    m = (q[:, 0] >= lo) & (q[:, 0] < hi)
-    if m.any():
-        z = np.nanmedian(q[m], axis=0)
-        print(f"{lo}-{hi} (n={m.sum()}) | {z[1]:.1f} / {z[2]:.1f} | {z[3]:.1f} / {z[4]:.1f} | {z[5]:.2f}, {z[6]:.2f} | "
-              f"{z[7]:.2f} against {z[8]:.2f}, {z[9]:.2f}")
+for lo, hi, m in bins(q[:, 0]):
+    z = np.nanmedian(q[m], axis=0)
+    print(f"{lo}-{hi} (n={m.sum()}) | {z[1]:.1f} / {z[2]:.1f} | {z[3]:.1f} / {z[4]:.1f} | {z[5]:.2f}, {z[6]:.2f} | "
+          f"{z[7]:.2f} against {z[8]:.2f}, {z[9]:.2f}")
