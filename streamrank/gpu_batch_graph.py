@@ -18,6 +18,7 @@ the current stream. If capturing fails on a device, the reason is kept in
 
 from __future__ import annotations
 
+import gc
 import logging
 
 log = logging.getLogger(__name__)
@@ -75,13 +76,23 @@ class BatchGraphs:
 def capture_graph(cp, stream, queue):
     """Capture what ``queue`` queues on ``stream`` (not the default stream; idle) into an
     executable graph. Thread-local: CUDA calls of other threads (the daemon's fetch and checkpoint
-    threads) neither break the capture nor are refused while it runs. Raises what CuPy raises when
-    this device or driver refuses the capture."""
+    threads) neither break the capture nor are refused while it runs. Python's cyclic garbage
+    collector is paused during the capture: a collection there would run the finalizers of
+    unreachable CUDA objects in this thread (another engine's graphs, streams, events), whose
+    destroy calls a capturing thread may not make (``cudaErrorStreamCaptureUnsupported``, which
+    can also invalidate the capture). Raises what CuPy raises when this device or driver refuses
+    the capture."""
     mode = getattr(cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
-    with stream:
-        stream.begin_capture(mode=mode)
-        try:
-            queue()
-        finally:
-            graph = stream.end_capture()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with stream:
+            stream.begin_capture(mode=mode)
+            try:
+                queue()
+            finally:
+                graph = stream.end_capture()
+    finally:
+        if collecting:
+            gc.enable()
     return graph
