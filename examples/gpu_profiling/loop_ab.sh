@@ -20,7 +20,7 @@ for ds in $1; do
       [[ $rest == *:* ]] && knobs=${rest#*:}
       echo "== $name $d SIZE=$s"
       (cd "$dir" && env ${knobs//,/ } SXMO=$SXMO DANGLING=$d SIZE=$s QUIET=1 PYTHONPATH=. python3 "$SCRIPT" \
-         | tail -6)
+         | tail -7)
     done
   done
 done

@@ -1,6 +1,9 @@
 """The frontier loop's device time per phase (phase I, M, then R (the updates, up to the grid
 barrier) and the decision of each iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's
-size (docs/GPU.md, "Where a batch's time goes"). GPU only.
+size (docs/GPU.md, "Where a batch's time goes"), and the fixed cost of an iteration: the
+least-squares line of R + decision against the frontier over the iterations under 10,000 vertices
+(``_overhead.fit_fixed_cost``; stop 39). ``CSV=path`` also writes each iteration's frontier, R and
+decision (us), which ``fixed_cost_plot.py`` plots. GPU only.
 
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
         python3 examples/gpu_profiling/loop_phases.py
@@ -9,6 +12,7 @@ import os, sys
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
+from _overhead import fit_fixed_cost  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
@@ -43,3 +47,10 @@ for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
     if m.any():
         print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / decide {np.median(D[m]):.1f} us"
               f" = {np.median(R[m] + D[m]):.1f} per iteration")
+fit = fit_fixed_cost(F, R + D)
+print(f"  fixed cost per iteration (R + decide = a + b * frontier, {fit.iterations} iterations under 10,000): "
+      f"a = {fit.intercept_us:.1f} us (95% {fit.low_us:.1f}-{fit.high_us:.1f}), b = {fit.slope_us_per_1000:.2f} us "
+      f"per 1,000 vertices; decide {np.median(D[F < 10000]):.1f} us")
+if os.environ.get("CSV"):
+    np.savetxt(os.environ["CSV"], np.column_stack([F, R, D]), fmt=["%d", "%.3f", "%.3f"], delimiter=",",
+               header="frontier,R_us,decide_us", comments="")

@@ -6,7 +6,10 @@ the iteration's time to its barrier, when the warps' large-list work, small-list
 end (median warp and slowest warp), and what the slowest warp did (its block's large vertices,
 its small groups, their largest marking degree and in-degree). A second table groups the warps by
 their multiprocessor (stop 38): whether the multiprocessors whose resident blocks hold more large
-vertices, or more small groups, finish later, and where the slowest 1% of the warps run. GPU only;
+vertices, or more small groups, finish later, and where the slowest 1% of the warps run. A third
+splits each iteration into the work (to the last warp's end) and what follows it: the barrier's
+tail (the last warp's end to the barrier's exit, block reductions and accumulator atomics
+included) and the decision (the barrier's exit to the next iteration's start; stop 39). GPU only;
 the trace's extra registers slow the loop a little, so read its times against each other, not
 against loop_phases.py's.
 
@@ -32,7 +35,7 @@ nwarps, its_max = grid * 8, 64
 sizes_at = 2048 + its_max * nwarps * 4
 ticks = cp.zeros(sizes_at + 2 * its_max, dtype=cp.uint64)
 fl.LOOP_TICKS = ticks
-rows, sm_rows = [], []
+rows, sm_rows, tail_rows = [], [], []
 for b in range(int(os.environ.get("BATCHES", "40"))):
     st = eng.apply(replay.next_batch(size))
     t = ticks.get().astype(np.int64)
@@ -58,6 +61,9 @@ for b in range(int(os.environ.get("BATCHES", "40"))):
         sm_rows.append((st.rank.affected[i], np.median(copies[load <= cut_lo]), np.median(copies[load >= cut_hi]),
                         np.median(sm_end[on & (sm_large <= cut_lo)]), np.median(sm_end[on & (sm_large >= cut_hi)]),
                         corr[0], corr[1], load[slowest].mean(), load.mean(), np.mean(units[slowest] >= 1)))
+        nxt = t[3 + 3 * (i + 1)]  # the next iteration's start (or the loop's end)
+        tail_rows.append((st.rank.affected[i], copies.max(), (end - s0) / 1e3 - copies.max(), (nxt - end) / 1e3,
+                          (nxt - s0) / 1e3))
         slow = int(np.argmax(copies))
         blk = slow // 8
         blk_large = n1 // grid + (1 if blk < n1 % grid else 0)  # by_teams: block b takes b, b + grid, ...
@@ -95,3 +101,10 @@ for lo, hi, m in bins(q[:, 0]):
     z = np.nanmedian(q[m], axis=0)
     print(f"{lo}-{hi} (n={m.sum()}) | {z[1]:.1f} / {z[2]:.1f} | {z[3]:.1f} / {z[4]:.1f} | {z[5]:.2f}, {z[6]:.2f} | "
           f"{z[7]:.2f} against {z[8]:.2f}, {z[9]:.2f}")
+q = np.asarray(tail_rows, dtype=float)
+print("after the work (medians over the iterations of each bin, us): the last warp's end | the barrier's tail | the "
+      "decision | both (the iteration's fixed part) | the iteration")
+for lo, hi, m in bins(q[:, 0]):
+    z = np.median(q[m], axis=0)
+    print(f"{lo}-{hi} (n={m.sum()}) | {z[1]:.1f} | {z[2]:.1f} | {z[3]:.1f} | {np.median(q[m, 2] + q[m, 3]):.1f} | "
+          f"{z[4]:.1f}")
