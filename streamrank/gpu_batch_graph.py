@@ -18,8 +18,10 @@ the current stream. If capturing fails on a device, the reason is kept in
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+import threading
 
 log = logging.getLogger(__name__)
 
@@ -80,19 +82,39 @@ def capture_graph(cp, stream, queue):
     collector is paused during the capture: a collection there would run the finalizers of
     unreachable CUDA objects in this thread (another engine's graphs, streams, events), whose
     destroy calls a capturing thread may not make (``cudaErrorStreamCaptureUnsupported``, which
-    can also invalidate the capture). Raises what CuPy raises when this device or driver refuses
+    invalidates the capture; tests/test_gpu_capture_gc.py). Raises what CuPy raises when this device or driver refuses
     the capture."""
     mode = getattr(cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_paused():
         with stream:
             stream.begin_capture(mode=mode)
             try:
                 queue()
             finally:
                 graph = stream.end_capture()
-    finally:
-        if collecting:
-            gc.enable()
     return graph
+
+
+_pause_lock = threading.Lock()
+_pauses = 0  # captures running now, in any thread
+_resume = False  # whether the collector was on when the first of them began
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's automatic garbage collection off while any capture runs (the collector is one per
+    process: two threads' overlapping captures both keep it off until the last ends), then back to
+    the state it had before the first."""
+    global _pauses, _resume
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()

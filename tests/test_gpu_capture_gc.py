@@ -10,6 +10,7 @@ stand-in stream (the collector's state inside, after, and after a failed capture
 
 import gc
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -104,3 +105,29 @@ def test_the_collector_is_paused_for_the_capture_and_restored(enabled):
         (gc.enable if before else gc.disable)()
     assert inside == [False]
     assert stream.seen == [("begin", False), ("end", False)] * 2  # the failed capture was ended too
+
+
+def test_a_capture_that_ends_while_another_thread_captures_leaves_the_collector_paused():
+    b_capturing, a_ended, seen_by_b = threading.Event(), threading.Event(), []
+
+    def b_queue():
+        b_capturing.set()
+        a_ended.wait(10)
+        seen_by_b.append(gc.isenabled())
+
+    b = threading.Thread(target=capture_graph, args=(_Cp, _Stream(), b_queue))
+
+    def a_queue():
+        b.start()
+        b_capturing.wait(10)
+
+    before = gc.isenabled()
+    gc.enable()
+    try:
+        capture_graph(_Cp, _Stream(), a_queue)  # A ends while B still captures
+        a_ended.set()
+        b.join(10)
+        assert gc.isenabled()  # on again once both have ended
+    finally:
+        (gc.enable if before else gc.disable)()
+    assert seen_by_b == [False]
