@@ -82,8 +82,8 @@ def capture_graph(cp, stream, queue):
     collector is paused during the capture: a collection there would run the finalizers of
     unreachable CUDA objects in this thread (another engine's graphs, streams, events), whose
     destroy calls a capturing thread may not make (``cudaErrorStreamCaptureUnsupported``, which
-    invalidates the capture; tests/test_gpu_capture_gc.py). Raises what CuPy raises when this device or driver refuses
-    the capture."""
+    invalidates the capture; tests/test_gpu_capture_gc.py). Raises what CuPy raises when this
+    device or driver refuses the capture."""
     mode = getattr(cp.cuda.runtime, "streamCaptureModeThreadLocal", 1)
     with _collector_paused():
         with stream:

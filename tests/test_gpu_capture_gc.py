@@ -11,6 +11,7 @@ stand-in stream (the collector's state inside, after, and after a failed capture
 import gc
 import sys
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -78,16 +79,7 @@ class _Stream:
         return "graph"
 
 
-class _Runtime:
-    streamCaptureModeThreadLocal = 1
-
-
-class _Cuda:
-    runtime = _Runtime
-
-
-class _Cp:
-    cuda = _Cuda
+_Cp = SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(streamCaptureModeThreadLocal=1)))
 
 
 @pytest.mark.parametrize("enabled", [True, False])

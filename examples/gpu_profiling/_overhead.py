@@ -14,6 +14,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: The frontier-size bins the loop's profiling scripts report by (vertices, [lo, hi)).
+FRONTIER_BINS = ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9))
+
+
+def bins(frontier):
+    """(lo, hi, mask) of each of :data:`FRONTIER_BINS` that holds an iteration of ``frontier``."""
+    frontier = np.asarray(frontier)
+    for lo, hi in FRONTIER_BINS:
+        m = (frontier >= lo) & (frontier < hi)
+        if m.any():
+            yield lo, hi, m
+
 
 @dataclass(frozen=True)
 class FixedCostFit:

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _overhead import fit_fixed_cost  # noqa: E402
+from _overhead import FRONTIER_BINS, fit_fixed_cost  # noqa: E402
 
 
 def read_iterations(path: str) -> tuple:
@@ -45,7 +45,7 @@ def main(argv: list) -> None:
         except ValueError as exc:
             raise SystemExit(f"{path}: {exc}") from exc
         med = [np.median(t[(n >= lo) & (n < hi)]) if ((n >= lo) & (n < hi)).any() else np.nan
-               for lo, hi in ((0, 100), (100, 1000), (1000, 10000))]
+               for lo, hi in FRONTIER_BINS[:3]]
         print(f"{label} | {fit.iterations} | {fit.intercept_us:.1f} ({fit.low_us:.1f}-{fit.high_us:.1f}) | "
               f"{fit.slope_us_per_1000:.2f} | " + " / ".join(f"{m:.1f}" for m in med))
         under = n < 10000

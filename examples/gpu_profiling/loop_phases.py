@@ -12,7 +12,7 @@ import os, sys
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _overhead import fit_fixed_cost  # noqa: E402
+from _overhead import bins, fit_fixed_cost  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
@@ -42,11 +42,9 @@ except Exception as exc:  # noqa: BLE001 (profiling output only)
     print(f"loop grid: {exc}")
 print(f"== {dang} SIZE={size}: phase I {np.median(I):.1f} us, phase M {np.median(M):.1f} us; "
       f"the loop per batch {np.median(T):.1f} us (median; {np.mean(T):.1f} mean), {len(R) / len(T):.1f} iterations")
-for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
-    m = (F >= lo) & (F < hi)
-    if m.any():
-        print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / decide {np.median(D[m]):.1f} us"
-              f" = {np.median(R[m] + D[m]):.1f} per iteration")
+for lo, hi, m in bins(F):
+    print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / decide {np.median(D[m]):.1f} us"
+          f" = {np.median(R[m] + D[m]):.1f} per iteration")
 fit = fit_fixed_cost(F, R + D)
 print(f"  fixed cost per iteration (R + decide = a + b * frontier, {fit.iterations} iterations under 10,000): "
       f"a = {fit.intercept_us:.1f} us (95% {fit.low_us:.1f}-{fit.high_us:.1f}), b = {fit.slope_us_per_1000:.2f} us "

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
+from _overhead import bins  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl  # noqa: E402
@@ -77,16 +78,6 @@ print(f"{dang} SIZE={size}, grid {grid} blocks ({nwarps} warps); medians over th
 print("bin | n0 n1 | to barrier | large end (median warp / max) | small end (median / max) | copies end (median / max)"
       " | slowest warp: its large end, small end, its block's large vertices, small groups, max mark degree, max in-degree"
       " | warps with 0 / >= 2 small groups")
-
-
-def bins(first_column):
-    """(lo, hi, mask) of each frontier-size bin with iterations in it (first column: the frontier)."""
-    for lo, hi in ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9)):
-        m = (first_column >= lo) & (first_column < hi)
-        if m.any():
-            yield lo, hi, m
-
-
 for lo, hi, m in bins(r[:, 0]):
     q = np.median(r[m], axis=0)
     print(f"{lo}-{hi} (n={m.sum()}) | {q[1]:.0f} {q[2]:.0f} | {q[3]:.1f} | {q[4]:.1f} / {q[5]:.1f} | {q[6]:.1f} / "

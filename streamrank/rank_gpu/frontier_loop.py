@@ -67,7 +67,8 @@ LOOP_TICKS = None
 #: 2048 + (iteration * warps + w) * 4: the device clock when the warp's large-list work ended, when
 #: its small-list work ended, its multiprocessor << 52 | its small groups << 40 | largest marking
 #: degree << 20 | largest in-degree, and the clock when its copies ended; then at
-#: 2048 + 64 * warps * 4 + 2 * iteration the small and large list sizes. LOOP_TICKS then needs 2048 + 64 * warps * 4 + 128 entries.
+#: 2048 + 64 * warps * 4 + 2 * iteration the small and large list sizes. LOOP_TICKS then needs
+#: 2048 + 64 * warps * 4 + 128 entries.
 _LOOP_TRACE = 1 if os.environ.get("STREAMRANK_LOOP_TRACE", "0") != "0" else 0
 #: Half-block teams take the large vertices when they outnumber the blocks: -1 in uniform mode
 #: only, 1 in both modes, 0 in neither. Knob STREAMRANK_LOOP_HALVES.
