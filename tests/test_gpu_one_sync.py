@@ -75,7 +75,9 @@ def _mixed_batches(cp, rng, s, d, n_ids, k, new, fresh, device):
     return EdgeBatch.from_arrays(bs, bd, ins), host
 
 
-def _same_step(a, b, dangling, exact=True):
+def _same_step(a, b, dangling, warm_config=None):
+    """The same changes, iterations, frontiers and ranks in both engines; after warm sweeps
+    (``warm_config``, the engines' RankConfig) the ranks within its tolerance's bound."""
     assert a.changes.num_insertions == b.changes.num_insertions
     assert a.changes.num_deletions == b.changes.num_deletions
     assert a.changes.num_vertices_after == b.changes.num_vertices_after
@@ -85,13 +87,26 @@ def _same_step(a, b, dangling, exact=True):
     assert a.rank.converged and b.rank.converged
     assert a.rank.x.shape == b.rank.x.shape
     assert a.graph_ms > 0 and a.rank_ms > 0
-    if not exact:  # after warm sweeps, whose in-place updates depend on the order blocks ran
-        np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-8)
+    if warm_config is not None:
+        _close_after_warm(a, b, warm_config, "")
         return
     assert a.rank.algorithm == b.rank.algorithm
     assert a.rank.iterations == b.rank.iterations
     assert a.rank.affected == b.rank.affected  # the same frontier in every iteration
     np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-12)
+
+
+def _close_after_warm(a, b, config, err_msg):
+    """Two runs of the same batch whose last steps were warm sweeps agree to what their shared
+    convergence test allows, not bit for bit: a sweep updates the ranks in place, so what a vertex
+    reads depends on the order its blocks ran. Each run stops once the largest change of ``p`` is
+    under ``tol``, which leaves it within about ``tol * alpha / (1 - alpha)`` of the fixed point;
+    the two within twice that. (The relative tolerance this replaces, 1e-9, failed once on a cold
+    machine at stop 39: relative differences up to 8.8e-10 are common, stop 40's diagnosis.)"""
+    xa, xb = _host(a.rank.x), _host(b.rank.x)
+    assert xa.shape == xb.shape
+    bound = 2.0 * config.tol * config.alpha / (1.0 - config.alpha)
+    np.testing.assert_allclose(xa / xa.sum(), xb / xb.sum(), rtol=0, atol=bound, err_msg=err_msg)
 
 
 @pytest.mark.parametrize("algorithm", ["df", "dfp", "auto"])
@@ -110,7 +125,7 @@ def test_one_wait_matches_two_steps(cp, monkeypatch, algorithm, dangling, graphs
         b = two.apply(EdgeBatch.from_arrays(bs, bd, ins))
         # warm sweeps run in place: from then on the iterates agree to the tolerance, not bit for bit
         exact = exact and "warm" not in a.rank.algorithm + b.rank.algorithm
-        _same_step(a, b, dangling, exact)
+        _same_step(a, b, dangling, None if exact else cfg)
         if a.changes.num_insertions + a.changes.num_deletions == 0 and a.rank.algorithm in ("df", "dfp"):
             assert a.rank.iterations == 0 and a.rank.affected == []
     assert one._stepper.steps >= (1 if algorithm == "auto" else 8)  # auto: warm batches go the usual way
@@ -174,8 +189,8 @@ def test_hand_over_after_the_wait(cp, monkeypatch, algorithm, rehearse):
     """The loop hands a grown frontier over (to the launch sequence; ``auto``: to warm sweeps):
     the continuation runs after the batch's wait, with the vertex count then known. The host's
     rehearsal after a long batch (streamrank/host_rehearsal.py) runs after every batch
-    (``rehearse``) or after none: which batches are long depended on the machine (a cold kernel
-    cache makes them long), and one cold run of stop 39 failed here once, unexplained."""
+    (``rehearse``) or after none: which batches are long depends on the machine (a cold kernel
+    cache makes them long). ``auto``'s warm sweeps are compared within their tolerance's bound."""
     from streamrank.rank_gpu import frontier_loop
     from streamrank import host_rehearsal, pagerank_gpu
 
@@ -195,9 +210,8 @@ def test_hand_over_after_the_wait(cp, monkeypatch, algorithm, rehearse):
         ran.add(a.rank.algorithm)
         if algorithm == "auto":  # the flood threshold is 1% of the vertices before vs after the batch
             assert a.rank.algorithm == b.rank.algorithm
-            np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-9,
-                                       err_msg=f"batch {i} of {len(bs)} edges, {a.rank.algorithm}, "
-                                               f"{a.rank.iterations} / {b.rank.iterations} iterations")
+            _close_after_warm(a, b, cfg, f"batch {i} of {len(bs)} edges, {a.rank.algorithm}, "
+                                         f"{a.rank.iterations} / {b.rank.iterations} iterations")
         else:
             _same_step(a, b, "uniform")
     if algorithm == "auto":
@@ -324,7 +338,7 @@ def test_armed_loop_and_what_disarms_it(cp, monkeypatch, algorithm, dangling):
         a_batch, b_batch = _mixed_batches(cp, rng, s, d, 900, k, new, fresh, device)
         a, b = one.apply(a_batch), two.apply(b_batch)
         exact[0] = exact[0] and "warm" not in a.rank.algorithm + b.rank.algorithm
-        _same_step(a, b, dangling, exact[0])
+        _same_step(a, b, dangling, None if exact[0] else cfg)
 
     def armed(expected):
         if fixed:
