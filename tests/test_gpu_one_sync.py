@@ -96,6 +96,11 @@ def _same_step(a, b, dangling, warm_config=None):
     np.testing.assert_allclose(_host(a.rank.x), _host(b.rank.x), rtol=1e-12)
 
 
+def _warm_bound(config):
+    """How far apart two runs after warm sweeps may be in ``p`` (see :func:`_close_after_warm`)."""
+    return 2.0 * config.tol * config.alpha / (1.0 - config.alpha)
+
+
 def _close_after_warm(a, b, config, err_msg):
     """Two runs of the same batch whose last steps were warm sweeps agree to what their shared
     convergence test allows, not bit for bit: a sweep updates the ranks in place, so what a vertex
@@ -105,8 +110,7 @@ def _close_after_warm(a, b, config, err_msg):
     machine at stop 39: relative differences up to 8.8e-10 are common, stop 40's diagnosis.)"""
     xa, xb = _host(a.rank.x), _host(b.rank.x)
     assert xa.shape == xb.shape
-    bound = 2.0 * config.tol * config.alpha / (1.0 - config.alpha)
-    np.testing.assert_allclose(xa / xa.sum(), xb / xb.sum(), rtol=0, atol=bound, err_msg=err_msg)
+    np.testing.assert_allclose(xa / xa.sum(), xb / xb.sum(), rtol=0, atol=_warm_bound(config), err_msg=err_msg)
 
 
 @pytest.mark.parametrize("algorithm", ["df", "dfp", "auto"])

@@ -16,6 +16,8 @@ import numpy as np
 
 #: The frontier-size bins the loop's profiling scripts report by (vertices, [lo, hi)).
 FRONTIER_BINS = ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9))
+#: The frontier size the fixed cost is fitted under: issue 10's "frontier under 10,000 vertices".
+FIT_BELOW = 10_000
 
 
 def bins(frontier):
@@ -57,7 +59,7 @@ def _line(n: np.ndarray, t: np.ndarray) -> tuple:
     return float(a), float(b)
 
 
-def fit_fixed_cost(frontier, time_us, *, below: int = 10_000, draws: int = 1000, seed: int = 0) -> FixedCostFit:
+def fit_fixed_cost(frontier, time_us, *, below: int = FIT_BELOW, draws: int = 1000, seed: int = 0) -> FixedCostFit:
     """Fit ``time_us = a + b * frontier`` over the iterations whose frontier is under ``below``.
 
     Parameters
@@ -67,7 +69,7 @@ def fit_fixed_cost(frontier, time_us, *, below: int = 10_000, draws: int = 1000,
     time_us : array_like
         Each iteration's time (us), same length.
     below : int, optional
-        Only iterations with ``frontier < below`` are fitted (default 10,000).
+        Only iterations with ``frontier < below`` are fitted (default :data:`FIT_BELOW`).
     draws : int, optional
         Bootstrap resamples for the interval of ``a`` (default 1,000).
     seed : int, optional

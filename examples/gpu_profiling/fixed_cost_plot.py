@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _overhead import FRONTIER_BINS, fit_fixed_cost  # noqa: E402
+from _overhead import FIT_BELOW, FRONTIER_BINS, bins, fit_fixed_cost  # noqa: E402
 
 
 def read_iterations(path: str) -> tuple:
@@ -44,20 +44,20 @@ def main(argv: list) -> None:
             fit = fit_fixed_cost(n, t)
         except ValueError as exc:
             raise SystemExit(f"{path}: {exc}") from exc
-        med = [np.median(t[(n >= lo) & (n < hi)]) if ((n >= lo) & (n < hi)).any() else np.nan
-               for lo, hi in FRONTIER_BINS[:3]]
+        held = {(lo, hi): np.median(t[m]) for lo, hi, m in bins(n)}
+        med = [held.get(b, np.nan) for b in FRONTIER_BINS[:3]]
         print(f"{label} | {fit.iterations} | {fit.intercept_us:.1f} ({fit.low_us:.1f}-{fit.high_us:.1f}) | "
               f"{fit.slope_us_per_1000:.2f} | " + " / ".join(f"{m:.1f}" for m in med))
-        under = n < 10000
+        under = n < FIT_BELOW
         dots = ax.scatter(np.maximum(n[under], 1), t[under], s=6, alpha=0.35, label=f"{label}: iterations")
-        xs = np.linspace(1, 10000, 200)
+        xs = np.linspace(1, FIT_BELOW, 200)
         ax.plot(xs, fit.intercept_us + fit.slope_us_per_1000 * xs / 1000, color=dots.get_facecolor()[0][:3],
                 label=f"{label}: {fit.intercept_us:.1f} us + {fit.slope_us_per_1000:.2f} us per 1,000 vertices")
     ax.axhline(10, color="grey", ls="--", lw=1, label="10 us")
     ax.set_xscale("log")
     ax.set_xlabel("frontier (vertices)")
     ax.set_ylabel("iteration (us): updates to the barrier, then the decision")
-    ax.set_title("Frontier loop: iteration time and its fixed cost (frontiers under 10,000)")
+    ax.set_title(f"Frontier loop: iteration time and its fixed cost (frontiers under {FIT_BELOW:,})")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(argv[0], dpi=90)

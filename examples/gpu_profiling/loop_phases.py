@@ -12,7 +12,7 @@ import os, sys
 import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
-from _overhead import bins, fit_fixed_cost  # noqa: E402
+from _overhead import FIT_BELOW, bins, fit_fixed_cost  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 from streamrank.rank_gpu import frontier_loop as fl
 import cupy as cp
@@ -46,9 +46,9 @@ for lo, hi, m in bins(F):
     print(f"  frontier {lo}-{hi}: n={m.sum()}, R {np.median(R[m]):.1f} / decide {np.median(D[m]):.1f} us"
           f" = {np.median(R[m] + D[m]):.1f} per iteration")
 fit = fit_fixed_cost(F, R + D)
-print(f"  fixed cost per iteration (R + decide = a + b * frontier, {fit.iterations} iterations under 10,000): "
+print(f"  fixed cost per iteration (R + decide = a + b * frontier, {fit.iterations} iterations under {FIT_BELOW:,}): "
       f"a = {fit.intercept_us:.1f} us (95% {fit.low_us:.1f}-{fit.high_us:.1f}), b = {fit.slope_us_per_1000:.2f} us "
-      f"per 1,000 vertices; decide {np.median(D[F < 10000]):.1f} us")
+      f"per 1,000 vertices; decide {np.median(D[F < FIT_BELOW]):.1f} us")
 if os.environ.get("CSV"):
     np.savetxt(os.environ["CSV"], np.column_stack([F, R, D]), fmt=["%d", "%.3f", "%.3f"], delimiter=",",
                header="frontier,R_us,decide_us", comments="")
