@@ -14,8 +14,8 @@ pyarrow's vectorized readers, all messages of a shape in one call:
 - Arrow IPC streams: each message read into arrays by pyarrow (no loop over edges, except for an
   ``op`` column of strings, which :mod:`connectors.records` maps value by value).
 
-Vertex ids follow the stream's id kind (:mod:`streamrank.vertex_ids`), one kind per stream: an
-:class:`~streamrank.vertex_ids.IdTypeLock` shared with the source keeps it across fetches. While
+Vertex ids follow the stream's id kind (:mod:`streamrank.ids.kinds`), one kind per stream: an
+:class:`~streamrank.ids.kinds.IdTypeLock` shared with the source keeps it across fetches. While
 an ``"auto"`` stream has no kind yet, messages go one by one until the first accepted one fixes
 it; after that the readers above take the stream's kind (int64 columns, or string columns for a
 string stream, CSV then taking any unquoted one-line ``a,b[,op]``), and a message of the other
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamrank.vertex_ids import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids, string_id_problems)
+from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids, string_id_problems)
 
 from .json_scan import scan_edge_objects
 from .records import DEFAULT_MAX_MESSAGE_BYTES, RecordError, parse_message
@@ -139,7 +139,7 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
         Larger messages are rejected as ``"oversize"``.
     id_type : {"int", "string", "auto"}, optional
         Vertex id kind of the stream (:func:`connectors.records.parse_message`).
-    id_lock : streamrank.vertex_ids.IdTypeLock, optional
+    id_lock : streamrank.ids.kinds.IdTypeLock, optional
         The stream's id kind across calls (admitted here in message order); default a fresh lock
         of ``id_type``.
     max_id_bytes : int, optional
@@ -332,7 +332,7 @@ def _ids(col, *, rows: int):
 
 def _string_ids(col, *, rows: int, rules: _IdRules, text: bool):
     """``(Arrow string values, valid mask)`` of an id column of a string stream: strings, not null,
-    valid ids (:func:`streamrank.vertex_ids.string_id_problems`); CSV fields without surrounding
+    valid ids (:func:`streamrank.ids.kinds.string_id_problems`); CSV fields without surrounding
     blanks (the per-message parser strips them)."""
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         raise _Refused()

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamrank.errors import SourceError
-from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
+from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .records import BadRecord, EdgeChunk
 
@@ -100,8 +100,8 @@ class DirectorySource:
     format : str, optional
         Force a file format (default: from each file's extension).
     id_type : {"auto", "int", "string"}
-        Vertex id kind of the files (:mod:`streamrank.vertex_ids`).
-    id_lock : streamrank.vertex_ids.IdTypeLock, optional
+        Vertex id kind of the files (:mod:`streamrank.ids.kinds`).
+    id_lock : streamrank.ids.kinds.IdTypeLock, optional
         Keeps the directory to one id kind across files: in ``"auto"`` mode a file is read with
         the kind the stream already has, so ids of the other kind are dead-lettered lines
         (``mixed_id_types``). Default: a lock of ``id_type``.

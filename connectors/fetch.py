@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
+from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .batch_decode import decode_values
 from .records import DEFAULT_MAX_MESSAGE_BYTES, BadRecord, EdgeChunk

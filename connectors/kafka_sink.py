@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from streamrank.errors import InvalidArgumentError
-from streamrank.vertex_ids import vertex_column
+from streamrank.ids.kinds import vertex_column
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from streamrank.errors import SourceError
 
-from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock
+from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .fetch import FetchedRecords, Segment, fetch_items
 from .records import DEFAULT_MAX_MESSAGE_BYTES
@@ -85,7 +85,7 @@ class KafkaSourceBase:
     client_id : str
     id_type : {"int", "string", "auto"}
         Vertex id kind of the messages (:func:`connectors.records.parse_message`).
-    id_lock : streamrank.vertex_ids.IdTypeLock, optional
+    id_lock : streamrank.ids.kinds.IdTypeLock, optional
         Keeps the stream to one id kind; a message of the other kind is dead-lettered with
         reason ``mixed_id_types``. Default: a lock of ``id_type``.
     max_id_bytes : int

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from streamrank.errors import StreamrankError
-from streamrank.vertex_ids import vertex_column
+from streamrank.ids.kinds import vertex_column
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ One message carries either one edge or many:
 - many edges as an Arrow IPC stream with columns ``src``, ``dst`` (integers or strings) and
   optionally ``op`` (int8 +1/-1, or strings).
 
-Vertex ids are integers or strings (:mod:`streamrank.vertex_ids`): ``id_type="int"`` (the
+Vertex ids are integers or strings (:mod:`streamrank.ids.kinds`): ``id_type="int"`` (the
 default of :func:`parse_message`) takes integers and strings of digits; ``"string"`` takes JSON
 strings verbatim, CSV fields stripped and Arrow string columns, and refuses JSON numbers and
 integer columns; ``"auto"`` takes the kind of the message's first id, and an id of the other kind
 in the same message rejects it (``mixed_id_types``). Keeping one kind across messages is the
-source's job (:class:`streamrank.vertex_ids.IdTypeLock`).
+source's job (:class:`streamrank.ids.kinds.IdTypeLock`).
 
 A message is accepted or rejected as a whole: a rejected message raises
 :class:`RecordError` whose :attr:`~RecordError.reason` is one of :data:`REASONS`, so that
@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from streamrank.batch import MAX_VERTEX_ID, parse_op
 from streamrank.errors import BatchFormatError
-from streamrank.vertex_ids import (DEFAULT_MAX_ID_BYTES, ID_REASONS, IdError, IdTypeLock, check_string_id,
+from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, ID_REASONS, IdError, IdTypeLock, check_string_id,
                                    id_kind, mixed_error, string_id_problems, text_kind, to_string_array)
 
 #: Why a message was rejected (the ``reason`` header of a dead letter).

@@ -16,7 +16,7 @@ import argparse
 import numpy as np
 
 from streamrank import EdgeBatch, Engine
-from streamrank.rmat import rmat_edges
+from streamrank.bench.rmat import rmat_edges
 
 
 def main(argv=None) -> int:

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.daemon.checkpoints import CheckpointStage  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.recovery import restore_latest  # noqa: E402
-from streamrank.rmat import rmat_edges  # noqa: E402
+from streamrank.checkpoints.recovery import restore_latest  # noqa: E402
+from streamrank.bench.rmat import rmat_edges  # noqa: E402
 
 
 def main(argv=None) -> int:

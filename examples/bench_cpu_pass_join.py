@@ -2,10 +2,10 @@
 
 Replays a file (90 % base graph, then ``--batches`` batches of ``--batch-fraction`` of the edges)
 with DF-P, marks every vertex with in-edges, gathers the state into position order
-(:func:`streamrank.cpu_kernels.frontier_order.enter`) and times, from that same state each run,
-:func:`~streamrank.cpu_kernels.frontier_order.dense_order` (each block updates one array of the
+(:func:`streamrank.kernels.cpu.frontier_order.enter`) and times, from that same state each run,
+:func:`~streamrank.kernels.cpu.frontier_order.dense_order` (each block updates one array of the
 pair in place, then both are joined by a serial copy) against
-:func:`~streamrank.cpu_kernels.frontier_order.dense_pass` (two blocks: each block also writes its
+:func:`~streamrank.kernels.cpu.frontier_order.dense_pass` (two blocks: each block also writes its
 values into a spare pair, no join), alternately, ``--rounds`` times ``--repeat`` runs on
 ``--threads`` threads; prints best and median per round and checks that both leave the same bits::
 
@@ -23,8 +23,8 @@ from numba import njit
 
 from bench_cpu_passes import joined_pass as _joined  # dense_order with the loop's arguments
 from bench_cpu_passes import replayed
-from streamrank.cpu_kernels.frontier_order import dense_pass, enter
-from streamrank.replay import BUNDLED_GRAPH
+from streamrank.kernels.cpu.frontier_order import dense_pass, enter
+from streamrank.replay.run import BUNDLED_GRAPH
 
 
 @njit

@@ -4,12 +4,12 @@ Replays a file (90 % base graph, then ``--batches`` batches of ``--batch-fractio
 with DF-P on one thread, then times on that state
 
 * the frontier loop's Gauss-Seidel dense pass over all vertices (uniform mode, the loop's own
-  arguments: :func:`streamrank.cpu_kernels.frontier_order.dense_order` over the workspace's
+  arguments: :func:`streamrank.kernels.cpu.frontier_order.dense_order` over the workspace's
   mirror, called from a compiled wrapper with them as constants), every vertex with in-edges
   active, from the same copy of the workspace each run: best and median of ``--repeat`` runs,
   ``--rounds`` times (before the sweep order, this timed ``frontier_gs.dense_gs``, the pass in
   id order over the store's rows: run the script of each checkout to compare);
-* :func:`streamrank.cpu_kernels.marking.initial_frontier` of the next 50 batches (median).
+* :func:`streamrank.kernels.cpu.marking.initial_frontier` of the next 50 batches (median).
 
 Run it in two checkouts alternately to compare builds::
 
@@ -26,12 +26,12 @@ import numpy as np
 from numba import njit
 
 from streamrank import EdgeBatch, RankConfig
-from streamrank.cpu_kernels.frontier_order import dense_order, enter
-from streamrank.cpu_kernels.marking import initial_frontier
-from streamrank.cpu_workspace import FrontierWorkspace
-from streamrank.graph import CpuGraph
-from streamrank.pagerank_cpu import static_pagerank, update_pagerank
-from streamrank.replay import BUNDLED_GRAPH, read_stream
+from streamrank.kernels.cpu.frontier_order import dense_order, enter
+from streamrank.kernels.cpu.marking import initial_frontier
+from streamrank.rank.cpu.workspace import FrontierWorkspace
+from streamrank.store.cpu import CpuGraph
+from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream
 
 
 @njit

@@ -6,7 +6,7 @@ descheduled threads). This script replays the first batches of a file as ``strea
 does (90 % base graph, batches of ``--batch-fraction`` of the edges) and prints the median *CPU
 time* (``time.process_time``) of graph update + rank update per batch, and of
 ``networkx.pagerank`` on the final graph (asked for an L1 error of 1e-6, as ``replay
---baseline networkx``: :func:`streamrank.baseline.networkx_tol`), with their ratio. Run it with
+--baseline networkx``: :func:`streamrank.replay.baseline.networkx_tol`), with their ratio. Run it with
 ``NUMBA_NUM_THREADS=1`` so that CPU time is also the single-core wall time on an idle machine::
 
     NUMBA_NUM_THREADS=1 python examples/bench_cpu_time.py /path/to/sx-mathoverflow.txt.gz --batches 300
@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from streamrank import EdgeBatch, Engine, RankConfig
-from streamrank.baseline import networkx_tol
-from streamrank.replay import BUNDLED_GRAPH, read_stream
+from streamrank.replay.baseline import networkx_tol
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream
 
 
 def main(argv=None) -> int:

@@ -63,7 +63,7 @@ from _client_stats import summarize as summarize_client_stats
 
 sys.path.insert(0, str(ROOT))
 from streamrank.daemon.staleness import STALENESS_EDGES_MS  # noqa: E402
-from streamrank.replay import BUNDLED_GRAPH  # noqa: E402
+from streamrank.replay.run import BUNDLED_GRAPH  # noqa: E402
 
 
 def stage_split(metrics_text: str) -> dict:

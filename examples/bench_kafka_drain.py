@@ -22,7 +22,7 @@ from pathlib import Path
 from _broker import ROOT, child_env, start_broker
 
 sys.path.insert(0, str(ROOT))
-from streamrank.replay import BUNDLED_GRAPH  # noqa: E402
+from streamrank.replay.run import BUNDLED_GRAPH  # noqa: E402
 
 
 def drain(bootstrap: str, topic: str, partitions: int, messages: int, settings: dict) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 from _broker import ROOT, child_env, start_broker
 
 sys.path.insert(0, str(ROOT))
-from streamrank.replay import BUNDLED_GRAPH  # noqa: E402
+from streamrank.replay.run import BUNDLED_GRAPH  # noqa: E402
 
 
 def measure(bootstrap: str, topic: str, *, fetch_wait_ms: int, seconds: float, warmup: float, rate: float,

@@ -1,7 +1,7 @@
 """What string vertex ids cost per batch: the same stream replayed with integer and with string ids.
 
 The file's integer ids are rewritten as strings (``user_<id>`` by default, ``--name-format``),
-both versions are read with :func:`streamrank.replay.read_stream`, and two engines are driven in
+both versions are read with :func:`streamrank.replay.run.read_stream`, and two engines are driven in
 lockstep over the same batches (base graph: the first ``--base-fraction`` of the edges; batches:
 ``--batch-fraction`` of all edges), so that load on a shared host hits both alike. Per batch it
 times ``Engine.apply`` (graph update, which for string ids includes encoding them to codes, plus
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.replay import BUNDLED_GRAPH, read_stream  # noqa: E402
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream  # noqa: E402
 from streamrank.table import format_table  # noqa: E402
 
 

@@ -1,12 +1,12 @@
 """Gauss-Seidel block size against iterations and time: can a small graph's dense pass use two cores?
 
 The CPU frontier loop cuts its Gauss-Seidel steps into blocks of at most ``GS_BLOCK`` entries
-(:mod:`streamrank.cpu_kernels.frontier_gs`); one thread runs a block, and a vertex reads the other
+(:mod:`streamrank.kernels.cpu.frontier_gs`); one thread runs a block, and a vertex reads the other
 blocks' values as they were when the iteration began. A graph with fewer vertices than one block
 runs its dense passes on one thread (sx-mathoverflow, 24.8 k vertices: two blocks of the default
 16,384, one of 32,768). This replays a file with DF-P for
 each block size and thread count given (``GS_BLOCK`` replaced for the run, in the kernels' calls and
-in the store's sweep order, :mod:`streamrank.cpu_kernels.sweep_order`; the block size, not the
+in the store's sweep order, :mod:`streamrank.kernels.cpu.sweep_order`; the block size, not the
 thread count, decides the ranks) and prints per-batch medians: time (graph update included),
 iterations and vertex updates, and the L1 error against the SciPy oracle at the end::
 
@@ -25,11 +25,11 @@ import numba
 import numpy as np
 
 from streamrank import EdgeBatch, Engine, RankConfig
-from streamrank import pagerank_cpu
-from streamrank.cpu_kernels import common as kernel_common
-from streamrank.cpu_threads import ENV as THREADS_ENV
-from streamrank.oracle import oracle_pagerank
-from streamrank.replay import BUNDLED_GRAPH, read_stream
+from streamrank.rank.cpu import pagerank as pagerank_cpu
+from streamrank.kernels.cpu import common as kernel_common
+from streamrank.rank.cpu.threads import ENV as THREADS_ENV
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream
 
 
 def _run(stream, batches, size, threads):

@@ -1,6 +1,6 @@
 """The L1 error of three forms of DF-P's ranks after every batch of the temporal protocol on
 sx-mathoverflow, self-loop mode, Jacobi order (the GPU's arithmetic), on the CPU: what streamrank
-publishes (``Engine.ranks``, :mod:`streamrank.published_ranks`: the vertices without in-edges at
+publishes (``Engine.ranks``, :mod:`streamrank.rank.published`: the vertices without in-edges at
 their exact rank, the others scaled to the rest of the mass), the plain normalization ``x / sum(x)``
 (published until stop 31), and the reference DF-P's form ``x (1 - alpha) / n``, unnormalized.
 
@@ -22,8 +22,8 @@ from streamrank.batch import EdgeBatch
 from streamrank.bench.temporal import _read_lines
 from streamrank.config import RankConfig
 from streamrank.engine import Engine
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
 
 ALPHA = 0.85
 

@@ -6,12 +6,12 @@ Run: python examples/ppr_query.py
 import numpy as np
 
 from streamrank.batch import EdgeBatch
-from streamrank.graph import CpuGraph
+from streamrank.store.cpu import CpuGraph
 from streamrank.ppr import personalized_pagerank
 
 rng = np.random.default_rng(0)
 src, dst = rng.integers(0, 2000, 20000), rng.integers(0, 2000, 20000)
-graph = CpuGraph.from_edges(src, dst)  # on a GPU: streamrank.graph_gpu.GpuGraph.from_edges
+graph = CpuGraph.from_edges(src, dst)  # on a GPU: streamrank.store.gpu.GpuGraph.from_edges
 seed = int(src[0])
 
 for method in ("power", "push", "hybrid", "montecarlo"):

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from connectors.records import encode_arrow, encode_json  # noqa: E402
 from streamrank.errors import SourceError  # noqa: E402
-from streamrank.replay import read_stream  # noqa: E402
+from streamrank.replay.run import read_stream  # noqa: E402
 
 
 def read_edges(path: str):

@@ -2,8 +2,8 @@
 
 Replays a file as ``streamrank replay`` does (90 % base graph, batches of ``--batch-fraction`` of
 the edges) through one CPU engine and times, per batch, the whole ``Engine.apply``, the compiled
-frontier loop (the one call of :data:`streamrank.cpu_kernels.frontier.FRONTIER` the rank step
-makes) and :meth:`streamrank.graph.CpuGraph.apply`; "other" is the rest (the Python around the
+frontier loop (the one call of :data:`streamrank.kernels.cpu.frontier.FRONTIER` the rank step
+makes) and :meth:`streamrank.store.cpu.CpuGraph.apply`; "other" is the rest (the Python around the
 compiled calls: the engine, the workspace's upkeep, the initial frontier, the thread choice).
 Prints the medians over the batches after ``--skip``::
 
@@ -19,11 +19,11 @@ import time
 
 import numpy as np
 
-import streamrank.pagerank_cpu as pagerank_cpu
+import streamrank.rank.cpu.pagerank as pagerank_cpu
 from streamrank import EdgeBatch, Engine
-from streamrank.cpu_kernels import frontier
-from streamrank.graph import CpuGraph
-from streamrank.replay import BUNDLED_GRAPH, read_stream
+from streamrank.kernels.cpu import frontier
+from streamrank.store.cpu import CpuGraph
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream
 
 
 def main(argv=None) -> int:

@@ -10,8 +10,8 @@ update order and thread count, medians over the sampled batches::
 
     python examples/profile_cpu_batch.py /path/to/sx-mathoverflow.txt.gz --batches 200 --every 20
 
-It drives :func:`streamrank.pagerank_cpu.update_pagerank` with copies of a
-:class:`streamrank.cpu_workspace.FrontierWorkspace` (the engine's CPU rank step without the engine).
+It drives :func:`streamrank.rank.cpu.pagerank.update_pagerank` with copies of a
+:class:`streamrank.rank.cpu.workspace.FrontierWorkspace` (the engine's CPU rank step without the engine).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ import numpy as np
 
 from streamrank import EdgeBatch, RankConfig
 from streamrank.config import UPDATE_ORDERS
-from streamrank.cpu_threads import ENV as THREADS_ENV
-from streamrank.cpu_workspace import FrontierWorkspace
-from streamrank.graph import CpuGraph
-from streamrank.pagerank_cpu import static_pagerank, update_pagerank
-from streamrank.replay import BUNDLED_GRAPH, read_stream
+from streamrank.rank.cpu.threads import ENV as THREADS_ENV
+from streamrank.rank.cpu.workspace import FrontierWorkspace
+from streamrank.store.cpu import CpuGraph
+from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream
 
 
 def _profile_batch(graph, ws, x, batch, cfg, repeat):

@@ -35,7 +35,7 @@ from _broker import ROOT, child_env, start_broker
 sys.path.insert(0, str(ROOT))
 from streamrank.daemon.config import DaemonConfig  # noqa: E402
 from streamrank.daemon.loop import Daemon  # noqa: E402
-from streamrank.replay import BUNDLED_GRAPH  # noqa: E402
+from streamrank.replay.run import BUNDLED_GRAPH  # noqa: E402
 
 
 class StackSampler(threading.Thread):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 
 from streamrank import Engine, EdgeBatch, RankConfig
-from streamrank.metrics import error_report
-from streamrank.oracle import oracle_pagerank
-from streamrank.replay import BUNDLED_GRAPH, read_stream
+from streamrank.oracle.metrics import error_report
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream
 
 
 def main() -> None:

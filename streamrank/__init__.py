@@ -11,12 +11,12 @@ The main entry points:
 
 from .backend import Backend, gpu_available, resolve_backend
 from .batch import EdgeBatch
-from .changes import AppliedChanges
+from .store.changes import AppliedChanges
 from .config import ALGORITHMS, RankConfig
 from .engine import Engine, StepResult
 from .errors import (BackendUnavailableError, BatchFormatError, CheckpointError, InvalidArgumentError,
                      KernelError, SourceError, StreamrankError)
-from .result import RankResult
+from .rank.result import RankResult
 
 __version__ = "0.1.0"
 

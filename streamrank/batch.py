@@ -3,8 +3,8 @@
 A batch is three equally long arrays in arrival order: ``src`` and ``dst`` (external vertex ids)
 and ``insert`` (``True`` for an insertion, ``False`` for a deletion). Ids are non-negative 64-bit
 integers (NumPy or CuPy arrays) or strings (Arrow string arrays, on the host; see
-:mod:`streamrank.vertex_ids`); both arrays of a batch hold the same kind. The engine encodes
-string ids to integer codes (:mod:`streamrank.string_ids`) before a batch reaches the graph
+:mod:`streamrank.ids.kinds`); both arrays of a batch hold the same kind. The engine encodes
+string ids to integer codes (:mod:`streamrank.ids.strings`) before a batch reaches the graph
 store. Batches cross between the host and the device, and between processes, as Arrow tables with
 columns ``src``, ``dst`` (``int64`` or ``string``) and ``op: int8`` (+1 insert, -1 delete).
 """
@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from .backend import to_host
 from .errors import BatchFormatError
-from .vertex_ids import (DEFAULT_MAX_ID_BYTES, IdError, check_max_id_bytes, id_kind, string_id_problems,
+from .ids.kinds import (DEFAULT_MAX_ID_BYTES, IdError, check_max_id_bytes, id_kind, string_id_problems,
                          to_string_array)
 
 #: Largest accepted external vertex id (ids are stored as int64).
@@ -171,7 +171,7 @@ class EdgeBatch:
         BatchFormatError
             For mismatched lengths, non-integer, negative or too large integer ids; for empty,
             too long or non-UTF-8 string ids, and for ids mixing the two kinds
-            (:class:`~streamrank.vertex_ids.IdError`, with its ``reason``).
+            (:class:`~streamrank.ids.kinds.IdError`, with its ``reason``).
         """
         max_id_bytes = check_max_id_bytes(max_id_bytes)
         kind_s, src = _ids_of(src, xp)

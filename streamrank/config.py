@@ -8,7 +8,7 @@ from .errors import InvalidArgumentError
 
 #: Rank update algorithms (docs/ARCHITECTURE.md, "Rank contract"). ``warm``: the standard-form
 #: power iteration warm-started from the previous ranks; ``auto``: per batch DF-P or warm sweeps
-#: (:mod:`streamrank.auto_policy`).
+#: (:mod:`streamrank.rank.auto_policy`).
 ALGORITHMS = ("static", "nd", "dt", "df", "dfp", "warm", "auto")
 DANGLING_MODES = ("uniform", "self-loop")
 DTYPES = ("float64", "float32")

@@ -15,18 +15,18 @@ import numpy as np
 
 from .backend import Backend, resolve_backend
 from .batch import EdgeBatch
-from .changes import AppliedChanges
-from .auto_policy import AutoPolicy
+from .store.changes import AppliedChanges
+from .rank.auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
 from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
-from .published_ranks import published_ranks
-from .result import RankResult
-from .string_ids import StringIdMap
-from .vertex_ids import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
+from .rank.published import published_ranks
+from .rank.result import RankResult
+from .ids.strings import StringIdMap
+from .ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
 
 
 #: A small GPU batch runs with one host wait (graph and rank updates queued back to back,
-#: :mod:`streamrank.gpu_step`); STREAMRANK_ONE_SYNC=0 applies every batch as two synchronized steps.
+#: :mod:`streamrank.rank.gpu.step`); STREAMRANK_ONE_SYNC=0 applies every batch as two synchronized steps.
 ONE_SYNC = os.environ.get("STREAMRANK_ONE_SYNC", "1") != "0"
 
 
@@ -44,7 +44,7 @@ class StepResult:
         place by the next batch); copy it to keep it.
     graph_ms, rank_ms : float
         Wall time of the graph update and of the rank update (device work included). A small
-        GPU batch runs both with one host wait (:mod:`streamrank.gpu_step`): then ``graph_ms``
+        GPU batch runs both with one host wait (:mod:`streamrank.rank.gpu.step`): then ``graph_ms``
         is the time until the graph update had finished on the device (CUDA events) plus its
         bookkeeping (the store up to date on the host), and ``rank_ms`` the rest of the batch's
         wall time, which includes the store's upkeep for the next batch (room reserved ahead,
@@ -66,10 +66,12 @@ def _modules(backend: Backend):
     """``(graph store class, rank module, rank keyword arguments)`` of a backend: the CPU rank
     code takes a workspace that lives as long as the engine."""
     if backend.is_gpu:
-        from . import graph_gpu, pagerank_gpu
+        from .store import gpu as graph_gpu
+        from .rank.gpu import pagerank as pagerank_gpu
 
         return graph_gpu.GpuGraph, pagerank_gpu, {}
-    from . import graph, pagerank_cpu
+    from .store import cpu as graph
+    from .rank.cpu import pagerank as pagerank_cpu
 
     return graph.CpuGraph, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace()}
 
@@ -82,11 +84,11 @@ class Engine:
     device : {"auto", "cpu", "gpu"} or Backend
     algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
         Rank update used by :meth:`apply`. Default ``"auto"``: per batch DF-P or warm sweeps
-        (:mod:`streamrank.auto_policy`); ``step.rank.algorithm`` records what ran.
+        (:mod:`streamrank.rank.auto_policy`); ``step.rank.algorithm`` records what ran.
     config : RankConfig
     id_type : {"auto", "int", "string"}
-        Kind of the external vertex ids (:mod:`streamrank.vertex_ids`); ``"auto"``: fixed by the
-        first edges. A batch of the other kind is refused (:class:`~streamrank.vertex_ids.IdError`,
+        Kind of the external vertex ids (:mod:`streamrank.ids.kinds`); ``"auto"``: fixed by the
+        first edges. A batch of the other kind is refused (:class:`~streamrank.ids.kinds.IdError`,
         reason ``mixed_id_types``), never coerced.
     max_id_bytes : int
         Longest string id accepted by :meth:`load_edges` (UTF-8 bytes, default 1 KiB).
@@ -96,7 +98,7 @@ class Engine:
 
     Notes
     -----
-    String ids are encoded to integer codes by the engine's :class:`~streamrank.string_ids.StringIdMap`
+    String ids are encoded to integer codes by the engine's :class:`~streamrank.ids.strings.StringIdMap`
     (:attr:`string_ids`) before a batch reaches the graph store, whose id map then sees only
     integers; :meth:`ranks`, :meth:`top_k` and :meth:`edges_external` map back to the strings.
     The dictionary is part of :meth:`state`.
@@ -121,7 +123,7 @@ class Engine:
         self.policy = AutoPolicy() if self.algorithm == "auto" else None
         self._stepper = None
         if self.backend.is_gpu and ONE_SYNC:
-            from .gpu_step import OneSyncStepper
+            from .rank.gpu.step import OneSyncStepper
 
             self._stepper = OneSyncStepper(self.backend.xp)
 
@@ -281,7 +283,7 @@ class Engine:
         return StepResult(self.seq, changes, res, graph_ms, rank_ms)
 
     def _one_sync_eligible(self, batch: EdgeBatch) -> bool:
-        """Whether the batch runs with one host wait (:mod:`streamrank.gpu_step`): GPU, a small
+        """Whether the batch runs with one host wait (:mod:`streamrank.rank.gpu.step`): GPU, a small
         batch, DF/DF-P, or ``auto`` choosing DF-P whatever the batch's applied size."""
         stepper = self._stepper
         if stepper is None:
@@ -303,7 +305,7 @@ class Engine:
     def ranks(self):
         """``(external_ids, p)`` as host NumPy arrays by internal id; ``p`` sums to 1.
 
-        ``p`` is :func:`~streamrank.published_ranks.published_ranks` of the iterate: ``x / sum(x)``
+        ``p`` is :func:`~streamrank.rank.published.published_ranks` of the iterate: ``x / sum(x)``
         in uniform mode; in self-loop mode the vertices without in-edges at their exact rank and
         the others scaled to the rest of the mass. ``external_ids`` is int64 for integer ids and
         an object array of ``str`` for string ids.
@@ -314,7 +316,7 @@ class Engine:
 
     def top_k(self, k: int):
         """``(external_ids, p)`` of the ``k`` best vertices, descending."""
-        from .metrics import top_k as _top
+        from .oracle.metrics import top_k as _top
 
         if int(k) < 1:
             raise InvalidArgumentError(f"k must be >= 1, got {k}")

@@ -313,7 +313,7 @@ def oracle_error(ck, events) -> float:
     ext = np.asarray(st["external"])
     got = set(zip(ext[st["src"]].tolist(), ext[st["dst"]].tolist()))
     assert got == final_edges(events)
-    from streamrank.oracle import scipy_pagerank
+    from streamrank.oracle.static import scipy_pagerank
 
     ids, p = ck.ranks
     assert np.array_equal(ids, ext)

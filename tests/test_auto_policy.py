@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamrank.auto_policy import AutoPolicy
+from streamrank.rank.auto_policy import AutoPolicy
 from streamrank.errors import InvalidArgumentError
 
 N = 1000  # vertices

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from connectors.batch_decode import decode_values
 from connectors.fetch import FetchedRecords, fetch_items
 from connectors.records import RecordError, encode_arrow, encode_json, parse_message
-from streamrank.vertex_ids import IdError, IdTypeLock
+from streamrank.ids.kinds import IdError, IdTypeLock
 from test_batch_decode import _list, assert_like_per_message
 
 MAX_BYTES = 4000  # Arrow messages fit

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from streamrank.batch import EdgeBatch
-from streamrank.checkpoint import MANIFEST, list_checkpoints, load_latest, read_checkpoint, save_checkpoint
+from streamrank.checkpoints.full import MANIFEST, list_checkpoints, load_latest, read_checkpoint, save_checkpoint
 from streamrank.engine import Engine
 from streamrank.errors import CheckpointError
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
-from streamrank.recovery import restore_latest
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.checkpoints.recovery import restore_latest
 
 DATA = Path(__file__).parent / "data" / "checkpoints_0_1_0"
 

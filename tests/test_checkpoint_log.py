@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from streamrank.batch import EdgeBatch
-from streamrank.checkpoint_log import BatchLog, LoggedBatch, encode_frame, read_log
+from streamrank.checkpoints.log import BatchLog, LoggedBatch, encode_frame, read_log
 from streamrank.daemon.checkpoints import CheckpointStage
 from streamrank.engine import Engine
-from streamrank.recovery import list_logs, load_latest_state, restore_latest
+from streamrank.checkpoints.recovery import list_logs, load_latest_state, restore_latest
 
 
 def random_batches(seed, count, size, num_vertices):

@@ -1,4 +1,4 @@
-"""The software prefetch of the CPU kernels (streamrank.cpu_kernels.prefetch): it compiles for the
+"""The software prefetch of the CPU kernels (streamrank.kernels.cpu.prefetch): it compiles for the
 arrays the sparse step prefetches from and changes no value."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from numba import njit
 from numba.core.errors import TypingError
 
-from streamrank.cpu_kernels.prefetch import prefetch
+from streamrank.kernels.cpu.prefetch import prefetch
 
 
 @njit

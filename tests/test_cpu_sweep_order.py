@@ -8,16 +8,16 @@ import pytest
 
 from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
-from streamrank.cpu_kernels import common as kernel_common
-from streamrank.cpu_kernels import frontier_order, sweep_order
-from streamrank.cpu_kernels.common import CHUNK, block_size
-from streamrank.cpu_kernels.sweeps import gs_iterate
-from streamrank.cpu_threads import threads_set
-from streamrank.cpu_workspace import FrontierWorkspace
+from streamrank.kernels.cpu import common as kernel_common
+from streamrank.kernels.cpu import frontier_order, sweep_order
+from streamrank.kernels.cpu.common import CHUNK, block_size
+from streamrank.kernels.cpu.sweeps import gs_iterate
+from streamrank.rank.cpu.threads import threads_set
+from streamrank.rank.cpu.workspace import FrontierWorkspace
 from streamrank.errors import InvalidArgumentError
-from streamrank.graph import CpuGraph
-from streamrank.pagerank_cpu import static_pagerank, update_pagerank
-from streamrank.rmat import rmat_edges
+from streamrank.store.cpu import CpuGraph
+from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
+from streamrank.bench.rmat import rmat_edges
 
 
 def _expected_order(in_deg):
@@ -41,7 +41,7 @@ def test_layout_sorts_by_in_degree_and_new_vertices_go_last():
 
 
 def _expected_cuts(work, end, nb):
-    """cpu_kernels.sweep_order.cut_blocks in NumPy: block b starts at the first chunk boundary
+    """kernels.cpu.sweep_order.cut_blocks in NumPy: block b starts at the first chunk boundary
     where the work before it reaches b / nb of the work of ``[0, end)``."""
     before = np.concatenate([[0], np.cumsum(work[:end])])
     starts = [0]
@@ -52,7 +52,7 @@ def _expected_cuts(work, end, nb):
 
 
 def _expected_split_order(in_deg, out_deg, loops, block):
-    """The order and block starts of a graph of several blocks (cpu_kernels.sweep_order), in
+    """The order and block starts of a graph of several blocks (kernels.cpu.sweep_order), in
     NumPy: the last block takes the sinks, then the sources, then the fewest in-edges from others
     (ties by id), until it holds its share of the work (whole chunks before it); in it the sinks
     go last; the plain order within each group; the blocks before it cut at equal work."""

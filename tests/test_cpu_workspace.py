@@ -7,12 +7,12 @@ import pytest
 
 from streamrank.batch import EdgeBatch
 from streamrank.config import UPDATE_ORDERS, RankConfig
-from streamrank.cpu_workspace import FrontierWorkspace
-from streamrank.graph import CpuGraph
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
-from streamrank.pagerank_cpu import static_pagerank, update_pagerank
-from streamrank.rmat import rmat_edges
+from streamrank.rank.cpu.workspace import FrontierWorkspace
+from streamrank.store.cpu import CpuGraph
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
+from streamrank.bench.rmat import rmat_edges
 
 
 def _batches(seed, count, *, n_ids, size, deletions_from=None):
@@ -146,7 +146,7 @@ def test_workspace_type_is_checked():
 def test_thread_chooser_measures_both_then_takes_the_cheaper(monkeypatch):
     import numba
 
-    from streamrank import cpu_threads
+    from streamrank.rank.cpu import threads as cpu_threads
 
     monkeypatch.delenv(cpu_threads.ENV, raising=False)
     if numba.get_num_threads() < 2:
@@ -173,7 +173,7 @@ def test_thread_chooser_measures_both_then_takes_the_cheaper(monkeypatch):
 def test_threads_set_restores_the_count():
     import numba
 
-    from streamrank.cpu_threads import threads_set
+    from streamrank.rank.cpu.threads import threads_set
 
     before = numba.get_num_threads()
     with threads_set(1) as n:

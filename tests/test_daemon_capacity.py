@@ -16,9 +16,9 @@ import numpy as np
 from streamrank.daemon.config import load_config
 from streamrank.daemon.loop import EXIT_GRAPH_CAPACITY, Daemon
 from streamrank.daemon.signals import ShutdownFlag
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
-from streamrank.recovery import restore_latest
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.checkpoints.recovery import restore_latest
 
 
 def _run(tmp_path, **overrides) -> tuple:

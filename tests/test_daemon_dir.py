@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from kafka_broker import DaemonProcess, check_restored, l1, lineage, make_events, oracle_error, ranks_by_id
 
-from streamrank.recovery import load_latest_state as load_latest
+from streamrank.checkpoints.recovery import load_latest_state as load_latest
 
 _rng = np.random.default_rng(9)
 SNAP_EVENTS = [(int(a), int(b), True) for a, b in _rng.integers(0, 200, size=(100, 2))]  # SNAP text: inserts only

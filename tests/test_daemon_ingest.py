@@ -10,7 +10,7 @@ import pytest
 from streamrank.daemon.ingest import Ingest
 from streamrank.daemon.metrics import DaemonMetrics
 from streamrank.daemon.signals import ShutdownFlag
-from streamrank.vertex_ids import IdTypeLock
+from streamrank.ids.kinds import IdTypeLock
 
 
 class FakeFetch(list):

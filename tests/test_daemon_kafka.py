@@ -21,7 +21,7 @@ from kafka_broker import (Broker, DaemonProcess, batches_from_lineage, check_res
 
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
-from streamrank.recovery import load_latest_state as load_latest
+from streamrank.checkpoints.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
 

@@ -15,7 +15,7 @@ from streamrank.daemon.checkpoint_worker import CheckpointWorker
 from streamrank.daemon.checkpoints import CheckpointStage
 from streamrank.engine import Engine
 from streamrank.errors import CheckpointError
-from streamrank.recovery import restore_latest
+from streamrank.checkpoints.recovery import restore_latest
 
 
 def run_of(n_messages: int, per_message: int, first_pos: int = 0) -> EdgeRun:

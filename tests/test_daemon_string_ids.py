@@ -22,11 +22,11 @@ from kafka_broker import (DaemonProcess, batches_from_lineage, check_restored, k
 from connectors.kafka_clients import confluent_available
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
-from streamrank.recovery import load_latest_state as load_latest
+from streamrank.checkpoints.recovery import load_latest_state as load_latest
 from streamrank.cli import main as cli_main
 from streamrank.engine import Engine
 from streamrank.config import RankConfig
-from streamrank.oracle import scipy_pagerank
+from streamrank.oracle.static import scipy_pagerank
 
 PARTITIONS = 3
 
@@ -47,7 +47,7 @@ def int_ranks(ids, p) -> dict:
 
 def string_oracle_error(ck, events) -> float:
     """The checkpoint's graph is the edge set ``events`` leave (by name); L1 of its ranks to the oracle."""
-    from streamrank.string_ids import StringIdMap
+    from streamrank.ids.strings import StringIdMap
 
     st = ck.engine_state
     assert st["id_type"] == "string"
@@ -310,9 +310,9 @@ def test_ppr_and_query_on_a_string_checkpoint(dir_clean, tmp_path, capsys):
     res = json.loads(out.read_text())["results"][0]
     assert res["seeds"] == [seed] and all(isinstance(v, str) for v, _ in res["top_k"])
     # the same query on the integer graph of the same edges
-    from streamrank.graph import CpuGraph
+    from streamrank.store.cpu import CpuGraph
     from streamrank.ppr import personalized_pagerank
-    from streamrank.string_ids import StringIdMap
+    from streamrank.ids.strings import StringIdMap
 
     st = dir_clean["ckpt"].engine_state
     names = StringIdMap.from_state(st).decode(np.asarray(st["external"]))

@@ -39,7 +39,7 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
 
     monkeypatch.setattr(Engine, "apply", recording_apply)
     if device == "gpu":
-        from streamrank.kernels import loader
+        from streamrank.kernels.cuda import loader
 
         load = loader.load_module
 
@@ -48,7 +48,7 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
             return load(filename, *a, **kw)
 
         monkeypatch.setattr(loader, "load_module", recording_load)
-        from streamrank.rank_gpu import frontier_loop
+        from streamrank.rank.gpu import frontier_loop
 
         loop_kernel = frontier_loop._loop_kernel  # cached per process: a test before may have built it
 
@@ -57,7 +57,7 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
             return loop_kernel(*a)
 
         monkeypatch.setattr(frontier_loop, "_loop_kernel", recording_loop_kernel)
-        from streamrank.graph_gpu import GpuGraph
+        from streamrank.store.gpu import GpuGraph
 
         compact = GpuGraph.compact
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from streamrank.backend import Backend
-from streamrank.device_memory import DeviceMemory, DeviceMemoryTracker, check_fits, read_device_memory
+from streamrank.store.memory import DeviceMemory, DeviceMemoryTracker, check_fits, read_device_memory
 from streamrank.errors import GraphCapacityError, InvalidArgumentError
 
 GIB = 1 << 30

@@ -1,4 +1,4 @@
-"""The fused small-batch update kernel (kernels/graph_fast_update.cu), run on the host.
+"""The fused small-batch update kernel (kernels/cuda/graph_fast_update.cu), run on the host.
 
 The real CUDA source is compiled with g++ against a host emulation of the intrinsics it uses
 (tests/cuda_emu/cuda_host.h: one block of real threads, barriers for __syncthreads and the warp
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from streamrank.batch import EdgeBatch
-from streamrank.graph import CpuGraph
+from streamrank.store.cpu import CpuGraph
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ def lib(tmp_path_factory):
         pytest.skip("no g++ to build the host emulation of the kernel")
     out = tmp_path_factory.mktemp("cuda_emu") / "libfastemu.so"
     cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-Wno-unknown-pragmas",
-           f"-I{ROOT / 'streamrank' / 'kernels'}", str(ROOT / "tests" / "cuda_emu" / "fast_update_host.cpp"),
+           f"-I{ROOT / 'streamrank' / 'kernels' / 'cuda'}", str(ROOT / "tests" / "cuda_emu" / "fast_update_host.cpp"),
            "-o", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0 and "barrier" in res.stderr:

@@ -8,7 +8,7 @@ import pytest
 from streamrank.bench import parse_graph_spec
 from streamrank.cli import main
 from streamrank.errors import InvalidArgumentError
-from streamrank.rmat import rmat_edges
+from streamrank.bench.rmat import rmat_edges
 
 
 def test_rmat_on_the_host_is_simple_and_skewed():

@@ -1,4 +1,4 @@
-"""CUDA graph captures (streamrank/gpu_batch_graph.py) against Python's cyclic garbage collector.
+"""CUDA graph captures (streamrank/rank/gpu/capture.py) against Python's cyclic garbage collector.
 
 A collection during a capture would finalize unreachable CUDA objects (another engine's captured
 graphs) in the capturing thread, whose destroy calls a capturing thread may not make
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from streamrank.gpu_batch_graph import capture_graph
+from streamrank.rank.gpu.capture import capture_graph
 
 
 @pytest.fixture

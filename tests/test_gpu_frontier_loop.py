@@ -1,4 +1,4 @@
-"""The DF/DF-P loop as one cooperative launch (kernels/frontier_loop.cu) against the launch
+"""The DF/DF-P loop as one cooperative launch (kernels/cuda/frontier_loop.cu) against the launch
 sequence of pagerank.cu: same iterations, same per-iteration frontiers, same ranks; also when
 the loop hands a grown frontier over to the sequence, and against the SciPy oracle."""
 
@@ -10,8 +10,8 @@ import pytest
 from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
 
 pytestmark = pytest.mark.gpu
 
@@ -40,7 +40,7 @@ def _apply_random_batch(cp, gg, rng, k: int):
 
 
 def _run(pagerank_gpu, monkeypatch, gg, ch, x, algorithm, cfg, *, loop, handover=None):
-    from streamrank.rank_gpu import frontier_loop
+    from streamrank.rank.gpu import frontier_loop
 
     monkeypatch.setattr(frontier_loop, "_LOOP", loop)
     if handover is not None:
@@ -81,9 +81,9 @@ def _later_handover(affected, grid: int, first: int):
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("handover", [None, 1e-9, "later"])
 def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, handover):
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import frontier_loop
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
+    from streamrank.store.gpu import GpuGraph
 
     handed = _record_handovers(monkeypatch, frontier_loop)
     later = []  # the iteration counts after which a "later" hand-over happened
@@ -138,9 +138,9 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
                                         ("_LOOP_ARGS_SHARED", 0), ("_LOOP_ARGS_SHARED", 3)])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_loop_knob_settings_match_launch_sequence(cp, monkeypatch, knob, value, dangling):
-    from streamrank import pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
-    from streamrank.rank_gpu import frontier_loop
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
+    from streamrank.rank.gpu import frontier_loop
 
     monkeypatch.setattr(frontier_loop, knob, value)
     grid = frontier_loop._loop_kernel("float64", int(dangling == "self-loop"), 2)[1]
@@ -172,9 +172,9 @@ def test_frontier_stamps_across_the_epoch_limit(cp, monkeypatch, dangling):
     """The loop's frontier stamps (loop_marking.cuh) near the top of their 32-bit range and after
     the epoch starts again (stamps zeroed): the same iterations, frontiers and ranks as the launch
     sequence in every batch."""
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import frontier_loop
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(zlib.crc32(f"epoch/{dangling}".encode()))
     s, d = _edges(rng, n=1500, m=9000, hubs=3)
@@ -204,8 +204,8 @@ def test_frontier_stamps_across_the_epoch_limit(cp, monkeypatch, dangling):
 
 
 def test_loop_stops_at_max_iter(cp, monkeypatch):
-    from streamrank import pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(7)
     s, d = _edges(rng, n=500, m=3000, hubs=2)
@@ -225,9 +225,9 @@ def test_loop_stops_at_max_iter(cp, monkeypatch):
 def test_in_place_loop_meets_the_oracle(cp, monkeypatch, dangling, handover):
     """STREAMRANK_LOOP_IN_PLACE: one contribution buffer (asynchronous relaxation), also after a
     hand-over to the launch sequence: the same fixed point as the Jacobi loop."""
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import frontier_loop
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(zlib.crc32(f"in-place/{dangling}/{handover}".encode()))
     s, d = _edges(rng)
@@ -252,9 +252,9 @@ def test_in_place_loop_meets_the_oracle(cp, monkeypatch, dangling, handover):
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_auto_switches_to_warm_sweeps_when_the_frontier_floods(cp, monkeypatch, dangling):
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import frontier_loop
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(11)
     s, d = _edges(rng)

@@ -5,7 +5,7 @@ import pytest
 
 from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
-from streamrank.graph import CpuGraph
+from streamrank.store.cpu import CpuGraph
 
 pytestmark = pytest.mark.gpu
 
@@ -51,7 +51,7 @@ def _assert_same(gg, cg):
 
 
 def test_from_edges_matches_cpu(cp):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(1)
     s, d = _random_graph(rng, 400, 3000)
@@ -60,7 +60,7 @@ def test_from_edges_matches_cpu(cp):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_batches_match_cpu(cp, seed):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(seed)
     s, d = _random_graph(rng, 300, 2000)
@@ -92,7 +92,7 @@ def test_random_batches_match_cpu(cp, seed):
 
 
 def test_empty_graph_grows_by_batches(cp):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     gg, cg = GpuGraph(), CpuGraph()
     rng = np.random.default_rng(5)
@@ -105,7 +105,7 @@ def test_empty_graph_grows_by_batches(cp):
 
 
 def test_has_edges(cp):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     g = GpuGraph.from_edges(np.array([0, 0, 1]), np.array([1, 2, 2]))
     got = _host(g.has_edges(cp.asarray([0, 0, 1, 2, 5]), cp.asarray([1, 2, 0, 2, 1])))
@@ -113,7 +113,7 @@ def test_has_edges(cp):
 
 
 def test_rmat_on_device(cp):
-    from streamrank.rmat import rmat_edges
+    from streamrank.bench.rmat import rmat_edges
 
     s, d = rmat_edges(12, 8, seed=3, xp=cp)
     assert s.dtype == cp.int64 and int((s == d).sum()) == 0
@@ -128,8 +128,8 @@ def test_rmat_on_device(cp):
 def test_hub_lists_above_the_block_threshold(cp, fast):
     """Deletions from lists longer than BIG_LIST: the fast kernel's block-wide compaction, and
     the slow path's grid-wide deletion (fast path off), down to a hub list deleted whole."""
-    from streamrank.graph_gpu import GpuGraph
-    from streamrank.graph_gpu_lists import BIG_LIST as _BIG_LIST
+    from streamrank.store.gpu import GpuGraph
+    from streamrank.store.gpu_lists import BIG_LIST as _BIG_LIST
 
     rng = np.random.default_rng(11)
     k = _BIG_LIST + 1500
@@ -161,7 +161,7 @@ def test_hub_lists_above_the_block_threshold(cp, fast):
 
 # ---------------------------------------------------------------------- the fast path
 def _settings(on=True, **kw):
-    from streamrank.graph_gpu_fast import FastUpdate
+    from streamrank.store.gpu_fast import FastUpdate
 
     return FastUpdate(enabled=on, **kw)
 
@@ -203,7 +203,7 @@ def _messy_batch(rng, cg, k, n_ids, big_ids=True):
 @pytest.mark.parametrize("on", [True, False])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fast_path_random_batches_match_cpu(cp, on, seed):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(100 + seed)
     s, d = _random_graph(rng, 300, 2000)
@@ -223,7 +223,7 @@ def test_fast_path_random_batches_match_cpu(cp, on, seed):
 def test_fast_path_new_vertices_mid_stream(cp):
     """New ids in first-appearance order: as dst first, both endpoints of one edge, self-loops,
     after a deletion of the same unknown id (which creates no vertex)."""
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     gg, cg = GpuGraph(fast_update=_settings()), CpuGraph()
     batches = [
@@ -243,7 +243,7 @@ def test_fast_path_new_vertices_mid_stream(cp):
 def test_fast_path_hub_lists(cp, on):
     """Deletions and insertions on lists far above the block threshold (the block-wide commit),
     relocation of a hub into the tail, and in-lists of hubs."""
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(12)
     k = 20000
@@ -270,7 +270,7 @@ def test_fast_path_hub_lists(cp, on):
 
 def test_fast_path_relocates_overflowing_lists(cp):
     """A vertex whose list outgrows its capacity moves into the reserved tail, in the kernel."""
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(4)
     s, d = rng.integers(0, 200, 1500), rng.integers(0, 200, 1500)
@@ -289,7 +289,7 @@ def test_fast_path_relocates_overflowing_lists(cp):
 def test_fast_path_tail_overflow_falls_back(cp, slot_room):
     """A hub relocation larger than the reserved tail: the kernel writes nothing, the slow path
     applies the batch with the same result."""
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(8)
     k = 40000
@@ -306,8 +306,8 @@ def test_fast_path_tail_overflow_falls_back(cp, slot_room):
 
 
 def test_fast_path_id_map_and_vertex_room_overflow_falls_back(cp):
-    from streamrank.graph_gpu import GpuGraph
-    from streamrank.idmap_gpu import GpuIdMap
+    from streamrank.store.gpu import GpuGraph
+    from streamrank.ids.gpu import GpuIdMap
 
     rng = np.random.default_rng(9)
     s, d = rng.integers(0, 400, 3000), rng.integers(0, 400, 3000)
@@ -333,7 +333,7 @@ def test_fast_path_id_map_and_vertex_room_overflow_falls_back(cp):
 @pytest.mark.parametrize("cap", [2048, 300])
 def test_fast_path_cap(cp, cap):
     """A batch of exactly the cap takes the fast path; one edge more takes the slow path."""
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(cap)
     s, d = rng.integers(0, 3000, 8000), rng.integers(0, 3000, 8000)
@@ -346,7 +346,7 @@ def test_fast_path_cap(cp, cap):
 
 
 def test_fast_path_switch_and_profile(cp, monkeypatch):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     monkeypatch.setenv("STREAMRANK_FAST_UPDATE", "0")
     assert not GpuGraph().fast.enabled
@@ -360,8 +360,8 @@ def test_fast_path_switch_and_profile(cp, monkeypatch):
 
 
 def test_device_id_map_matches_host_map(cp):
-    from streamrank.idmap import IdMap
-    from streamrank.idmap_gpu import GpuIdMap
+    from streamrank.ids.cpu import IdMap
+    from streamrank.ids.gpu import GpuIdMap
 
     gm, hm = IdMap(cp), IdMap(np)
     assert isinstance(gm, GpuIdMap)
@@ -385,7 +385,7 @@ def test_device_id_map_matches_host_map(cp):
 @pytest.mark.parametrize("na,nb", [(0, 0), (1, 0), (0, 7), (31, 33), (4097, 100_000), (3_000_001, 5)])
 def test_count_flags_matches_numpy(cp, na, nb):
     """The slow path's sizing count (one kernel for every size) against NumPy's."""
-    from streamrank.graph_gpu_lists import count_flags
+    from streamrank.store.gpu_lists import count_flags
 
     rng = np.random.default_rng(na + nb)
     a, b = rng.random(na) < 0.3, rng.random(nb) < 0.9
@@ -399,8 +399,8 @@ def test_count_flags_matches_numpy(cp, na, nb):
 def test_large_batches_collapse_packed_or_by_lexsort(cp, big_ids):
     """Batches above PACKED_COLLAPSE_MIN collapse by packed keys when the ids fit 31 bits, by the
     lexsort otherwise (ids up to 2**40): both against the CPU store."""
-    from streamrank.graph_gpu import GpuGraph
-    from streamrank.graph_gpu_slow import PACKED_COLLAPSE_MIN
+    from streamrank.store.gpu import GpuGraph
+    from streamrank.store.gpu_slow import PACKED_COLLAPSE_MIN
 
     rng = np.random.default_rng(5)
     scale = 2**40 if big_ids else 1
@@ -415,8 +415,8 @@ def test_large_batches_collapse_packed_or_by_lexsort(cp, big_ids):
 def test_many_hub_lists_in_one_slow_batch(cp):
     """Deletions from many long lists in one slow-path batch (the grid-wide scan's chunks then
     cross from one list into the next), with insertions into the same lists."""
-    from streamrank.graph_gpu import GpuGraph
-    from streamrank.graph_gpu_lists import BIG_LIST
+    from streamrank.store.gpu import GpuGraph
+    from streamrank.store.gpu_lists import BIG_LIST
 
     rng = np.random.default_rng(12)
     hubs = np.arange(12, dtype=np.int64)

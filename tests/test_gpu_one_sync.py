@@ -1,4 +1,4 @@
-"""A small batch with one host wait (streamrank/gpu_step.py: the fast graph update and the
+"""A small batch with one host wait (streamrank/rank/gpu/step.py: the fast graph update and the
 cooperative DF/DF-P loop queued back to back, the loop reading the batch's sizes from the graph
 update's device counters) against the same engine in two synchronized steps
 (STREAMRANK_ONE_SYNC=0): the same changes, iterations, frontiers and ranks, batch after batch;
@@ -14,8 +14,8 @@ import pytest
 from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
 
 pytestmark = pytest.mark.gpu
 
@@ -48,7 +48,8 @@ def _batches(rng, s, d, n=3000):
 
 
 def _engine(monkeypatch, one_sync, algorithm, cfg, s, d, graphs=True, **kw):
-    from streamrank import engine as engine_mod, gpu_step
+    from streamrank import engine as engine_mod
+    from streamrank.rank.gpu import step as gpu_step
 
     monkeypatch.setattr(engine_mod, "ONE_SYNC", one_sync)
     monkeypatch.setattr(gpu_step, "CUDA_GRAPHS", graphs)
@@ -153,8 +154,9 @@ def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap, mapped):
     graph's bookkeeping overlapping the loop (the default) and after the one wait; with the
     staged batch read and the counters written by the kernel in mapped host memory (the default)
     and both copied."""
-    from streamrank import gpu_step, graph_gpu_fast
-    from streamrank.idmap_gpu import GpuIdMap
+    from streamrank.rank.gpu import step as gpu_step
+    from streamrank.store import gpu_fast as graph_gpu_fast
+    from streamrank.ids.gpu import GpuIdMap
 
     monkeypatch.setattr(gpu_step, "OVERLAP_BOOKKEEPING", overlap)
     monkeypatch.setattr(graph_gpu_fast, "MAPPED_COUNTERS", mapped)
@@ -192,11 +194,11 @@ def test_reserved_room_running_out(cp, monkeypatch, dangling, overlap, mapped):
 def test_hand_over_after_the_wait(cp, monkeypatch, algorithm, rehearse):
     """The loop hands a grown frontier over (to the launch sequence; ``auto``: to warm sweeps):
     the continuation runs after the batch's wait, with the vertex count then known. The host's
-    rehearsal after a long batch (streamrank/host_rehearsal.py) runs after every batch
+    rehearsal after a long batch (streamrank/rank/gpu/rehearsal.py) runs after every batch
     (``rehearse``) or after none: which batches are long depends on the machine (a cold kernel
     cache makes them long). ``auto``'s warm sweeps are compared within their tolerance's bound."""
-    from streamrank.rank_gpu import frontier_loop
-    from streamrank import host_rehearsal, pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
+    from streamrank.rank.gpu import rehearsal as host_rehearsal, pagerank as pagerank_gpu
 
     rng = np.random.default_rng(zlib.crc32(f"one-sync-handover/{algorithm}".encode()))
     s, d = _base(rng)
@@ -247,7 +249,7 @@ def test_string_ids_take_the_one_wait_path(cp, monkeypatch):
 def test_device_batches_are_queued_call_by_call(cp, monkeypatch, mapped):
     """A batch already on the device takes the one-wait path without the captured graphs (the
     counters mapped or copied)."""
-    from streamrank import graph_gpu_fast
+    from streamrank.store import gpu_fast as graph_gpu_fast
 
     monkeypatch.setattr(graph_gpu_fast, "MAPPED_COUNTERS", mapped)
     rng = np.random.default_rng(6)
@@ -282,7 +284,7 @@ def test_armed_launch_and_what_disarms_it(cp, monkeypatch, dangling):
         a_batch, b_batch = _mixed_batches(cp, rng, s, d, 800, k, new, fresh, device)
         _same_step(one.apply(a_batch), two.apply(b_batch), dangling)
 
-    from streamrank.idmap_gpu import GpuIdMap
+    from streamrank.ids.gpu import GpuIdMap
 
     fast = lambda: one.graph._fast  # noqa: E731
     step(20)
@@ -396,8 +398,8 @@ def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch, why):
     there (out of device memory) arms nothing and fails nothing, and an iterate over
     STREAMRANK_ARM_MAX_BYTES is not armed; the next batch packs its loop the usual way, with the
     same ranks as the two-step engine."""
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import frontier_loop
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
 
     def no_memory(*a, **kw):
         raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
@@ -420,12 +422,12 @@ def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch, why):
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_rehearsal_after_every_batch_changes_nothing(cp, monkeypatch, dangling):
-    """The host's rehearsal of the next batch's first steps (streamrank/host_rehearsal.py), forced
+    """The host's rehearsal of the next batch's first steps (streamrank/rank/gpu/rehearsal.py), forced
     after every one-wait batch: its staging copies land where the next armed launch writes its own
     edges, its checks and driver calls change nothing. Every step against the two-step engine, new
     vertices, deletions, a slow-path batch and a device batch in between, the end against the
     oracle."""
-    from streamrank import host_rehearsal
+    from streamrank.rank.gpu import rehearsal as host_rehearsal
 
     monkeypatch.setattr(host_rehearsal, "AFTER_MS", 0.0)
     rng = np.random.default_rng(zlib.crc32(f"one-sync-rehearsal/{dangling}".encode()))

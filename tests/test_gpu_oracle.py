@@ -5,14 +5,14 @@ import pytest
 
 from streamrank.backend import gpu_available
 from streamrank.engine import Engine
-from streamrank.oracle import oracle_name, oracle_pagerank
+from streamrank.oracle.static import oracle_name, oracle_pagerank
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
 def cugraph():
-    from streamrank.oracle_cugraph import cugraph_available
+    from streamrank.oracle.cugraph_static import cugraph_available
 
     if not gpu_available() or not cugraph_available():
         pytest.skip("pylibcugraph is not installed")
@@ -39,7 +39,7 @@ def test_dfp_on_gpu_checked_by_cugraph(cugraph):
     eng = Engine("gpu", "dfp")
     eng.load_edges(rng.integers(0, 5000, 40000), rng.integers(0, 5000, 40000))
     from streamrank.batch import EdgeBatch
-    from streamrank.metrics import error_report
+    from streamrank.oracle.metrics import error_report
 
     for _ in range(5):
         eng.apply(EdgeBatch.from_arrays(rng.integers(0, 5100, 200), rng.integers(0, 5100, 200)))

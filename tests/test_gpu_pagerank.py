@@ -8,9 +8,9 @@ import pytest
 from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.config import ALGORITHMS, RankConfig
-from streamrank.graph import CpuGraph
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
+from streamrank.store.cpu import CpuGraph
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
 
 pytestmark = pytest.mark.gpu
 
@@ -42,8 +42,9 @@ def _batch(rng, cg, k, n_ids):
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("switch", [64, 4])
 def test_static_matches_cpu_and_oracle(cp, dangling, switch):
-    from streamrank import pagerank_cpu, pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.cpu import pagerank as pagerank_cpu
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(2)
     s, d = _graph_edges(rng)
@@ -66,8 +67,9 @@ def test_static_matches_cpu_and_oracle(cp, dangling, switch):
 @pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_batch_sequence_matches_cpu(cp, algorithm, dangling):
-    from streamrank import pagerank_cpu, pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.cpu import pagerank as pagerank_cpu
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(zlib.crc32(f"{algorithm}/{dangling}".encode()))
     s, d = _graph_edges(rng)
@@ -103,8 +105,8 @@ def test_batch_sequence_matches_cpu(cp, algorithm, dangling):
 
 
 def test_float32_and_small_switch(cp):
-    from streamrank import pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(9)
     s, d = _graph_edges(rng)
@@ -124,8 +126,9 @@ def test_float32_and_small_switch(cp):
 
 
 def test_empty_batch_and_new_vertices(cp):
-    from streamrank import pagerank_cpu, pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.cpu import pagerank as pagerank_cpu
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
 
     s, d = np.array([0, 1, 2]), np.array([1, 2, 0])
     gg, cg = GpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
@@ -144,7 +147,7 @@ def test_empty_batch_and_new_vertices(cp):
 
 
 def test_device_linf(cp):
-    from streamrank.pagerank_gpu import device_linf
+    from streamrank.rank.gpu.pagerank import device_linf
 
     rng = np.random.default_rng(0)
     a, b = rng.random(100_001), rng.random(100_001)
@@ -154,7 +157,7 @@ def test_device_linf(cp):
 
 
 def test_wrong_graph_type_raises(cp):
-    from streamrank import pagerank_gpu
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
     from streamrank.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError):

@@ -1,4 +1,4 @@
-"""The standard-form sweep kernels (kernels/sweep.cu) behind Static, warm and auto's warm part:
+"""The standard-form sweep kernels (kernels/cuda/sweep.cu) behind Static, warm and auto's warm part:
 every lane-group width, the older rank kernels, and float32 contributions, against the SciPy
 oracle and against each other."""
 
@@ -8,8 +8,8 @@ import pytest
 from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
 
 pytestmark = pytest.mark.gpu
 
@@ -26,7 +26,7 @@ def _edges(rng, n=5000, m=60000, hubs=5):
 
 @pytest.fixture(scope="module")
 def graph_and_batch(cp):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(7)
     s, d = _edges(rng)
@@ -41,7 +41,7 @@ def graph_and_batch(cp):
 
 
 def _fresh(cp, graph_and_batch):
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     gg0, bs, bd, ins = graph_and_batch
     s, d = (_host(a) for a in gg0.edges_external())
@@ -56,8 +56,8 @@ def test_sweep_variants_meet_the_oracle(cp, monkeypatch, graph_and_batch, dangli
     """big 40: the warp bucket empty and mid-degree vertices on the block path; 1: every vertex
     with an in-edge there. in_place: the warm sweeps in one contribution buffer (the default)
     or two (STREAMRANK_SWEEP_IN_PLACE=0)."""
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import sweeps
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import sweeps
 
     monkeypatch.setattr(sweeps, "_KERNEL", kernel)
     monkeypatch.setattr(sweeps, "_BIG", big)
@@ -81,7 +81,7 @@ def test_sweep_variants_meet_the_oracle(cp, monkeypatch, graph_and_batch, dangli
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_float32_contributions_reach_the_same_criterion(cp, graph_and_batch, dangling):
-    from streamrank import pagerank_gpu
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
 
     gg, batch = _fresh(cp, graph_and_batch)
     f64 = RankConfig(dangling=dangling, tol=1e-11)
@@ -105,8 +105,8 @@ def test_sweeps_cover_every_vertex_of_a_graph_past_one_grid_stride(cp, dangling)
     device (a vertex left out of a sweep shows as non-convergence or an L1 error). At tol 1e-10
     the L1 error here is 1.9e-7 (p is about 2.5e-6 everywhere, so the L-infinity test is loose
     per vertex); tol 1e-13 makes the check tight."""
-    from streamrank import pagerank_gpu
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.store.gpu import GpuGraph
 
     rng = np.random.default_rng(3)
     n, m = 400_000, 1_200_000

@@ -127,7 +127,7 @@ def test_arrow_round_trip():
 
 def test_fast_update_settings():
     from streamrank.errors import InvalidArgumentError
-    from streamrank.graph_gpu_fast import FAST_MAX_EDGES, FastUpdate
+    from streamrank.store.gpu_fast import FAST_MAX_EDGES, FastUpdate
 
     assert FastUpdate.from_env({}) == FastUpdate()
     off = FastUpdate.from_env({"STREAMRANK_FAST_UPDATE": "0", "STREAMRANK_FAST_UPDATE_MAX": "100"})
@@ -143,9 +143,9 @@ def test_fast_update_settings():
 
 
 def test_rehearsal_settings():
-    """STREAMRANK_REHEARSE_AFTER_MS (streamrank/host_rehearsal.py): a non-negative number of ms."""
+    """STREAMRANK_REHEARSE_AFTER_MS (streamrank/rank/gpu/rehearsal.py): a non-negative number of ms."""
     from streamrank.errors import InvalidArgumentError
-    from streamrank.host_rehearsal import _after_ms
+    from streamrank.rank.gpu.rehearsal import _after_ms
 
     assert _after_ms({}) == 2.0 and _after_ms({"STREAMRANK_REHEARSE_AFTER_MS": "0.5"}) == 0.5
     for bad in ("soon", "-1"):
@@ -195,7 +195,7 @@ def test_many_batches_relocate_and_compact_and_both_directions_agree(device):
 def test_compaction_recounts_the_room_the_update_needs():
     """A vertex that fits its old (relocated) room may not fit the room compaction gives it:
     the room the update takes is counted again after compacting (it once wrote past the array)."""
-    from streamrank.graph import _Side
+    from streamrank.store.cpu import _Side
 
     side = _Side(4)
     side.off[:], side.deg[:], side.cap[:] = [0, 100, 110, 115], [10, 2, 1, 1], [100, 10, 5, 5]
@@ -217,8 +217,8 @@ def test_compaction_recounts_the_room_the_update_needs():
 
 
 def test_host_id_map_against_a_dict_across_side_table_merges():
-    from streamrank import idmap as idmap_mod
-    from streamrank.idmap import IdMap
+    from streamrank.ids import cpu as idmap_mod
+    from streamrank.ids.cpu import IdMap
 
     rng = np.random.default_rng(12)
     m, ref = IdMap(np), {}
@@ -243,7 +243,7 @@ def test_host_id_map_against_a_dict_across_side_table_merges():
 def test_new_vertex_order_first_appearance_or_degree(device):
     """Up to DEGREE_ORDER_MIN new ids a batch numbers them by first appearance; a larger addition
     (a bulk load) by descending degree in the batch, ties by first appearance (id_plan)."""
-    from streamrank.id_plan import DEGREE_ORDER_MIN
+    from streamrank.ids.plan import DEGREE_ORDER_MIN
 
     g, be = _graph(device, [30, 10, 20], [10, 40, 10])  # distinct edges in (src, dst) order
     assert be.to_host(g.ids.external).tolist() == [10, 40, 20, 30]
@@ -271,7 +271,7 @@ def test_new_vertex_order_first_appearance_or_degree(device):
 def test_packed_collapse_equals_lexsort(device, seed):
     """collapse_last_op by one stable sort of packed keys gives the lexsort's result exactly
     (last op per pair, sorted by (src, dst), duplicates counted), on both array modules."""
-    from streamrank.normalize import collapse_last_op
+    from streamrank.store.normalize import collapse_last_op
 
     from streamrank.backend import to_host as _host
 
@@ -289,7 +289,7 @@ def test_packed_collapse_equals_lexsort(device, seed):
 
 
 def test_section_changes_slice_their_buffer_on_first_use():
-    from streamrank.changes import AppliedChanges, SectionChanges
+    from streamrank.store.changes import AppliedChanges, SectionChanges
 
     m = 5  # the fused kernel's layout: ins_src, ins_dst, del_src, del_dst at 0, m, 2m, 3m
     buf = np.arange(4 * m, dtype=np.int64)

@@ -1,11 +1,11 @@
-"""The store's compiled plan of a small batch (cpu_kernels.batch_plan) against the NumPy plan."""
+"""The store's compiled plan of a small batch (kernels.cpu.batch_plan) against the NumPy plan."""
 
 import numpy as np
 import pytest
 
 from streamrank import EdgeBatch
-from streamrank.cpu_kernels import batch_plan
-from streamrank.graph import CpuGraph
+from streamrank.kernels.cpu import batch_plan
+from streamrank.store.cpu import CpuGraph
 
 
 def _graph(rng, n_ids=60, m=150):
@@ -58,7 +58,7 @@ def test_apply_small_and_large_batches_agree():
 
 
 def test_max_edges_stays_in_first_appearance_numbering():
-    from streamrank.id_plan import DEGREE_ORDER_MIN
+    from streamrank.ids.plan import DEGREE_ORDER_MIN
 
     assert 2 * batch_plan.MAX_EDGES <= DEGREE_ORDER_MIN
 
@@ -77,7 +77,7 @@ def test_insert_sorted_matches_np_insert():
 
 
 def test_sorted_sides_match_lexsort():
-    from streamrank.graph import _sorted_pairs
+    from streamrank.store.cpu import _sorted_pairs
 
     rng = np.random.default_rng(2)
     for size in (0, 1, 7, 300):

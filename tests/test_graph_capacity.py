@@ -10,9 +10,9 @@ import pytest
 from streamrank.batch import EdgeBatch
 from streamrank.engine import Engine
 from streamrank.errors import GraphCapacityError, StreamrankError
-from streamrank.graph import CpuGraph
-from streamrank.oracle import oracle_pagerank
-from streamrank.metrics import l1_error
+from streamrank.store.cpu import CpuGraph
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.oracle.metrics import l1_error
 
 
 def _host(a):
@@ -28,7 +28,7 @@ def _base(seed=0, n=800, m=5000):
 
 def _store(device, s, d):
     if device == "gpu":
-        from streamrank.graph_gpu import GpuGraph
+        from streamrank.store.gpu import GpuGraph
 
         return GpuGraph.from_edges(s, d)
     return CpuGraph.from_edges(s, d)
@@ -133,8 +133,8 @@ def test_engine_keeps_graph_and_ranks_after_a_refused_batch(device, id_type):
 @pytest.mark.gpu
 def test_gpu_store_refuses_growth_past_free_device_memory(cp, monkeypatch):
     """With no limit set, the free device memory (as read) decides; nothing changes."""
-    from streamrank import device_memory
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store import memory as device_memory
+    from streamrank.store.gpu import GpuGraph
 
     g = GpuGraph.from_edges(*_base())
     before = _snapshot(g)
@@ -154,7 +154,7 @@ def test_gpu_store_refuses_growth_past_free_device_memory(cp, monkeypatch):
 def test_gpu_small_batches_apply_at_the_limit(cp):
     """At a limit with no room to grow, batches that fit the room reserved ahead (the fast path)
     still apply, the store agrees with the CPU store, and it does not pass the limit."""
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     s, d = _base(2)
     g = GpuGraph.from_edges(s, d)
@@ -174,7 +174,7 @@ def test_gpu_small_batches_apply_at_the_limit(cp):
 def test_cpu_side_plans_predict_the_growth_the_update_does(monkeypatch):
     """The CPU store checks the bytes of a batch from its plan: the plan must predict exactly how
     long each neighbour array becomes (compactions included), on random batches with hubs."""
-    from streamrank.graph import _Side
+    from streamrank.store.cpu import _Side
 
     seen = {"updates": 0, "compactions": 0, "grown": 0}
     apply_update = _Side.update

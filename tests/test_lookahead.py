@@ -1,5 +1,5 @@
 """DF/DF-P in uniform mode read an in-neighbour of out-degree 1 one step ahead (Jacobi order:
-cpu_kernels/common.py ``lookahead``, the GPU's ``sr::in_value`` in kernels/rank_common.cuh).
+kernels/cpu/common.py ``lookahead``, the GPU's ``sr::in_value`` in kernels/cuda/rank_common.cuh).
 
 The first two iterates after a batch are computed here by hand from an arbitrary previous
 iterate (not a converged one, so that the lookahead changes the values by O(1)) and compared
@@ -12,10 +12,10 @@ import pytest
 from streamrank.backend import to_host as _host
 from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
-from streamrank.cpu_kernels.common import LOOK_MAX_IN
-from streamrank.graph import CpuGraph
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
+from streamrank.kernels.cpu.common import LOOK_MAX_IN
+from streamrank.store.cpu import CpuGraph
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
 
 ALPHA = 0.85
 ENGINES = ["cpu", pytest.param("gpu-loop", marks=pytest.mark.gpu), pytest.param("gpu-sequence", marks=pytest.mark.gpu)]
@@ -40,20 +40,20 @@ def _base_edges():
 def _graph(engine, s, d):
     if engine == "cpu":
         return CpuGraph.from_edges(s, d)
-    from streamrank.graph_gpu import GpuGraph
+    from streamrank.store.gpu import GpuGraph
 
     return GpuGraph.from_edges(s, d)
 
 
 def _update(engine, monkeypatch, g, ch, x, algorithm, cfg):
     if engine == "cpu":
-        from streamrank import pagerank_cpu
+        from streamrank.rank.cpu import pagerank as pagerank_cpu
 
         return pagerank_cpu.update_pagerank(algorithm, g, ch, x, config=cfg)
     import cupy
 
-    from streamrank import pagerank_gpu
-    from streamrank.rank_gpu import frontier_loop
+    from streamrank.rank.gpu import pagerank as pagerank_gpu
+    from streamrank.rank.gpu import frontier_loop
 
     monkeypatch.setattr(frontier_loop, "_LOOP", engine == "gpu-loop")
     return pagerank_gpu.update_pagerank(algorithm, g, ch, cupy.asarray(x), config=cfg)
@@ -150,7 +150,7 @@ def test_converges_to_the_oracle_with_the_cpu_iterations(engine, monkeypatch):
     g = _graph(engine, s, d)
     cg = CpuGraph.from_edges(s, d)
     cfg = RankConfig(dangling="uniform", update_order="jacobi", tol=1e-12)
-    from streamrank import pagerank_cpu
+    from streamrank.rank.cpu import pagerank as pagerank_cpu
 
     x = pagerank_cpu.static_pagerank(cg, config=cfg).x
     xc = x.copy()

@@ -1,4 +1,4 @@
-"""The cooperative loop's compile settings (streamrank/rank_gpu/frontier_loop.py), checked before
+"""The cooperative loop's compile settings (streamrank/rank/gpu/frontier_loop.py), checked before
 anything is compiled: they run without a GPU."""
 
 import os
@@ -6,7 +6,7 @@ import os
 import pytest
 
 from streamrank.errors import InvalidArgumentError
-from streamrank.rank_gpu import frontier_loop
+from streamrank.rank.gpu import frontier_loop
 
 
 def test_min_blocks_setting():

@@ -10,8 +10,8 @@ from streamrank.batch import EdgeBatch
 from streamrank.config import ALGORITHMS, UPDATE_ORDERS, RankConfig
 from streamrank.engine import Engine
 from streamrank.errors import InvalidArgumentError
-from streamrank.metrics import l1_error, linf_error, topk_precision
-from streamrank.oracle import oracle_pagerank, scipy_pagerank
+from streamrank.oracle.metrics import l1_error, linf_error, topk_precision
+from streamrank.oracle.static import oracle_pagerank, scipy_pagerank
 
 ALPHA = 0.85
 DYNAMIC = [a for a in ALGORITHMS if a != "static"]

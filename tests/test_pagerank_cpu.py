@@ -7,17 +7,17 @@ import numba
 import numpy as np
 import pytest
 
-from streamrank import pagerank_cpu
+from streamrank.rank.cpu import pagerank as pagerank_cpu
 from streamrank.batch import EdgeBatch
 from streamrank.config import ALGORITHMS, UPDATE_ORDERS, RankConfig
-from streamrank.cpu_workspace import FrontierWorkspace
-from streamrank.graph import CpuGraph
-from streamrank.cpu_kernels import common as kernel_common
-from streamrank.cpu_kernels.common import GS_BLOCK, PARALLEL_EDGES
+from streamrank.rank.cpu.workspace import FrontierWorkspace
+from streamrank.store.cpu import CpuGraph
+from streamrank.kernels.cpu import common as kernel_common
+from streamrank.kernels.cpu.common import GS_BLOCK, PARALLEL_EDGES
 from streamrank.engine import Engine
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
-from streamrank.rmat import rmat_edges
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.bench.rmat import rmat_edges
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ ORDER_IDS = ["jacobi", "gauss-seidel", "gauss-seidel-blocks"]
 @pytest.fixture(params=ORDERS, ids=ORDER_IDS)
 def order(request, monkeypatch):
     """The update order; the block size is set where the CPU engine reads it and where the store's
-    layout cuts its sweep order (cpu_kernels.sweep_order: the last block's vertices chosen)."""
+    layout cuts its sweep order (kernels.cpu.sweep_order: the last block's vertices chosen)."""
     name, block = request.param
     monkeypatch.setattr(pagerank_cpu, "GS_BLOCK", block)
     monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
@@ -114,7 +114,7 @@ def test_gauss_seidel_needs_fewer_iterations_on_slow_closed_classes():
     Jacobi shrinks their error by alpha per iteration; Gauss-Seidel solves the first in one update
     (its self-loop divided out) and squares the rate of the second (newly marked vertices first).
     Jacobi's DF-P in uniform mode reads an out-degree-1 in-neighbour one step ahead
-    (cpu_kernels.common.lookahead): the 2-cycle closes at Gauss-Seidel's rate there too."""
+    (kernels.cpu.common.lookahead): the 2-cycle closes at Gauss-Seidel's rate there too."""
     rng = np.random.default_rng(8)
     s, d = rng.integers(0, 300, 1500), rng.integers(0, 300, 1500)
     g = {o: CpuGraph.from_edges(s, d) for o in UPDATE_ORDERS}

@@ -8,7 +8,7 @@ import pytest
 
 from streamrank.backend import gpu_available, to_host
 from streamrank.errors import InvalidArgumentError
-from streamrank.graph import CpuGraph
+from streamrank.store.cpu import CpuGraph
 from streamrank.ppr import DeviceGraphView, personalized_pagerank, personalized_pagerank_batch, topk_precision
 
 BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
@@ -20,7 +20,7 @@ def _on(graph, backend):
     if backend == "cpu":
         return graph
     try:
-        from streamrank.graph_gpu import GpuGraph
+        from streamrank.store.gpu import GpuGraph
 
         s, d = graph.edges_external()
         return GpuGraph.from_edges(s, d)
@@ -211,7 +211,7 @@ def test_ppr_cli_on_a_checkpoint_directory(tmp_path, capsys):
 
     import networkx as nx
 
-    from streamrank.checkpoint import save_checkpoint
+    from streamrank.checkpoints.full import save_checkpoint
     from streamrank.cli import main
     from streamrank.engine import Engine
 
@@ -264,8 +264,8 @@ def test_truncated_power_within_its_bound(graph_case, backend, dangling, dtype):
 
 
 def _rmat_pair(scale):
-    from streamrank.graph_gpu import GpuGraph
-    from streamrank.rmat import rmat_edges
+    from streamrank.store.gpu import GpuGraph
+    from streamrank.bench.rmat import rmat_edges
 
     s, d = rmat_edges(scale, 16, seed=5)
     return CpuGraph.from_edges(s, d), GpuGraph.from_edges(s, d)
@@ -400,7 +400,7 @@ def test_gpu_batch_power_equals_single_queries(dangling):
 def test_gpu_power_matches_cugraph_personalized_pagerank():
     """Exact power against pylibcugraph's personalized PageRank (where it is installed), in the
     dangling mode cuGraph uses (rank of dangling vertices back to the personalization)."""
-    from streamrank.oracle_cugraph import (build_cugraph_graph, cugraph_available,
+    from streamrank.oracle.cugraph_static import (build_cugraph_graph, cugraph_available,
                                            personalized_pagerank_on)
 
     if not cugraph_available():

@@ -1,4 +1,4 @@
-"""The ranks the engine publishes (streamrank/published_ranks.py): in self-loop mode the vertices
+"""The ranks the engine publishes (streamrank/rank/published.py): in self-loop mode the vertices
 without in-edges at their exact rank and the rest scaled to the remaining mass; in uniform mode
 ``x / sum(x)``. Checked against the SciPy float64 oracle on the bundled CollegeMsg, padded with
 isolated vertices as the published protocol pads sx-mathoverflow, on both backends."""
@@ -14,9 +14,9 @@ from streamrank.bench.temporal import _read_lines
 from streamrank.config import RankConfig
 from streamrank.engine import Engine
 from streamrank.errors import InvalidArgumentError
-from streamrank.metrics import l1_error
-from streamrank.oracle import oracle_pagerank
-from streamrank.published_ranks import published_ranks
+from streamrank.oracle.metrics import l1_error
+from streamrank.oracle.static import oracle_pagerank
+from streamrank.rank.published import published_ranks
 
 DATA = Path(__file__).resolve().parents[1] / "streamrank" / "data" / "CollegeMsg.txt.gz"
 ALPHA = 0.85

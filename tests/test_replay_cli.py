@@ -11,7 +11,7 @@ import pytest
 
 from streamrank.cli import main
 from streamrank.config import ALGORITHMS
-from streamrank.replay import BUNDLED_GRAPH
+from streamrank.replay.run import BUNDLED_GRAPH
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,11 +73,11 @@ def test_replay_networkx_baseline(tmp_path, capsys):
 def test_networkx_tol_bounds_the_l1_error():
     import networkx as nx
 
-    from streamrank.baseline import networkx_tol
-    from streamrank.graph import CpuGraph
-    from streamrank.metrics import l1_error
-    from streamrank.oracle import oracle_pagerank
-    from streamrank.rmat import rmat_edges
+    from streamrank.replay.baseline import networkx_tol
+    from streamrank.store.cpu import CpuGraph
+    from streamrank.oracle.metrics import l1_error
+    from streamrank.oracle.static import oracle_pagerank
+    from streamrank.bench.rmat import rmat_edges
 
     s, d = rmat_edges(11, 8, seed=1)
     g = CpuGraph.from_edges(s, d)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from streamrank.replay import BUNDLED_GRAPH, read_stream, replay
+from streamrank.replay.run import BUNDLED_GRAPH, read_stream, replay
 
 REPO = Path(__file__).resolve().parents[1]
 

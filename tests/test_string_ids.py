@@ -14,8 +14,8 @@ from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
 from streamrank.engine import Engine
 from streamrank.errors import BatchFormatError, CheckpointError, InvalidArgumentError, StreamrankError
-from streamrank.string_ids import StringIdMap, pack_strings, unpack_strings
-from streamrank.vertex_ids import IdError, IdTypeLock, string_id_problems
+from streamrank.ids.strings import StringIdMap, pack_strings, unpack_strings
+from streamrank.ids.kinds import IdError, IdTypeLock, string_id_problems
 
 REPO = Path(__file__).resolve().parents[1]
 COLLEGE_MSG = REPO / "streamrank" / "data" / "CollegeMsg.txt.gz"

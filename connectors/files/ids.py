@@ -1,4 +1,4 @@
-"""Vertex ids of one file: integers or strings (:mod:`streamrank.vertex_ids`), per line and per column.
+"""Vertex ids of one file: integers or strings (:mod:`streamrank.ids.kinds`), per line and per column.
 
 :class:`IdSpec` holds the file's id type (declared, or fixed in ``"auto"`` mode by the first data
 line, see each format's module) and the length limit, and parses ids for the line-by-line path
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamrank.vertex_ids import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, check_id_type, check_max_id_bytes,
+from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, check_id_type, check_max_id_bytes,
                                    check_string_id, mixed_error, string_id_problems, text_kind)
 
 from .fields import _parse_id

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from streamrank.batch import EdgeBatch
 from streamrank.errors import BatchFormatError, InvalidArgumentError, SourceError, StreamrankError
-from streamrank.vertex_ids import DEFAULT_MAX_ID_BYTES
+from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES
 
 from ..ordering import OrderStats, order_by_time
 from .csv_text import _csv_chunks
@@ -294,7 +294,7 @@ def open_edge_file(
     max_bad_kept : int, default 1000
         Most bad-line records kept in the report (the counts stay exact).
     id_type : {"auto", "int", "string"}, default "auto"
-        Vertex id type (:mod:`streamrank.vertex_ids`); ``"auto"`` detects it from the first data
+        Vertex id type (:mod:`streamrank.ids.kinds`); ``"auto"`` detects it from the first data
         line (Parquet: the column type). Ids of the other kind are bad lines (``mixed_id_types``).
     max_id_bytes : int, default 1024
         Longest string id in UTF-8 bytes; longer ones are bad lines (``id_too_long``).

@@ -38,7 +38,8 @@ def wrap_graph_update() -> None:
     ``"upkeep"`` the upkeep for the next batch after it (``GpuGraph.upkeep``, not in ``graph_ms``;
     builds before stop 28 do it inside ``finish_fast``), and the pieces inside them
     (:data:`GRAPH_PIECES`)."""
-    from streamrank import gpu_batch_graph, gpu_step, graph_gpu, graph_gpu_fast
+    from streamrank.rank.gpu import capture as gpu_batch_graph, step as gpu_step
+    from streamrank.store import gpu as graph_gpu, gpu_fast as graph_gpu_fast
 
     apply = gpu_step.OneSyncStepper.apply
 

@@ -8,8 +8,8 @@ import time
 
 import cupy as cp
 
-from streamrank.host_rehearsal import noop_graph
-from streamrank.host_rehearsal import noop_kernel as empty_kernel  # two pointer arguments, does nothing
+from streamrank.rank.gpu.rehearsal import noop_graph
+from streamrank.rank.gpu.rehearsal import noop_kernel as empty_kernel  # two pointer arguments, does nothing
 
 __all__ = ["empty_graph", "empty_kernel", "host_spin"]
 
@@ -17,7 +17,7 @@ __all__ = ["empty_graph", "empty_kernel", "host_spin"]
 def empty_graph(nodes: int = 4, then=None):
     """An executable graph of ``nodes`` launches of :func:`empty_kernel` and whatever ``then()``
     queues after them, captured on a non-blocking stream of its own
-    (:func:`streamrank.host_rehearsal.noop_graph`, the host's rehearsal's graph)."""
+    (:func:`streamrank.rank.gpu.rehearsal.noop_graph`, the host's rehearsal's graph)."""
     return noop_graph(cp, cp.cuda.Stream(non_blocking=True), nodes, then)
 
 

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from streamrank.bench.temporal import _read_lines
-from streamrank.rmat import rmat_edges
+from streamrank.bench.rmat import rmat_edges
 
 
 def sxmo_base():

@@ -32,7 +32,7 @@ from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.rmat import rmat_edges  # noqa: E402
+from streamrank.bench.rmat import rmat_edges  # noqa: E402
 
 
 def main() -> None:

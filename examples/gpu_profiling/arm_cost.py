@@ -18,12 +18,12 @@ import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _update_batches import random_batch, sxmo_base  # noqa: E402
-from streamrank import pagerank_gpu  # noqa: E402
+from streamrank.rank.gpu import pagerank as pagerank_gpu
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.bench.host_probe import host_probe_us  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.rank_gpu import frontier_loop, state  # noqa: E402
+from streamrank.rank.gpu import frontier_loop, state
 
 n_runs = int(os.environ.get("N", "300"))
 src, dst = sxmo_base()

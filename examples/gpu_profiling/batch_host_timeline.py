@@ -13,8 +13,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _clock import TIMES, wrap  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 from streamrank.batch import EdgeBatch
-from streamrank import pagerank_gpu, graph_gpu, graph_gpu_fast, engine as engm
-from streamrank.rank_gpu import frontier_loop as fl
+from streamrank.rank.gpu import pagerank as pagerank_gpu
+from streamrank.store import gpu as graph_gpu, gpu_fast as graph_gpu_fast
+from streamrank import engine as engm
+from streamrank.rank.gpu import frontier_loop as fl
 import cupy as cp
 
 replay = replay_from_env()

@@ -9,9 +9,9 @@ sys.path.insert(0, ".")
 import cupy as cp
 from streamrank.bench.inputs import load_base_edges, BatchMaker
 from streamrank.config import RankConfig
-from streamrank.graph_gpu import GpuGraph
-from streamrank import pagerank_gpu
-from streamrank.rank_gpu import iterations as itm, state as stm, frontier_loop as flm
+from streamrank.store.gpu import GpuGraph
+from streamrank.rank.gpu import pagerank as pagerank_gpu
+from streamrank.rank.gpu import iterations as itm, state as stm, frontier_loop as flm
 scale = int(sys.argv[1])
 s, d = load_base_edges({"kind": "rmat", "scale": scale, "edge_factor": 16}, xp=cp, seed=0)
 g = GpuGraph.from_edges(s, d)

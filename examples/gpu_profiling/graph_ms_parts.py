@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _clock import GRAPH_PIECES, TIMES, wrap_graph_update  # noqa: E402
 from _sxmo import sized_replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
-from streamrank import graph_gpu  # noqa: E402
+from streamrank.store import gpu as graph_gpu
 
 replay, sizes, batches = sized_replay_from_env("5,50,506", default_batches=80)  # 85 x 561 lines fit the file
 eng = replay.engine

@@ -46,7 +46,7 @@ parts = os.environ.get("PARTS", "0") != "0"
 if parts:
     import cupy as cp
     from _clock import GRAPH_PIECES, LAUNCH, TIMES, wrap, wrap_graph_update  # noqa: E402
-    from streamrank import graph_gpu_lists  # noqa: E402
+    from streamrank.store import gpu_lists as graph_gpu_lists
 
     wrap_graph_update()
     wrap(graph_gpu_lists.Direction, "reserve", "reserve")

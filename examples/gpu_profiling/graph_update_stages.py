@@ -11,8 +11,8 @@ elements. GPU only. For an A/B, run it alternately with PYTHONPATH at two checko
 import sys, time
 import numpy as np
 import cupy as cp
-from streamrank.rmat import rmat_edges
-from streamrank.graph_gpu import GpuGraph
+from streamrank.bench.rmat import rmat_edges
+from streamrank.store.gpu import GpuGraph
 from streamrank.batch import EdgeBatch
 from streamrank.backend import to_host
 

@@ -9,7 +9,7 @@ import cupy as cp
 import numpy as np
 
 src = open(os.path.join(os.path.dirname(__file__), "grid_barrier_cost.cu")).read()
-from streamrank.kernels.loader import KERNEL_DIR  # noqa: E402  (common.cuh's folder)
+from streamrank.kernels.cuda.loader import KERNEL_DIR  # noqa: E402  (common.cuh's folder)
 
 mod = cp.RawModule(code=src, options=("-std=c++17", f"-I{KERNEL_DIR}"), backend="nvrtc",
                    enable_cooperative_groups=True)

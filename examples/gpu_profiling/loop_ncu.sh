@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nsight Compute on one launch of the frontier loop (kernels/frontier_loop.cu) during the
+# Nsight Compute on one launch of the frontier loop (kernels/cuda/frontier_loop.cu) during the
 # sx-mathoverflow replay of loop_phases.py: throughput against the device's peaks, memory traffic
 # by level, warp stalls, occupancy. Usage (repository root, GPU machine with ncu):
 #   OUT=dir DANGLING=self-loop SIZE=50 SKIP=10 bash examples/gpu_profiling/loop_ncu.sh

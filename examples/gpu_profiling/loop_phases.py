@@ -14,7 +14,7 @@ sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _overhead import FIT_BELOW, bins, fit_fixed_cost  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
-from streamrank.rank_gpu import frontier_loop as fl
+from streamrank.rank.gpu import frontier_loop as fl
 import cupy as cp
 
 replay = replay_from_env()

@@ -1,6 +1,6 @@
 """Where an iteration of the frontier loop spends its time, warp by warp (docs/GPU.md, stop 25):
 the loop compiled with its trace (``STREAMRANK_LOOP_TRACE=1``, layout in
-``streamrank/rank_gpu/frontier_loop.py``) on the sx-mathoverflow replay of loop_phases.py. For the
+``streamrank/rank/gpu/frontier_loop.py``) on the sx-mathoverflow replay of loop_phases.py. For the
 iterations of each frontier-size bin it prints, as medians over those iterations: the list sizes,
 the iteration's time to its barrier, when the warps' large-list work, small-list work and copies
 end (median warp and slowest warp), and what the slowest warp did (its block's large vertices,
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _overhead import bins  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
-from streamrank.rank_gpu import frontier_loop as fl  # noqa: E402
+from streamrank.rank.gpu import frontier_loop as fl
 
 replay = replay_from_env()
 eng, dang, size = replay.engine, replay.dangling, replay.size

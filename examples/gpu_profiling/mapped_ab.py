@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _sxmo import sized_replay_from_env  # noqa: E402
-from streamrank import graph_gpu_fast  # noqa: E402
+from streamrank.store import gpu_fast as graph_gpu_fast
 import cupy as cp  # noqa: E402
 
 FLAG = os.environ.get("FLAG", "MAPPED_COUNTERS")

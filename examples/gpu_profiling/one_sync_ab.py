@@ -1,4 +1,4 @@
-"""One wait per batch (streamrank/gpu_step.py), replayed from captured CUDA graphs or queued call by
+"""One wait per batch (streamrank/rank/gpu/step.py), replayed from captured CUDA graphs or queued call by
 call, against two synchronized steps, on the same replay in one process: blocks of batches
 alternate between the three (``Engine._stepper`` swapped), so clock drift and the graph's growth
 fall on all alike. Then, with clock wrappers, where
@@ -21,8 +21,11 @@ from _sxmo import replay_from_env  # noqa: E402
 
 import cupy as cp  # noqa: E402
 
-from streamrank import engine as engm, gpu_batch_graph, gpu_step, graph_gpu, graph_gpu_fast, pagerank_gpu  # noqa: E402
-from streamrank.rank_gpu import frontier_loop as fl  # noqa: E402
+from streamrank import engine as engm
+from streamrank.rank.gpu import capture as gpu_batch_graph, step as gpu_step
+from streamrank.store import gpu as graph_gpu, gpu_fast as graph_gpu_fast
+from streamrank.rank.gpu import pagerank as pagerank_gpu
+from streamrank.rank.gpu import frontier_loop as fl
 
 replay = replay_from_env()
 eng, size = replay.engine, replay.size

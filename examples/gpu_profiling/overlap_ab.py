@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _sxmo import sized_replay_from_env  # noqa: E402
-from streamrank import gpu_step  # noqa: E402
+from streamrank.rank.gpu import step as gpu_step
 
 replay, sizes, batches = sized_replay_from_env("5,50,506", per_batch=2)  # two settings per round
 eng = replay.engine

@@ -1,4 +1,4 @@
-"""The host's rehearsal after a long batch (streamrank/host_rehearsal.py), on and off, in one engine
+"""The host's rehearsal after a long batch (streamrank/rank/gpu/rehearsal.py), on and off, in one engine
 (docs/GPU.md, "Stop 36"). GPU only.
 
 One engine per graph (DF-P, ``DANGLING`` mode, default uniform) takes batches of ``SIZES`` edges
@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _update_batches import graphs, random_batch  # noqa: E402
-from streamrank import host_rehearsal  # noqa: E402
+from streamrank.rank.gpu import rehearsal as host_rehearsal
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402

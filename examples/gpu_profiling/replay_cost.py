@@ -29,12 +29,13 @@ sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _probe_graph import empty_graph  # noqa: E402
 from _update_batches import random_batch, sxmo_base  # noqa: E402
-from streamrank import gpu_batch_graph, graph_gpu_fast  # noqa: E402
+from streamrank.rank.gpu import capture as gpu_batch_graph
+from streamrank.store import gpu_fast as graph_gpu_fast
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.bench.host_probe import fixed_host_work_us  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
-from streamrank.rank_gpu import frontier_loop  # noqa: E402
+from streamrank.rank.gpu import frontier_loop
 
 size, batches = int(os.environ.get("SIZE", "1000")), int(os.environ.get("BATCHES", "60"))
 gap_s = float(os.environ.get("GAP_MS", "5")) / 1e3

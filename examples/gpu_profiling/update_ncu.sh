@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nsight Compute on the fused graph update's first kernel (fast_update_hdr, kernels/graph_fast_update.cu)
+# Nsight Compute on the fused graph update's first kernel (fast_update_hdr, kernels/cuda/graph_fast_update.cu)
 # during graph_update_scale.py's random batches: warp stalls sampled per source line, so that the
 # steps' time can be read line by line. Usage (repository root, GPU machine with ncu):
 #   OUT=dir SIZE=1000 GRAPHS=sxmo bash examples/gpu_profiling/update_ncu.sh

@@ -11,8 +11,8 @@ from streamrank.backend import resolve_backend
 from streamrank.bench.inputs import load_base_edges
 from streamrank.bench.sweep_bytes import measure_sweeps
 from streamrank.config import RankConfig
-from streamrank.graph_gpu import GpuGraph
-from streamrank import pagerank_gpu
+from streamrank.store.gpu import GpuGraph
+from streamrank.rank.gpu import pagerank as pagerank_gpu
 b = resolve_backend("gpu")
 scale = int(sys.argv[1])
 s, d = load_base_edges({"kind": "rmat", "scale": scale, "edge_factor": 16}, xp=cp, seed=0)
@@ -20,7 +20,7 @@ n = int(max(int(s.max()), int(d.max()))) + 1
 outd = cp.bincount(s, minlength=n); ind = cp.bincount(d, minlength=n)
 print("max in", int(ind.max()), "max out", int(outd.max()), "n", n, "e", s.shape[0])
 cfg = RankConfig()
-from streamrank import id_plan
+from streamrank.ids import plan as id_plan
 store_rule = id_plan.DEGREE_ORDER_MIN
 id_plan.DEGREE_ORDER_MIN = 2**62  # the store's own degree order off: the orders below are what is measured
 def run(name, s2, d2):

@@ -19,11 +19,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 from test_gpu_one_sync import _base, _batches, _engine, _warm_bound  # noqa: E402 (the test's own)
-from streamrank import host_rehearsal, pagerank_gpu  # noqa: E402
+from streamrank.rank.gpu import rehearsal as host_rehearsal, pagerank as pagerank_gpu
 from streamrank.backend import to_host  # noqa: E402
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
-from streamrank.rank_gpu import frontier_loop  # noqa: E402
+from streamrank.rank.gpu import frontier_loop
 
 
 def main() -> None:

@@ -62,12 +62,12 @@ def oracle_fn(backend, cfg, *, cugraph: bool):
     """The benches' float64 oracle as ``(graph -> host ranks, name)``: cuGraph where ``cugraph``,
     else a cuSPARSE power iteration on the GPU, else SciPy."""
     if cugraph:
-        from ..oracle_cugraph import cugraph_pagerank
+        from ..oracle.cugraph_static import cugraph_pagerank
 
         return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
     if backend.is_gpu:
         return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
-    from ..oracle import oracle_pagerank
+    from ..oracle.static import oracle_pagerank
 
     return lambda g: oracle_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
 
@@ -87,7 +87,7 @@ def baseline_step(name, graph, p_prev, cfg, backend):
         t1 = time.perf_counter()
         p, its = power.run(tol=cfg.tol, criterion="linf", p0=p0, max_iter=cfg.max_iter)
     else:
-        from ..oracle_cugraph import build_cugraph_graph, pagerank_on
+        from ..oracle.cugraph_static import build_cugraph_graph, pagerank_on
 
         s, d = graph.edges()
         handle, g = build_cugraph_graph(s, d, n, dangling=cfg.dangling, weight_dtype="float64")

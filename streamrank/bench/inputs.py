@@ -28,7 +28,7 @@ def parse_graph_spec(spec: str) -> dict:
 def load_base_edges(spec: dict, *, xp, seed: int):
     """Base edges ``(src, dst)`` (external ids, int64, on ``xp``)."""
     if spec["kind"] == "rmat":
-        from ..rmat import rmat_edges
+        from .rmat import rmat_edges
 
         return rmat_edges(spec["scale"], spec["edge_factor"], seed=seed, xp=xp)
     from connectors.files import read_edges

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..auto_policy import AutoPolicy
+from ..rank.auto_policy import AutoPolicy
 from ..backend import device_name, resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
-from ..device_memory import DeviceMemoryTracker
+from ..store.memory import DeviceMemoryTracker
 from ..errors import InvalidArgumentError
-from ..metrics import l1_error
-from ..published_ranks import published_ranks
+from ..oracle.metrics import l1_error
+from ..rank.published import published_ranks
 from .baselines import CusparsePower, baseline_step, oracle_fn
 from .inputs import BatchMaker, load_base_edges, parse_graph_spec
 
@@ -82,14 +82,14 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     xp = backend.xp
     cfg = opts.config
     if backend.is_gpu:
-        from .. import pagerank_gpu as rank
-        from ..graph_gpu import GpuGraph as Graph
+        from ..rank.gpu import pagerank as rank
+        from ..store.gpu import GpuGraph as Graph
 
         rank.compile_kernels(cfg.dtype)
     else:
-        from .. import pagerank_cpu as rank
-        from ..graph import CpuGraph as Graph
-    from ..oracle_cugraph import cugraph_available
+        from ..rank.cpu import pagerank as rank
+        from ..store.cpu import CpuGraph as Graph
+    from ..oracle.cugraph_static import cugraph_available
 
     spec = parse_graph_spec(opts.graph)
     report = {"graph": dict(spec), "device": device_name(backend), "backend": backend.name,
@@ -150,7 +150,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
 
         report["sweeps"] = measure_sweeps(graph, cfg, backend, x0=res0.x, log=log)
     if use_cugraph:
-        from ..oracle_cugraph import build_cugraph_graph, pagerank_on
+        from ..oracle.cugraph_static import build_cugraph_graph, pagerank_on
 
         s, d = graph.edges()
         # float64 weights (ranks computed in float64): float32 at an L1 tolerance of 1e-6 fails

@@ -66,7 +66,7 @@ def measure_sweeps(graph, cfg: RankConfig, backend, *, x0=None, sweeps: int = 10
         ``{"copy_gb_s": float, "rows": [{"variant", "ms_per_sweep", "bytes_per_sweep",
         "gb_per_s", "share_of_copy"}, ...]}``
     """
-    from ..rank_gpu.sweeps import run_fixed_sweeps
+    from ..rank.gpu.sweeps import run_fixed_sweeps
 
     n, e = int(graph.num_vertices), int(graph.num_edges)
     copy = copy_bandwidth(backend)

@@ -21,7 +21,7 @@ update, each timed with a device synchronization at its end), and its L1 error i
 the float64 oracle of the graph after the batch (cuGraph where installed, else a cuSPARSE power
 iteration on the GPU, else SciPy), untimed, on the ranks the engine publishes (``Engine.ranks``:
 in self-loop mode the vertices without in-edges at their exact rank, the rest scaled to the
-remaining mass; :mod:`streamrank.published_ranks`). In self-loop mode the L1 error is also taken
+remaining mass; :mod:`streamrank.rank.published`). In self-loop mode the L1 error is also taken
 for two other forms of the same iterate: the reference's own, scaled by ``(1 - alpha) / n``
 without normalizing (``l1_unnormalized_median``, what the reference publishes), and the plain
 ``x / sum(x)`` (``l1_sum_normalized_median``, what streamrank published until stop 31). The
@@ -40,7 +40,7 @@ import numpy as np
 
 from ..config import RankConfig, check_algorithm
 from ..errors import InvalidArgumentError, SourceError
-from ..metrics import l1_error
+from ..oracle.metrics import l1_error
 
 DEFAULT_FRACTIONS = (1e-5, 1e-4, 1e-3)
 #: Lines of seed-dfp-bench's summary: fraction, method, batches, ms, iterations, error.
@@ -111,7 +111,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     """
     from ..backend import device_name, resolve_backend
     from ..engine import Engine
-    from ..oracle_cugraph import cugraph_available
+    from ..oracle.cugraph_static import cugraph_available
     from .baselines import oracle_fn
     from .host_probe import host_probe_us
 
@@ -151,7 +151,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
               "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle_name,
               "self_loop_lines_skipped": skip_loops, "reference": seed}
     if backend.is_gpu:
-        from .. import pagerank_gpu
+        from ..rank.gpu import pagerank as pagerank_gpu
 
         pagerank_gpu.compile_kernels(cfg.dtype)
 

@@ -152,10 +152,10 @@ def static_baselines(graph) -> dict:
     gpu = getattr(graph, "xp", np) is not np
     backend = resolve_backend("gpu" if gpu else "cpu")
     if gpu:
-        from .. import pagerank_gpu as rank
+        from ..rank.gpu import pagerank as rank
         from ..bench import CusparsePower
     else:
-        from .. import pagerank_cpu as rank
+        from ..rank.cpu import pagerank as rank
 
     def timed(fn):
         fn()
@@ -175,7 +175,7 @@ def static_baselines(graph) -> dict:
         (_, its), ms = timed(lambda: power.run(tol=cfg.tol, criterion="linf", max_iter=cfg.max_iter))
         out["cusparse_static"] = {"ms": ms, "iterations": int(its), "tol": cfg.tol}
         del power
-        from ..oracle_cugraph import build_cugraph_graph, cugraph_available, pagerank_on
+        from ..oracle.cugraph_static import build_cugraph_graph, cugraph_available, pagerank_on
 
         if cugraph_available():  # float32, cuGraph's own L1 criterion: what a cuGraph user runs
             s, d = graph.edges()

@@ -6,7 +6,7 @@ import dataclasses
 import json
 
 from ..errors import InvalidArgumentError
-from ..vertex_ids import ID_TYPES
+from ..ids.kinds import ID_TYPES
 
 HELP = "personalized PageRank (top-k) of seed vertices on an edge file, checkpoint dir or rmat:S[:EF]"
 

@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 
 def load_ranks(checkpoint_dir: str):
     """``(ids, p, restored)`` of the latest state: full checkpoint + logged batches replayed on the CPU
-    (:func:`streamrank.recovery.restore_latest`).
+    (:func:`streamrank.checkpoints.recovery.restore_latest`).
 
     Raises
     ------
@@ -28,7 +28,7 @@ def load_ranks(checkpoint_dir: str):
         When there is no readable checkpoint.
     """
     from ..errors import CheckpointError
-    from ..recovery import restore_latest
+    from ..checkpoints.recovery import restore_latest
 
     r = restore_latest(checkpoint_dir, device="cpu")
     if r is None:

@@ -9,7 +9,7 @@ from ..backend import DEVICES
 from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, UPDATE_ORDERS, RankConfig
 from ..errors import InvalidArgumentError
 from ..table import format_table
-from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
+from ..ids.kinds import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
 
 HELP = "replay a file of timestamped edges (default: the bundled CollegeMsg graph) and report ranks, time and error"
 
@@ -69,7 +69,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..replay import BUNDLED_GRAPH, read_stream, replay
+    from ..replay.run import BUNDLED_GRAPH, read_stream, replay
 
     path = args.path or str(BUNDLED_GRAPH)
     algorithms = list(ALGORITHMS) if args.algorithm == "all" else [args.algorithm]
@@ -126,7 +126,7 @@ def run(args) -> int:
         pq.write_table(pa.table({"vertex": vertex_column(ids), "rank": p}), args.ranks_out)
         print(f"wrote {args.ranks_out}")
     if args.plot:
-        from ..plots import plot_replay
+        from ..replay.plots import plot_replay
 
         plot_replay(report, args.plot)
         print(f"wrote {args.plot}")

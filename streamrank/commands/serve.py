@@ -10,7 +10,7 @@ from connectors.kafka_sink import PUBLISH_FORMATS
 
 from ..backend import DEVICES
 from ..daemon.config import WARM_UP_MODES
-from ..vertex_ids import ID_TYPES
+from ..ids.kinds import ID_TYPES
 
 HELP = "run the streaming daemon: Kafka (or a directory of edge files) in, ranks out, with checkpoints"
 

@@ -2,9 +2,9 @@
 
 Every checkpoint makes the state up to the current batch durable together with the source
 positions. Most are *incremental*: one frame appended to the batch log of the last full
-checkpoint (:mod:`streamrank.checkpoint_log`), holding the batches applied since the previous
+checkpoint (:mod:`streamrank.checkpoints.log`), holding the batches applied since the previous
 checkpoint, so their cost follows what changed. A *full* checkpoint (the whole engine state,
-:func:`streamrank.checkpoint.save_checkpoint`) is written
+:func:`streamrank.checkpoints.full.save_checkpoint`) is written
 
 - at the first checkpoint of a lineage without a usable log (fresh start, base graph),
 - after the ranks were replaced outside a batch (a drift correction),
@@ -13,7 +13,7 @@ checkpoint, so their cost follows what changed. A *full* checkpoint (the whole e
 
 Before a full checkpoint the pending batches are appended to the current log as well, so logs
 chain: an unreadable newest full checkpoint is replaced by an older one plus the logs
-(:func:`streamrank.recovery.restore_latest`).
+(:func:`streamrank.checkpoints.recovery.restore_latest`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..checkpoint import list_checkpoints, save_checkpoint
-from ..checkpoint_log import BatchLog, LoggedBatch, list_logs, log_path
-from ..recovery import Restored, restore_latest
-from ..vertex_ids import DEFAULT_MAX_ID_BYTES, to_string_array
+from ..checkpoints.full import list_checkpoints, save_checkpoint
+from ..checkpoints.log import BatchLog, LoggedBatch, list_logs, log_path
+from ..checkpoints.recovery import Restored, restore_latest
+from ..ids.kinds import DEFAULT_MAX_ID_BYTES, to_string_array
 
 log = logging.getLogger("streamrank.daemon")
 

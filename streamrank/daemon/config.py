@@ -19,7 +19,7 @@ from connectors.kafka_sink import PUBLISH_FORMATS
 
 from ..config import ALGORITHMS, RankConfig
 from ..errors import InvalidArgumentError
-from ..vertex_ids import DEFAULT_MAX_ID_BYTES, ID_TYPES
+from ..ids.kinds import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
 ENV_PREFIX = "STREAMRANK_"
 #: ``--warm-up``: ``auto`` warms the engine's kernels up on the GPU only, ``on`` on every device,

@@ -1,7 +1,7 @@
 """Drift guard: compare the engine's ranks with a static recompute, off the hot path.
 
 Every ``every`` batches the loop hands a snapshot (edge list, vertex count, ranks) to a worker
-thread, which computes the oracle (:func:`streamrank.oracle.scipy_pagerank`, float64) and the L1
+thread, which computes the oracle (:func:`streamrank.oracle.static.scipy_pagerank`, float64) and the L1
 distance. The loop picks the result up at a later batch boundary, logs and exports it, and when
 it exceeds ``bound`` replaces the engine's ranks with a static recompute of the *current* graph
 (:meth:`Engine.recompute`), so that no batch applied in the meantime is lost.
@@ -73,7 +73,7 @@ class DriftGuard:
     def _work(self, seq, src, dst, n, p):
         import time
 
-        from ..oracle import scipy_pagerank
+        from ..oracle.static import scipy_pagerank
 
         t0 = time.perf_counter()
         try:

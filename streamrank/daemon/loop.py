@@ -32,10 +32,10 @@ import time
 import numpy as np
 
 from ..batch import EdgeBatch
-from ..checkpoint import MANIFEST
+from ..checkpoints.full import MANIFEST
 from ..engine import Engine
 from ..errors import GraphCapacityError, SourceError, StreamrankError
-from ..vertex_ids import IdTypeLock, concat_ids, id_kind, to_string_array
+from ..ids.kinds import IdTypeLock, concat_ids, id_kind, to_string_array
 from .batching import BatchWindow
 from .checkpoint_worker import CheckpointWorker
 from .checkpoints import CheckpointStage

@@ -1,6 +1,6 @@
 """Personalized PageRank on the live graph (issue 5; semantics and methods in docs/PPR.md).
 
->>> from streamrank.graph import CpuGraph
+>>> from streamrank.store.cpu import CpuGraph
 >>> from streamrank.ppr import personalized_pagerank
 >>> g = CpuGraph.from_edges([1, 2, 3, 3], [2, 3, 1, 4])
 >>> res = personalized_pagerank(g, 1, k=3)

@@ -16,7 +16,7 @@ Unit costs ``lambda1 : lambda2 : lambda3`` (normalized to ``lambda3 = 1``) are *
 at first use and cached per device: on the GPU by three micro-benchmark kernels
 (``ppr_push.cu``: random atomic adds with the chosen atomics scheme, random reads, sequential
 writes over a 128 MiB array), on the CPU by the compiled loops the CPU rounds run
-(scatter-add, gather, store; :mod:`streamrank.cpu_kernels.ppr`).
+(scatter-add, gather, store; :mod:`streamrank.kernels.cpu.ppr`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def unit_costs(backend: str, atomics: str = "native") -> dict:
 
 def _measure_cpu(n: int = 1 << 20, size: int = 1 << 22) -> tuple:
     """Per-item time of the compiled loops the CPU rounds run: scatter-add, gather, store."""
-    from ..cpu_kernels.ppr import gather_sum, scatter_add, store
+    from ..kernels.cpu.ppr import gather_sum, scatter_add, store
 
     rng = np.random.default_rng(0)
     a = np.zeros(size)

@@ -1,4 +1,4 @@
-"""Power iteration for many seed sets at once on the GPU (kernels in ``kernels/ppr_batch.cu``).
+"""Power iteration for many seed sets at once on the GPU (kernels in ``kernels/cuda/ppr_batch.cu``).
 
 The iterates of up to :data:`MAX_WIDTH` queries form a row-major ``|V| x W`` matrix in the
 snapshot's id space (``W`` the batch padded to a multiple of 32). A sweep reads each in-edge's

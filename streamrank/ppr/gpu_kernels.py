@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.loader import get_kernel
+from ..kernels.cuda.loader import get_kernel
 
 _CTYPE = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long", np.dtype(np.float32): "float",
           np.dtype(np.float64): "double"}

@@ -1,6 +1,6 @@
 """Forward push (two atomics schemes) and lock-free forward pull on the GPU.
 
-Kernels live in ``kernels/ppr_push.cu``. Work lists follow the frontier: the push kernel
+Kernels live in ``kernels/cuda/ppr_push.cu``. Work lists follow the frontier: the push kernel
 appends the vertices that reach the threshold to the next frontier queue (deduplicated by a
 flag), and the pull step builds its pulling set from the frontier's out-edges with a scan
 (``cumsum`` of the frontier's out-degrees), a last-writer-wins mark and a compaction. No step

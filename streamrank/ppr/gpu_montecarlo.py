@@ -1,4 +1,4 @@
-"""Complete-path Monte Carlo on the GPU (``kernels/ppr_montecarlo.cu``): one thread per walker."""
+"""Complete-path Monte Carlo on the GPU (``kernels/cuda/ppr_montecarlo.cu``): one thread per walker."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Power iteration on the GPU: the exact reference (kernels in ``kernels/ppr_power.cu``).
+"""Power iteration on the GPU: the exact reference (kernels in ``kernels/cuda/ppr_power.cu``).
 
 Two phases. While the support of ``p`` is small (the first iterations from a few seeds), an
 iteration pushes from the support along the store's out-edges (cost: the support's out-degree
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.loader import resident_blocks
+from ..kernels.cuda.loader import resident_blocks
 from ._graph import GraphArrays
 from .gpu_kernels import ctype, kernel
 from .snapshot import Snapshot, build_snapshot
@@ -126,7 +126,7 @@ def power_gpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     The dense phase queues :data:`CHUNK` iterations and then reads their changes at once (with
     ``tol <= 0``, a truncated run, it reads nothing until the end). On a small graph (a sweep
     of at most :data:`COOP_WAVES` resident grids) it runs instead as one cooperative launch
-    that iterates on the device (``kernels/ppr_power_coop.cu``); ``coop=False`` turns that
+    that iterates on the device (``kernels/cuda/ppr_power_coop.cu``); ``coop=False`` turns that
     off, ``coop=True`` requires it (for tests), None decides by size.
 
     Returns

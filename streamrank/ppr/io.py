@@ -1,6 +1,6 @@
 """Load the graph a PPR command queries: an edge file, a checkpoint directory, or ``rmat:S[:EF]``.
 
-A graph with string vertex ids comes with its :class:`~streamrank.string_ids.StringIdMap`: the
+A graph with string vertex ids comes with its :class:`~streamrank.ids.strings.StringIdMap`: the
 store's external ids are then the dictionary's integer codes, and the command maps seeds and
 results through it (:func:`load_graph_with_ids`).
 """
@@ -13,15 +13,15 @@ import pyarrow as pa
 
 from ..backend import resolve_backend
 from ..errors import InvalidArgumentError, SourceError
-from ..string_ids import StringIdMap
+from ..ids.strings import StringIdMap
 
 
 def _store(backend):
     if backend.is_gpu:
-        from ..graph_gpu import GpuGraph
+        from ..store.gpu import GpuGraph
 
         return GpuGraph
-    from ..graph import CpuGraph
+    from ..store.cpu import CpuGraph
 
     return CpuGraph
 
@@ -47,13 +47,13 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
             ef = int(parts[1]) if len(parts) > 1 else 16
         except (ValueError, IndexError) as exc:
             raise InvalidArgumentError(f"--graph rmat:SCALE[:EDGE_FACTOR], got {spec!r}") from exc
-        from ..rmat import rmat_edges
+        from ..bench.rmat import rmat_edges
 
         # generated where the store lives (on the GPU: seconds at scale 22 instead of minutes)
         s, d = rmat_edges(scale, ef, seed=0, xp=backend.xp)
         return cls.from_edges(s, d), {"graph": spec, "backend": backend.name, "reason": backend.reason}, None
     if os.path.isdir(spec):
-        from ..recovery import load_latest_state
+        from ..checkpoints.recovery import load_latest_state
 
         ck = load_latest_state(spec)  # full checkpoint + the batches logged after it
         if ck is None:
@@ -66,7 +66,7 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
     from connectors.files import read_edges
 
     from ..batch import EdgeBatch
-    from ..graph import CpuGraph
+    from ..store.cpu import CpuGraph
 
     table, _report = read_edges(spec, id_type=id_type)
     ids = None

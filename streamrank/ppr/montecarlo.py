@@ -1,4 +1,4 @@
-"""Complete-path Monte Carlo on the CPU (compiled walk loop, :func:`streamrank.cpu_kernels.ppr.walks`).
+"""Complete-path Monte Carlo on the CPU (compiled walk loop, :func:`streamrank.kernels.cpu.ppr.walks`).
 
 Each walk starts at a seed (drawn from the personalization), every vertex it visits is
 counted, and at each step it moves to a uniformly random out-neighbour with probability
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cpu_kernels.ppr import walks as _walks
+from ..kernels.cpu.ppr import walks as _walks
 from ._graph import GraphArrays
 
 

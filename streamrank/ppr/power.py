@@ -1,13 +1,13 @@
 """Power iteration (pull, synchronous) on the CPU: the exact reference of every method.
 
-The whole loop runs in one compiled call (:func:`streamrank.cpu_kernels.ppr.power_iterate`).
+The whole loop runs in one compiled call (:func:`streamrank.kernels.cpu.ppr.power_iterate`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..cpu_kernels.ppr import power_iterate
+from ..kernels.cpu.ppr import power_iterate
 from ._graph import GraphArrays
 
 

@@ -1,5 +1,5 @@
 """Forward push and lock-free forward pull rounds on the CPU (compiled, one call per round:
-:func:`streamrank.cpu_kernels.ppr.push_round` / :func:`~streamrank.cpu_kernels.ppr.pull_round`).
+:func:`streamrank.kernels.cpu.ppr.push_round` / :func:`~streamrank.kernels.cpu.ppr.pull_round`).
 
 Both rounds take the frontier ``F`` (vertices whose residual is at least
 ``eps * max(outdeg, 1)``), settle ``(1 - alpha) r[u]`` into ``p[u]`` and hand
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cpu_kernels.ppr import pull_round, push_round
+from ..kernels.cpu.ppr import pull_round, push_round
 from ._graph import GraphArrays
 
 

@@ -228,7 +228,7 @@ def top_k(xp, p, k: int, *, ids=None, external=None) -> TopK:
     a lower bound ``t`` of the k-th largest entry; only the entries ``>= t`` are sorted (on the
     host: there are about ``k`` of them). With fewer than ``k`` positive chunk maxima every
     positive entry is a candidate. On the GPU the maxima, ``t`` and the candidate rows (store
-    id, value, external id) come from three kernels in a row (``kernels/ppr_topk.cu``) and one
+    id, value, external id) come from three kernels in a row (``kernels/cuda/ppr_topk.cu``) and one
     copy brings them to the host.
     """
     n = int(p.shape[0])

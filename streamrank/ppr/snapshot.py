@@ -25,7 +25,7 @@ _MASK32 = (1 << 32) - 1
 
 @dataclass
 class SweepPlan:
-    """Vertices grouped by in-degree bucket for the pull sweep (``kernels/ppr_power.cu``).
+    """Vertices grouped by in-degree bucket for the pull sweep (``kernels/cuda/ppr_power.cu``).
 
     Buckets ``0 .. len(bounds) - 1`` give each vertex a group of ``2**b`` lanes, the next one a
     block per vertex, and the last one (in-degree above ``split``) several blocks per vertex,

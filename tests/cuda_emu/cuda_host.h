@@ -1,4 +1,4 @@
-// Host emulation of the CUDA features used by kernels/graph_fast_update.cu and kernels/idhash.cu,
+// Host emulation of the CUDA features used by kernels/cuda/graph_fast_update.cu and kernels/cuda/idhash.cu,
 // so that tests/test_fast_update_emulated.py can run the real kernel source on a machine without
 // a GPU: one block = real threads (std::thread), __syncthreads = a std::barrier over the block,
 // warp intrinsics = a barrier per warp with a slot per lane, atomics = GCC builtins. Threads run

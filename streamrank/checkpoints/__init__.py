@@ -1,0 +1,1 @@
+"""Checkpoints: atomic full checkpoints, the batch log between them, and recovery."""

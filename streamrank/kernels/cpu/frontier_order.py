@@ -1,0 +1,386 @@
+"""The Gauss-Seidel dense pass in the sweep order (Numba): a position-space mirror of the in-edges.
+
+A dense pass reads every in-edge, vertex after vertex. In id order its cost is not the edges but
+the vertices: the inner loop's trip count (the in-degree) changes from one vertex to the next, so
+its exit mispredicts about once per vertex, and the in-edges of the gapped store
+(:mod:`.gapped_csr`) lie in segments with room between them. The Gauss-Seidel entries therefore
+run their dense passes over a *mirror*: the vertices in the *sweep order* (:mod:`.sweep_order`:
+descending in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id: runs of equal trip counts,
+which the predictor learns; on a graph of several blocks the last block gets the vertices whose
+stale reads of the other blocks cost least), each vertex's in-neighbours renamed to their positions in that order, rows
+``m_idx[m_off[p] : m_end[p]]`` laid out in position order, and the per-vertex arrays the pass
+reads in position order: ``invp``, ``loopsp``, ``outdp`` kept with the mirror, the iterate, the
+contributions and the kept flags gathered (:func:`enter`) when a run of dense passes starts and
+scattered back (:func:`leave`) when it ends. Everything outside the dense passes stays in id
+space.
+
+The mirror is built (:func:`build`, one pass over the in-edges) by the first dense pass after a
+reload and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes
+the position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
+ones, are rewritten, in place when they do not grow, else at the end of the used part of
+``m_idx``; when that runs out of room (``m_idx`` has room for twice the edges), or when the rows
+left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow the pass), the
+mirror becomes invalid and the next dense pass rebuilds it compact. So a batch that stays sparse
+pays only its own rows, and the O(E) build is rare (every few dozen batches on sx-mathoverflow).
+
+The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: the
+store's blocks of positions (their starts ``mv[10]``: :attr:`streamrank.store.cpu.CpuGraph.
+sweep_blocks`, cut at equal work by :mod:`.sweep_order`), one thread per block, ``cprevp`` for
+other blocks' values. The sweep
+order is part of the result (Gauss-Seidel reads the values updated before it): it depends on
+the store's layouts only, never on the thread count or the workspace. The in-sum is taken in four
+interleaved partial sums and minima (two in the blocks that read two arrays): a chain of
+dependent additions takes 4 cycles per step, so two chains bounded the pass at 2 cycles per
+in-edge; a rounding difference from the id-order pass only. The pass compiles with ``error_model="numpy"`` (no
+zero-division check: the denominator of :func:`.common.solved_value` is at least ``1 - alpha``)
+and takes its maxima with ``max``: the machine code then has no branch on the data (a branch on
+whether the new value exceeds the old one mispredicted about every other vertex).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .common import CHUNK, nchunks, solved_value
+from .prefetch import prefetch
+
+#: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
+ROOM = 2
+#: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
+#: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
+#: up to a tenth slower on sx-mathoverflow).
+COMPACT = 32
+#: :func:`enter` and :func:`leave` prefetch the id-space entries of the vertex this many positions
+#: ahead (:mod:`.prefetch`): the sweep order visits the ids at random.
+PREFETCH_AHEAD = 16
+#: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
+#: of ``m_idx``, entries of its rows (the edges).
+BUILT, USED, LIVE = 0, 1, 2
+
+
+@njit(cache=True)
+def build(n, g, inv, loops, mv):
+    """The mirror rows of ``n`` vertices in the sweep order and the per-vertex arrays kept with
+    them."""
+    in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
+    e = 0
+    for p in range(n):
+        v = np.uint64(order[p])
+        m_off[p] = e
+        o = np.uint64(in_off[v])
+        for j in range(o, o + np.uint64(in_deg[v])):
+            m_idx[e] = pos[np.uint64(in_idx[j])]
+            e += 1
+        m_end[p] = e
+        invp[p] = inv[v]
+        loopsp[p] = loops[v]
+        outdp[p] = out_deg[v]
+    mstate[BUILT] = n
+    mstate[USED] = e
+    mstate[LIVE] = e
+
+
+@njit(cache=True, inline="always")
+def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
+    """Vertex ``v``'s mirror row from the store; False when ``m_idx`` has no room for it."""
+    in_off, in_deg, in_idx = g[0], g[1], g[2]
+    p = pos[v]
+    d = in_deg[v]
+    o = m_off[p]
+    mstate[LIVE] += d - (m_end[p] - o)
+    if d > m_end[p] - o:  # it grew: to the end of the used part
+        o = mstate[USED]
+        if o + d > m_idx.shape[0]:
+            return False
+        mstate[USED] = o + d
+        m_off[p] = o
+    for j in range(d):
+        m_idx[o + j] = pos[in_idx[in_off[v] + j]]
+    m_end[p] = o + d
+    return True
+
+
+@njit(cache=True)
+def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv):
+    """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
+    already updated). Nothing while it is invalid (the next dense pass builds it)."""
+    out_deg = g[4]
+    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
+    if mstate[BUILT] < 0:
+        return
+    for v in range(n_before, n_after):  # the store put them at positions equal to their ids
+        m_off[v] = 0
+        m_end[v] = 0
+    ok = True
+    for v in range(n_before, n_after):
+        ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
+    for dsts in (ins_dst, del_dst):
+        for v in dsts:
+            ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
+    if not ok or mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
+        mstate[BUILT] = -1
+        return
+    mstate[BUILT] = n_after
+    for ends in (ins_src, ins_dst, del_src, del_dst):
+        for v in ends:
+            p = pos[v]
+            invp[p] = inv[v]
+            loopsp[p] = loops[v]
+            outdp[p] = out_deg[v]
+    for v in range(n_before, n_after):
+        invp[v] = inv[v]
+        loopsp[v] = loops[v]
+        outdp[v] = out_deg[v]
+
+
+@njit(cache=True)
+def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
+    """Start a run of dense passes: build the mirror if it is invalid, then gather the iterate,
+    the contributions (``cprevp == cp``) and the kept flags into position order."""
+    order, mstate, cprevp = mv[0], mv[5], mv[6]
+    if mstate[BUILT] < 0:
+        build(n, g, inv, loops, mv)
+    ahead = np.uint64(PREFETCH_AHEAD)
+    for p in range(np.uint64(n)):
+        v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
+        if p + ahead < np.uint64(n):
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(flags, w)
+        xp[p] = x[v]
+        cp[p] = c[v]
+        cprevp[p] = c[v]
+        keepp[p] = flags[v]
+
+
+@njit(cache=True)
+def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
+    """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
+    back in id order."""
+    order = mv[0]
+    ahead = np.uint64(PREFETCH_AHEAD)
+    for p in range(np.uint64(n)):
+        v = np.uint64(order[p])
+        if p + ahead < np.uint64(n):
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(cprev, w)
+            prefetch(flags, w)
+        x[v] = xp[p]
+        c[v] = cp[p]
+        cprev[v] = cp[p]
+        flags[v] = keepp[p]
+
+
+@njit(cache=True, error_model='numpy')
+def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+                 grow, prune, parts, part_count):
+    """Block ``b`` of ``nb`` (positions ``[starts[b], starts[b + 1])``, the last to ``n``), chunk by chunk (partials per chunk), in
+    place (as :func:`.frontier_gs._dense_range` with positions for ids).
+
+    Where the values live during a pass of several blocks (``cp == cprevp`` at its start): block 0
+    updates ``cp`` in place, the other blocks update ``cprevp`` in place, so that each array keeps
+    the pass-start values of the blocks that do not write it. Block 0 then reads ``cp`` alone,
+    with no test per in-edge: its own range fresh, the others' from the pass's start (it runs the
+    code of a single block, on sx-mathoverflow the larger share of the pass); with two blocks,
+    block 1 reads ``cprevp`` alone the same way; with more, a block ``b > 0`` reads ``cprevp`` for
+    its own range and block 0's, ``cp`` for the rest. :func:`dense_order` joins the two arrays
+    after the pass. The values read are those of the textbook rule (own block fresh, other blocks
+    from the pass's start), bit for bit.
+
+    ``pp`` (two blocks only): each block also stores every value it writes into ``cpn`` and
+    ``cprevpn``, which nothing reads during the pass; after it both hold every vertex's new value
+    and serve as the next pass's ``cp`` and ``cprevp``, so no join runs (:func:`dense_pass`)."""
+    order, pos, m_off, m_end, m_idx, mstate, _, invp, loopsp, outdp, starts = mv
+    cur = cp if b == 0 else cprevp  # the array this block updates in place
+    multi = b > 0 and nb > 2  # reads from two arrays, chosen per in-edge
+    part_max, part_sum, part_keep_in, part_push = parts[0], parts[1], parts[2], parts[3]
+    blo = starts[b]
+    bhi = starts[b + 1] if b + 1 < nb else n
+    prune_i = np.int64(prune)
+    grow_i = np.int64(grow)
+    sticky_i = np.int64(sticky)
+    # unsigned indices: Numba adds no negative-index wraparound to their loads (with signed ones
+    # it did, about a third of the pass's time)
+    ublo = np.uint64(blo)
+    width = np.uint64(bhi - blo)
+    first = np.uint64(starts[1] if nb > 1 else n)  # block 0's end
+    one = np.uint64(1)
+    two = np.uint64(2)
+    three = np.uint64(3)
+    four = np.uint64(4)
+    for k in range(blo // CHUNK, nchunks(bhi)):
+        m = 0.0
+        s = 0.0
+        keep_in = 0
+        count = 0
+        for pi in range(k * CHUNK, min(k * CHUNK + CHUNK, bhi)):
+            p = np.uint64(pi)
+            sp = np.int64(keepp[p])
+            low = 0.0  # an in-neighbour has out-edges, so its c is > 0, or < 0 when it spread
+            o = np.uint64(m_off[p])
+            e = np.uint64(m_end[p])
+            deg = np.int64(e - o)
+            a0 = 0.0
+            a1 = 0.0
+            l1 = 0.0
+            j = o
+            if multi:
+                while j + one < e:
+                    q0 = np.uint64(m_idx[j])
+                    q1 = np.uint64(m_idx[j + one])
+                    c0 = cur[q0] if (q0 - ublo < width) | (q0 < first) else cp[q0]
+                    c1 = cur[q1] if (q1 - ublo < width) | (q1 < first) else cp[q1]
+                    a0 += abs(c0)
+                    a1 += abs(c1)
+                    low = min(low, c0)
+                    l1 = min(l1, c1)
+                    j += two
+                if j < e:
+                    q0 = np.uint64(m_idx[j])
+                    c0 = cur[q0] if (q0 - ublo < width) | (q0 < first) else cp[q0]
+                    a0 += abs(c0)
+                    low = min(low, c0)
+            else:
+                # four interleaved sums and minima: each is a chain of dependent additions (4 cycles
+                # each), so two chains bounded the pass at 2 cycles per in-edge
+                a2 = 0.0
+                a3 = 0.0
+                l2 = 0.0
+                l3 = 0.0
+                while j + three < e:
+                    c0 = cur[np.uint64(m_idx[j])]
+                    c1 = cur[np.uint64(m_idx[j + one])]
+                    c2 = cur[np.uint64(m_idx[j + two])]
+                    c3 = cur[np.uint64(m_idx[j + three])]
+                    a0 += abs(c0)
+                    a1 += abs(c1)
+                    a2 += abs(c2)
+                    a3 += abs(c3)
+                    low = min(low, c0)
+                    l1 = min(l1, c1)
+                    l2 = min(l2, c2)
+                    l3 = min(l3, c3)
+                    j += four
+                while j < e:
+                    c0 = cur[np.uint64(m_idx[j])]
+                    a0 += abs(c0)
+                    low = min(low, c0)
+                    j += one
+                a0 += a2
+                a1 += a3
+                low = min(low, l2)
+                l1 = min(l1, l3)
+            acc = a0 + a1
+            low = min(low, l1)
+            sp |= np.int64(low < 0.0)
+            # the sum read the own value where the vertex has a loop (frontier_gs._dense_range)
+            loop = np.float64(loopsp[p])
+            new = solved_value(acc - loop * abs(cur[p]), loop, alpha, selfloop, invp[p])
+            a = np.int64(sp != 0)
+            old = xp[p]
+            val = new if a != 0 else old
+            xp[p] = val
+            d = val - old
+            ad = abs(d)
+            top = max(val, old)
+            kept = a & (1 - (prune_i & np.int64(ad <= ptol * top)))
+            spreads = a & grow_i & np.int64(ad > ftol * top)
+            keepp[p] = np.uint8(kept)
+            cv = val * invp[p]
+            # sticky: a vertex that spread before keeps its sign bit, for the readers after it in its
+            # block (frontier_gs's module docstring). Taken into spreads without a branch: an `if
+            # sticky` here made LLVM compile the select below to a branch on spreads in the
+            # frontier loop's version (sticky a runtime bool), which mispredicted as often as the
+            # vertices spread at random (a tenth of the pass); now both are masked moves
+            spreads |= sticky_i & np.int64(math.copysign(1.0, cur[p]) < 0.0)
+            w = -cv if spreads != 0 else cv
+            cur[p] = w
+            if pp:
+                cpn[p] = w
+                cprevpn[p] = w
+            count += a
+            keep_in += deg * kept
+            m = max(m, ad)
+            s += d
+        part_max[k] = m
+        part_sum[k] = s
+        part_keep_in[k] = keep_in
+        part_push[k] = 0  # the caller sums the spreaders' out-edges when it needs them (spread_out_edges)
+        part_count[k] = count
+
+
+@njit(cache=True)
+def spread_out_edges(n, mv, cp):
+    """The out-edges of the vertices that spread in the latest dense pass (the sign bits of
+    ``cp``, as :func:`dense_order` leaves them). The pass itself does not sum them: their
+    out-degree, added where a vertex spread, compiled to a branch that mispredicted (a tenth of
+    the pass), and the frontier loop needs the sum only when the kept vertices' in-edges alone
+    do not decide the next representation."""
+    outdp = mv[9]
+    bits = cp.view(np.int64)
+    push = 0
+    for p in range(n):
+        push += outdp[p] & (bits[p] >> 63)  # no branch: the sign bit spread to a mask
+    return push
+
+
+@njit(cache=True, parallel=True)
+def _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
+               prune, parts, part_count):
+    for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
+        _dense_block(np.int64(b), nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop,
+                     ftol, ptol, grow, prune, parts, part_count)
+
+
+@njit(cache=True)
+def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
+               prune, parts, part_count):
+    """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first), on
+    ``cp`` and ``cprevp`` (equal at its start) with ``cpn`` and ``cprevpn`` spare; ``keepp`` and
+    ``xp`` in place. Returns True when the pass's values (sign bits: spread) ended in ``cpn`` and
+    ``cprevpn`` (two blocks: the caller swaps the pairs), False when in ``cp`` and ``cprevp``
+    (one block, or more than two: joined after the pass, as :func:`dense_order`)."""
+    nb = mv[10].shape[0]
+    pp = nb == 2
+    if par and nb > 1:
+        _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+                   grow, prune, parts, part_count)
+    else:
+        for b in range(nb):
+            _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol,
+                         ptol, grow, prune, parts, part_count)
+    if nb > 1 and not pp:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
+        for p in range(mv[10][1]):
+            cprevp[p] = cp[p]
+        for p in range(mv[10][1], n):
+            cp[p] = cprevp[p]
+    return pp
+
+
+@njit(cache=True)
+def dense_order(n, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
+                part_count):
+    """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first);
+    ``keepp``, ``xp`` and ``cp`` (sign bits: spread) in place, ``cprevp`` = ``cp`` after it
+    (:func:`dense_pass` with a join for two blocks as well)."""
+    nb = mv[10].shape[0]
+    cprevp = mv[6]
+    if par and nb > 1:
+        _dense_par(nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
+                   grow, prune, parts, part_count)
+    else:
+        for b in range(nb):
+            _dense_block(b, nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop,
+                         ftol, ptol, grow, prune, parts, part_count)
+    if nb > 1:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
+        for p in range(mv[10][1]):
+            cprevp[p] = cp[p]
+        for p in range(mv[10][1], n):
+            cp[p] = cprevp[p]

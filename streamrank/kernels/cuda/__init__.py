@@ -1,0 +1,1 @@
+"""CUDA kernel sources (``*.cu``, ``*.cuh``), their loader and launch helpers."""

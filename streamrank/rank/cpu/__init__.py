@@ -1,0 +1,1 @@
+"""The CPU rank update: argument checks, the frontier workspace, the thread choice."""

@@ -1,3 +1,0 @@
-"""The pieces of the GPU rank update that :mod:`streamrank.pagerank_gpu` drives: device state and
-argument structs (:mod:`.state`), the launch sequence (:mod:`.iterations`), DF/DF-P as one
-cooperative launch (:mod:`.frontier_loop`) and the standard-form sweeps (:mod:`.sweeps`)."""

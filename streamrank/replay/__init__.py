@@ -1,0 +1,1 @@
+"""Replay a file of timestamped edges: base graph, then batches, timed and checked."""

@@ -1,0 +1,1 @@
+"""The dynamic graph store: out- and in-CSR kept current under batches (CPU, GPU)."""
