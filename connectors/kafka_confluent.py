@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 #: threshold (``queued.min.messages``, 100,000 messages). librdkafka's default, 1,000 ms, capped a
 #: backlog's drain at about 160 k single-edge messages/s on the 2-core host (the queue emptied in a
 #: fraction of that second, then the consumer waited); with 10 ms a plain consumer drains 1.1 M/s
-#: (``examples/bench_kafka_drain.py``).
+#: (``benchmarks/kafka_drain.py``).
 FETCH_QUEUE_BACKOFF_MS = 10
 
 

@@ -28,7 +28,7 @@ from .records import DEFAULT_MAX_MESSAGE_BYTES
 #: soon as data arrives; some Kafka-protocol brokers (Tansu) hold it for the whole wait, which then
 #: becomes latency: produce-to-consume p50/p99 at 100 k records/s on a 2-core host, 29/134 ms with
 #: 20 ms, 27/114 ms with 10 ms, and with 1 ms the consumer fell behind
-#: (``examples/bench_kafka_latency.py``); librdkafka's default of 500 ms gave a 145 ms median.
+#: (``benchmarks/kafka_latency.py``); librdkafka's default of 500 ms gave a 145 ms median.
 FETCH_WAIT_MS = 10
 
 log = logging.getLogger(__name__)

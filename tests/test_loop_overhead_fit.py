@@ -1,4 +1,4 @@
-"""examples/gpu_profiling/_overhead.py: the fixed cost of a loop iteration as the intercept of the
+"""benchmarks/profiling/_overhead.py: the fixed cost of a loop iteration as the intercept of the
 least-squares line of iteration time against frontier size (stop 39), on synthetic iterations."""
 
 import importlib.util
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("_overhead", ROOT / "examples" / "gpu_profiling" / "_overhead.py")
+_spec = importlib.util.spec_from_file_location("_overhead", ROOT / "benchmarks" / "profiling" / "_overhead.py")
 overhead = importlib.util.module_from_spec(_spec)
 sys.modules["_overhead"] = overhead  # its dataclass looks its module up there
 _spec.loader.exec_module(overhead)
@@ -45,7 +45,7 @@ def test_refuses_what_cannot_be_fitted(n, t, match):
         overhead.fit_fixed_cost(n, t)
 
 
-PLOT = ROOT / "examples" / "gpu_profiling" / "fixed_cost_plot.py"
+PLOT = ROOT / "benchmarks" / "profiling" / "fixed_cost_plot.py"
 
 
 def _csv(path, n, r, d):

@@ -1,4 +1,4 @@
-"""examples/gpu_profiling/pm_timeline.py reads Nsight Compute's raw page of a PM-sampled launch
+"""benchmarks/profiling/pm_timeline.py reads Nsight Compute's raw page of a PM-sampled launch
 (stop 38): a synthetic page with two busy stretches, run as the command the docs give."""
 
 import csv
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "gpu_profiling" / "pm_timeline.py"
+SCRIPT = ROOT / "benchmarks" / "profiling" / "pm_timeline.py"
 COLUMNS = ("TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_elapsed",
            "SM_A.TriageCompute.l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
            "LTS.TriageCompute.lts__throughput.avg.pct_of_peak_sustained_elapsed",

@@ -6,7 +6,7 @@ A one-wait GPU batch's graph update is about half host work (Python and small Nu
 within one, and ``graph_ms`` follows the host's speed. The benchmarks therefore report this probe
 beside their figures, so that a slow host can be told from slow code.
 
-The work is the fixed piece ``examples/gpu_profiling/graph_update_scale.py`` times before each
+The work is the fixed piece ``benchmarks/profiling/graph_update_scale.py`` times before each
 batch (``PARTS=1`` or ``PROBE=1``; :func:`fixed_host_work_us`): 20 rounds of a small array copy, an
 in-place add and a small dict.
 """

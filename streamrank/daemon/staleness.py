@@ -3,7 +3,7 @@
 Kafka records carry their produce time (CreateTime); once a batch's rank updates are handed to
 the client, every edge of the batch has a staleness of ``now - produce time``. The loop writes
 per batch the p50/p99/max and a histogram over fixed buckets (:data:`STALENESS_EDGES_MS`) to the
-applied log, from which ``examples/bench_daemon.py`` sums quantiles over a whole run.
+applied log, from which ``benchmarks/daemon.py`` sums quantiles over a whole run.
 """
 
 from __future__ import annotations

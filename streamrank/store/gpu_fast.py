@@ -50,7 +50,7 @@ _OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0
             # (kernels/cuda/fast_update_defs.cuh, FU_SPLIT)
             *((f"-DFU_SPLIT={int(os.environ['STREAMRANK_FAST_SPLIT'])}",)
               if os.environ.get("STREAMRANK_FAST_SPLIT") else ()),
-            # profiling: source lines for Nsight Compute (examples/gpu_profiling/update_ncu.sh)
+            # profiling: source lines for Nsight Compute (benchmarks/profiling/update_ncu.sh)
             *(("-lineinfo",) if os.environ.get("STREAMRANK_FAST_LINEINFO", "0") != "0" else ()))
 _COUNTERS = 16
 #: The fused kernel writes its counters into the pinned host buffer too, through the buffer's

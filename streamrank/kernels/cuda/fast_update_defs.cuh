@@ -31,7 +31,7 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
 #define FU_INS_BIT (1LL << 31)      // step 4's sort keys: set for an insertion
 // Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
-// (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; examples/gpu_profiling/graph_ms_parts.py reads them).
+// (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; benchmarks/profiling/graph_ms_parts.py reads them).
 #ifndef FU_TICKS
 #define FU_TICKS 0
 #endif

@@ -6,7 +6,7 @@ event's ``record()``, the staging copies, the update graph's ``launch()``, the P
 them: about 17-19 us on a warm host). After the host has waited a few milliseconds (an R-MAT
 batch's flooded rank update: 11 ms), the same steps take 2-3x as long: the host's caches no longer
 hold their code and data, and re-running the same work during the gap keeps them fast
-(``examples/gpu_profiling/warm_gap.py``: after 11 ms, ``record()`` 20 -> 6 us and ``launch()`` 14
+(``benchmarks/profiling/warm_gap.py``: after 11 ms, ``record()`` 20 -> 6 us and ``launch()`` 14
 -> 5 us when the gap re-ran the same driver calls on a side stream). So when a one-wait batch took
 longer than :data:`AFTER_MS`, the stepper re-runs, right before returning, what the next batch
 starts with, without its effects (:meth:`HostRehearsal.run`): a timing event's ``record()`` and the
