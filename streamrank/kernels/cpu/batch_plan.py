@@ -18,11 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...ids.plan import DEGREE_ORDER_MIN
 from .gapped_csr import lower_bound
 
-#: Largest batch :func:`plan_batch` takes (its new ids stay within first-appearance numbering).
-MAX_EDGES = DEGREE_ORDER_MIN // 2
+#: Largest batch :func:`plan_batch` takes: half of :data:`streamrank.ids.plan.DEGREE_ORDER_MIN`,
+#: so that its at most ``2 * MAX_EDGES`` new ids stay within first-appearance numbering
+#: (tests/test_graph_batch_plan.py holds the two together).
+MAX_EDGES = 2048
 
 
 @njit(cache=True)
