@@ -46,26 +46,32 @@ class EdgeStream:
     bad_lines: int = 0
     bad_examples: list = field(default_factory=list)
     id_type: str = "int"
+    columns: str | None = None  # the reader's one-line account of the columns used and not used
+    bad_messages: list = field(default_factory=list)  # ``file:line: reason (text)`` of the first bad lines
 
     def __len__(self):
         return int(self.insert.shape[0])
 
 
 def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=None, id_type: str = "auto",
-                max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> EdgeStream:
-    """Read an edge file into memory in replay order (see :mod:`connectors.files`)."""
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES, layout=None) -> EdgeStream:
+    """Read an edge file into memory in replay order (see :mod:`connectors.files`; ``layout`` is a
+    :class:`connectors.files.Layout`)."""
     from connectors.files import open_edge_file
 
     tables = []
     with open_edge_file(str(path), format=fmt, keep_order=keep_order, strict=strict, id_type=id_type,
-                        max_id_bytes=max_id_bytes) as reader:
+                        max_id_bytes=max_id_bytes, layout=layout) as reader:
         for table in reader:
             tables.append(table.select(["src", "dst", "op"]))
         report = reader.report
-    if not tables:
-        raise SourceError(f"{path}: no valid edges" + (f" ({report.bad} bad lines; first: "
-                                                       f"line {report.bad_lines[0].line}: {report.bad_lines[0].reason})"
-                                                       if report.bad_lines else ""))
+    if not tables or not sum(t.num_rows for t in tables):
+        if report.bad_lines:
+            raise SourceError(f"{path}: no valid edges ({report.bad} bad {report.unit}s; the first: "
+                              f"{report.describe_bad(report.bad_lines[0])})")
+        if reader.schema is not None or report.skipped:
+            raise SourceError(f"{path}: no edges (only a header, comments or blank lines)")
+        raise SourceError(f"{path}: the file is empty")
     whole = pa.concat_tables(tables).combine_chunks()
     kind = "string" if pa.types.is_string(whole.schema.field("src").type) else "int"
     if kind == "string":
@@ -76,7 +82,8 @@ def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=Non
     insert = whole.column("op").to_numpy() > 0
     bad = int(getattr(report, "bad", 0))
     examples = list(getattr(report, "bad_lines", [])[:10])
-    return EdgeStream(src, dst, insert, str(path), bad, examples, kind)
+    return EdgeStream(src, dst, insert, str(path), bad, examples, kind, report.columns,
+                      [report.describe_bad(b) for b in examples])
 
 
 @dataclass
