@@ -196,14 +196,16 @@ def ts_kind_of(text: str) -> str | None:
 
 
 def _detect_delimiter(lines: list[str]) -> str:
+    """The first of comma, tab, semicolon and pipe found in the first line the same number of times on the
+    next lines; blanks when none is. Tabs next to blanks are taken as blanks (the file aligns columns)."""
     first = lines[0]
-    for delim in (",", "\t", ";", "|"):
-        if delim in first and all(line.count(delim) == first.count(delim) for line in lines[1:5]):
+    candidates = [d for d in (",", "\t", ";", "|") if d in first]
+    if "\t" in candidates and any(f != f.strip(" ") for line in lines[:20] for f in line.split("\t")):
+        candidates.remove("\t")
+    for delim in candidates:
+        if all(line.count(delim) == first.count(delim) for line in lines[1:5]):
             return delim
-    for delim in (",", "\t", ";", "|"):
-        if delim in first:
-            return delim
-    return " "
+    return candidates[0] if candidates else " "
 
 
 def resolve_text_layout(head: str, layout: Layout, path, *, default_header: bool | None = None) -> TextLayout | None:
