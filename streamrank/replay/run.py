@@ -18,13 +18,14 @@ import numpy as np
 import pyarrow as pa
 
 from .baseline import BaselineTimes, check_baseline, sample_batches, time_networkx
+from ..backend import resolve_backend
 from ..batch import EdgeBatch
 from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..engine import Engine
 from ..errors import InvalidArgumentError, SourceError
 from ..oracle.metrics import error_report, l1_error
 from ..oracle.static import oracle_name, oracle_pagerank
-from .progress import Progress
+from .progress import Progress, cpu_kernels_cached
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES
 
 #: The bundled real graph (SNAP CollegeMsg), replayed when no path is given.
@@ -216,6 +217,11 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
         base_at = sample_batches(num_batches, baseline_samples)
 
     runs = []
+    if progress and resolve_backend(device).name == "cpu" and not cpu_kernels_cached():
+        import sys
+
+        print("compiling the CPU kernels on first use (once: they are cached for later runs; this can take "
+              "a few minutes); the progress line shows no ETA until batches run at their own speed", file=sys.stderr)
     for alg in algorithms:
         eng = Engine(device, alg, config=config, id_type=stream.id_type)
         # The base graph is the net effect of the first edges (deletions in it applied in order).
