@@ -136,7 +136,8 @@ class Daemon:
         import pyarrow.compute as pc
 
         tables = []
-        with open_edge_file(path, id_type=self.cfg.id_type, max_id_bytes=self.cfg.max_id_bytes) as reader:
+        with open_edge_file(path, id_type=self.cfg.id_type, max_id_bytes=self.cfg.max_id_bytes,
+                            layout=self.cfg.layout()) as reader:
             for t in reader:
                 tables.append(t.filter(pc.greater(t.column("op"), 0)).select(["src", "dst"]))
         if not tables:
