@@ -64,7 +64,10 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu", choices=["auto", "cpu", "gpu"])
     p.add_argument("--algorithm", default="dfp")
     p.add_argument("--base-fraction", type=float, default=0.9)
-    p.add_argument("--batch-fraction", type=float, default=1e-4)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--batch-fraction", type=float, default=1e-4, help="batch size as a share of all edges")
+    size.add_argument("--batch-size", type=int, default=None, help="batch size in edges (e.g. 20: the per-batch "
+                                                                    "fixed cost of string ids)")
     p.add_argument("--max-batches", type=int, default=None)
     p.add_argument("--name-format", default="user_{}", help="how an integer id becomes a string (default user_{})")
     p.add_argument("--json", default=None, metavar="OUT")
@@ -83,7 +86,7 @@ def main(argv=None) -> int:
     assert s_int.id_type == "int" and s_str.id_type == "string" and len(s_int) == len(s_str)
     total = len(s_int)
     n_base = int(args.base_fraction * total)
-    size = max(1, int(round(args.batch_fraction * total)))
+    size = args.batch_size if args.batch_size is not None else max(1, int(round(args.batch_fraction * total)))
     starts = list(range(n_base, total, size))[: args.max_batches]
 
     engines, load_s = {}, {}

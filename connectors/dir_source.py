@@ -3,7 +3,10 @@
 The source reads every edge file of a directory (formats of :mod:`connectors.files`: SNAP text,
 CSV, Parquet, JSON lines) in file-name order, rows in file order, and then watches the directory
 for new files whose names sort after the last one read. Put a new file in place atomically
-(write it under a name starting with ``.``, then rename it).
+(write it under a name starting with ``.``, then rename it). A file that appears later with a name
+sorting before a file already read is not read: it is logged once, as a warning naming the file it
+sorts before (name new files so that they sort last, e.g. with a zero-padded sequence number or a
+UTC timestamp first).
 
 Position (checkpoint key ``"dir"``): ``{"file": name, "rows": good rows consumed, "bad": bad
 lines dead-lettered, "done": whether the file was read to its end}``. On restart the file named
@@ -107,16 +110,22 @@ class DirectorySource:
         (``mixed_id_types``). Default: a lock of ``id_type``.
     max_id_bytes : int
         Longest string id (UTF-8 bytes).
+    layout : connectors.files.Layout, optional
+        Column layout of the files (default: detected in each file).
     """
 
     def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None,
-                 id_type: str = "auto", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES):
+                 id_type: str = "auto", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+                 layout=None):
         self.directory = os.fspath(directory)
         self.chunk_rows = int(chunk_rows)
         self.format = format
         self.id_type = id_type
         self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
         self.max_id_bytes = int(max_id_bytes)
+        self.layout = layout
+        self._known: set[str] | None = None  # names listed so far (None before the first listing)
+        self.late_files: list[str] = []  # files skipped because their names sort before a file already read
         self._reader = None
         self._iter = None
         self._pending = None  # the table read ahead of the one last returned
@@ -164,8 +173,25 @@ class DirectorySource:
             if self._file in files:
                 return self._file
             raise SourceError(f"{self._file} (named in the checkpoint) is gone from {self.directory}")
+        self._note_late(files)
         later = [n for n in files if self._done_files is None or n > self._done_files]
         return later[0] if later else None
+
+    def _note_late(self, files: list) -> None:
+        """Log, once each, files that appeared after a file sorting after them was read (never read)."""
+        if self._known is None:
+            self._known = set(files)  # those before the resume point were read by an earlier run
+            return
+        for name in files:
+            if name in self._known:
+                continue
+            self._known.add(name)
+            if self._done_files is not None and name <= self._done_files:
+                self.late_files.append(name)
+                log.warning("skipping %s in %s: it appeared after %s was read and its name sorts before it; files "
+                            "are read once, in name order: give new files names that sort after the last one "
+                            "(e.g. a zero-padded sequence number or a UTC timestamp first)",
+                            name, self.directory, self._done_files)
 
     def _open_file(self, name: str) -> None:
         from .files import open_edge_file
@@ -174,7 +200,8 @@ class DirectorySource:
         try:
             self._reader = open_edge_file(path, format=self.format, chunk_rows=self.chunk_rows, keep_order=True,
                                           max_bad_kept=1 << 62, id_type=self.id_type, max_id_bytes=self.max_id_bytes,
-                                          stream_kind=self.id_lock.kind if self.id_type == "auto" else None)
+                                          stream_kind=self.id_lock.kind if self.id_type == "auto" else None,
+                                          layout=self.layout)
             self._iter = iter(self._reader)
         except SourceError:
             raise

@@ -138,7 +138,9 @@ def resolve_backend(device: str = "auto") -> Backend:
     ok, why = _probe_gpu()
     if device == "gpu":
         if not ok:
-            raise BackendUnavailableError(f"device='gpu' requested but {why}")
+            hint = (" (install the GPU extra: pip install 'streamrank[gpu]')" if "not importable" in why
+                    else " (check the NVIDIA driver and CUDA_VISIBLE_DEVICES)")
+            raise BackendUnavailableError(f"--device gpu: {why}{hint}")
         import cupy
 
         return Backend("gpu", cupy, why)

@@ -51,6 +51,7 @@ from .reader import (
     open_edge_file,
     read_edges,
 )
+from .layout import Layout
 from .report import DEFAULT_MAX_BAD_KEPT, TEXT_KEPT, BadLine, ReadReport
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "TEXT_KEPT",
     "FORMATS",
     "BadLine",
+    "Layout",
     "ReadReport",
     "EdgeFileReader",
     "detect_format",

@@ -1,120 +1,147 @@
-"""CSV with a header naming ``src``, ``dst`` and optionally ``op`` and ``ts``.
+"""Delimited text with any column layout: CSV, TSV, blank- or semicolon-separated, with or without a header.
 
-In ``"auto"`` id mode the first data line with the header's field count and a non-blank ``src``
-fixes the id type, in both the fast and the line-by-line path. Whitespace around an id is dropped.
+The layout (delimiter, header, which columns hold src/dst/ts/op, how timestamps are written) is
+resolved from the first lines by :func:`connectors.files.layout.resolve_text_layout`. Blocks of
+lines are parsed with pyarrow's CSV reader (blank-separated blocks have their runs of blanks
+folded first, and ``#``/``%`` comment lines dropped in blank- and tab-separated files); a block it
+rejects is parsed again line by line.
+
+In ``"auto"`` id mode the first data line with the layout's field count and a non-blank src fixes
+the id type, in both the fast and the line-by-line path. Whitespace around an id is dropped.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from streamrank.errors import SourceError
-
-from .fields import _parse_op_field, _parse_ts
+from .fields import _parse_op_field, _parse_ts_as
 from .ids import IdSpec
+from .layout import TextLayout, is_comment
 from .report import _Bad
 from .table import _checked_fast_table, _Parsed, _schema
-from .text import _UTF8_BOM, _line_blocks, _parse_blocks
+from .text import _line_blocks, _parse_blocks
+from .snap import _COMMENT_RE, _normalize_whitespace
 
+#: The columns an edge table can have (also the Parquet column names read by default).
 _CSV_KNOWN = ("src", "dst", "op", "ts")
 
-
-def _csv_header(stream, path: Path) -> list[str] | None:
-    """Column names from the first line (lower-cased, stripped); ``None`` for an empty file."""
-    raw = stream.readline()
-    if raw.startswith(_UTF8_BOM):
-        raw = raw[len(_UTF8_BOM) :]
-    if not raw.strip():
-        if raw:
-            raise SourceError(f"{path}: line 1: the CSV header is empty")
-        return None
-    names = [n.strip().lower() for n in next(csv.reader([raw.decode("utf-8", "replace").rstrip("\r\n")]))]
-    missing = [n for n in ("src", "dst") if n not in names]
-    if missing:
-        raise SourceError(f"{path}: line 1: the CSV header {names} lacks column(s) {missing}")
-    dupes = sorted({n for n in names if n in _CSV_KNOWN and names.count(n) > 1})
-    if dupes:
-        raise SourceError(f"{path}: line 1: the CSV header repeats column(s) {dupes}")
-    return names
+_TS_ARROW = {"int": pa.int64(), "float": pa.float64(), "iso": pa.float64()}
 
 
-def _fix_kind(block: bytes, names: list[str], ids: IdSpec) -> None:
+def ts_arrow_type(layout: TextLayout) -> pa.DataType | None:
+    """The output type of the layout's timestamps (``None`` without a ts column)."""
+    return None if layout.ts_kind is None else _TS_ARROW[layout.ts_kind]
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="surrogateescape").rstrip("\r")  # bad UTF-8 is found in the id check
+
+
+def _fix_kind(block: bytes, layout: TextLayout, ids: IdSpec) -> None:
     """In auto mode, fix the id type from the block's first data line (if it qualifies)."""
     start = 0
     while start < len(block):
         end = block.find(b"\n", start)
         end = len(block) if end < 0 else end
-        line = block[start:end].decode("utf-8", "surrogateescape").rstrip("\r")
+        line = _decode(block[start:end])
         start = end + 1
-        if line.strip():
+        if line.strip() and not (layout.comments and is_comment(line)):
             try:
-                values = next(csv.reader([line]))
+                values = layout.split(line)
             except csv.Error:
                 return
-            if len(values) == len(names):
-                ids.fix_from_text(values[names.index("src")])
+            if len(values) == layout.ncols:
+                ids.fix_from_text(values[layout.index["src"]])
             return
 
 
-def _csv_fast(block: bytes, names: list[str], ids: IdSpec) -> pa.Table | None:
-    """Parse an all-good block with pyarrow's CSV reader; ``None`` when anything is off."""
-    if ids.kind is None:
-        _fix_kind(block, names, ids)
-        if ids.kind is None:
-            return None
-    used = [n for n in _CSV_KNOWN if n in names]
-    has_ts = "ts" in used
-    types = {n: (pa.string() if n == "op" else ids.arrow_type if n in ("src", "dst") else pa.int64()) for n in used}
+def _read_block(block: bytes, layout: TextLayout, names: list[str], types: dict) -> pa.Table | None:
+    blank = layout.delimiter == " "
     try:
-        table = pcsv.read_csv(
+        return pcsv.read_csv(
             io.BytesIO(block),
             read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=pcsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=pcsv.ConvertOptions(
-                column_types=types, include_columns=used, null_values=[], strings_can_be_null=False
-            ),
+            parse_options=pcsv.ParseOptions(delimiter=layout.delimiter, quote_char=False if blank else '"',
+                                            newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
+                                                strings_can_be_null=False),
         )
     except pa.ArrowInvalid:
         return None
-    return _checked_fast_table(table, has_ts, ids, trim=True)
 
 
-def _csv_line(raw: bytes, names: list[str], has_ts: bool, ids: IdSpec) -> tuple | None:
-    """One line's row, parsed with :mod:`csv` (``None`` for a blank line); raises :class:`_Bad`."""
-    text = raw.decode("utf-8", errors="surrogateescape").rstrip("\r")  # bad UTF-8 is found in the id check
-    if not text.strip():
+def _csv_fast(block: bytes, layout: TextLayout, ids: IdSpec) -> pa.Table | None:
+    """Parse an all-good block with pyarrow's CSV reader; ``None`` when anything is off."""
+    if ids.kind is None:
+        _fix_kind(block, layout, ids)
+        if ids.kind is None:
+            return None
+    if layout.comments and (b"#" in block or b"%" in block):
+        block = _COMMENT_RE.sub(b"", block)
+    if layout.delimiter == " ":
+        block = _normalize_whitespace(block)
+    if not block.strip():
+        return _schema(ts_arrow_type(layout), ids.arrow_type).empty_table()
+    names = [f"c{k}" for k in range(layout.ncols)]
+    role_type = {"src": ids.arrow_type, "dst": ids.arrow_type, "op": pa.string(),
+                 "ts": pa.timestamp("us", tz="UTC") if layout.ts_kind == "iso" else ts_arrow_type(layout)}
+    types = {names[k]: role_type[role] for role, k in layout.index.items()}
+    table = _read_block(block, layout, names, types)
+    if table is None and layout.ts_kind == "iso":  # ISO times without a zone (taken as UTC)
+        types[names[layout.index["ts"]]] = pa.timestamp("us")
+        table = _read_block(block, layout, names, types)
+    if table is None:
+        return None
+    table = table.rename_columns([role for name in table.column_names
+                                  for role, k in layout.index.items() if names[k] == name])
+    if layout.ts_kind == "iso":
+        seconds = pc.divide(pc.cast(pc.cast(table.column("ts"), pa.int64()), pa.float64()), 1e6)
+        table = table.set_column(table.schema.get_field_index("ts"), "ts", seconds)
+    return _checked_fast_table(table, "ts" in layout.index, ids, trim=True, ts_type=ts_arrow_type(layout))
+
+
+def _csv_line(raw: bytes, layout: TextLayout, ids: IdSpec) -> tuple | None:
+    """One line's row (``None`` for a blank or comment line); raises :class:`_Bad`."""
+    text = _decode(raw)
+    if not text.strip() or (layout.comments and is_comment(text)):
         return None
     try:
-        values = next(csv.reader([text]))
+        values = layout.split(text)
     except csv.Error as exc:
         raise _Bad(f"bad CSV: {exc}") from exc
-    if len(values) != len(names):
-        raise _Bad(f"expected {len(names)} fields, got {len(values)}")
-    record = dict(zip(names, values))
-    ids.fix_from_text(record["src"])
-    src = ids.parse_text(record["src"], "src")
-    dst = ids.parse_text(record["dst"], "dst")
-    op = _parse_op_field(record.get("op"))
-    if has_ts:
-        return src, dst, op, _parse_ts(record["ts"])
+    if len(values) != layout.ncols:
+        raise _Bad(f"expected {layout.ncols} fields, got {len(values)}")
+    index = layout.index
+    ids.fix_from_text(values[index["src"]])
+    src = ids.parse_text(values[index["src"]], "src")
+    dst = ids.parse_text(values[index["dst"]], "dst")
+    op = _parse_op_field(values[index["op"]]) if "op" in index else 1
+    if "ts" in index:
+        return src, dst, op, _parse_ts_as(values[index["ts"]], layout.ts_kind)
     return src, dst, op
 
 
-def _csv_chunks(stream, chunk_rows: int, path: Path, ids: IdSpec) -> Iterator[_Parsed]:
-    names = _csv_header(stream, path)
-    if names is None:
+def _csv_chunks(stream, chunk_rows: int, layout: TextLayout | None, ids: IdSpec, skipped: int = 0) -> Iterator[_Parsed]:
+    """Chunks of a delimited text file whose first lines (up to ``layout.first_line``) have been read.
+
+    ``skipped`` counts the comment and blank lines before the header.
+    """
+    if layout is None:  # no data line at all
+        if skipped:
+            yield _Parsed(_schema(None).empty_table(), [], skipped)
         return
-    has_ts = "ts" in names
-    yield _Parsed(_schema(pa.int64() if has_ts else None).empty_table(), [])  # schema first
+    has_ts = "ts" in layout.index
+    yield _Parsed(_schema(ts_arrow_type(layout)).empty_table(), [], skipped)  # schema first
     yield from _parse_blocks(
-        _line_blocks(stream, max_lines=chunk_rows, first_line=2),
-        fast=lambda block: _csv_fast(block, names, ids),
-        parse_line=lambda raw: _csv_line(raw, names, has_ts, ids),
+        _line_blocks(stream, max_lines=chunk_rows, first_line=layout.first_line),
+        fast=lambda block: _csv_fast(block, layout, ids),
+        parse_line=lambda raw: _csv_line(raw, layout, ids),
         has_ts=lambda: has_ts,
+        ts_type=ts_arrow_type(layout),
     )

@@ -21,28 +21,33 @@ import pyarrow.parquet as pq
 from streamrank.batch import MAX_VERTEX_ID
 from streamrank.errors import SourceError
 
-from .csv_text import _CSV_KNOWN
+from .fields import _iso_seconds
 from .ids import IdSpec
+from .layout import Layout, resolve_fields
+from .report import _Bad
 from .report import _bad
 from .table import _edge_table, _mark, _merge_reasons, _op_codes, _Parsed, _schema
 
-def _parquet_columns(pfile: pq.ParquetFile, path: Path) -> list[str]:
+def _parquet_columns(pfile: pq.ParquetFile, path: Path, layout: Layout, report) -> dict:
+    """Role -> column name (``src``/``dst``/``op``/``ts``, their other names, or as ``layout`` says)."""
     names = pfile.schema_arrow.names
-    missing = [n for n in ("src", "dst") if n not in names]
-    if missing:
-        raise SourceError(f"{path}: the Parquet file lacks column(s) {missing} (has {names})")
-    return [n for n in _CSV_KNOWN if n in names]
+    fields, unused = resolve_fields(names, layout, path, what="column")
+    report.columns = "Parquet columns " + ", ".join(f"{r}={n}" for r, n in fields.items()) + (
+        f"; not used: {', '.join(unused)}" if unused else "")
+    report.unused_columns = list(unused)
+    return {r: fields[r] for r in ("src", "dst", "op", "ts") if r in fields}
 
 
-def _parquet_ts_type(pfile: pq.ParquetFile, path: Path) -> pa.DataType | None:
-    if "ts" not in pfile.schema_arrow.names:
+def _parquet_ts_type(pfile: pq.ParquetFile, path: Path, column: str | None) -> pa.DataType | None:
+    if column is None:
         return None
-    kind = pfile.schema_arrow.field("ts").type
+    kind = pfile.schema_arrow.field(column).type
     if pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
         return pa.int64()
-    if pa.types.is_floating(kind):
+    if pa.types.is_floating(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return pa.float64()
-    raise SourceError(f"{path}: column ts has type {kind}; expected integers, floats or timestamps")
+    raise SourceError(f"{path}: column {column} (ts) has type {kind}; expected integers, floats, timestamps "
+                      "or ISO-8601 strings")
 
 
 def _column_kind(kind: pa.DataType, name: str, path: Path) -> str:
@@ -57,8 +62,8 @@ def _column_kind(kind: pa.DataType, name: str, path: Path) -> str:
     raise SourceError(f"{path}: column {name} has type {kind}; expected integers or strings")
 
 
-def _parquet_id_kind(pfile: pq.ParquetFile, path: Path) -> str:
-    kinds = {n: _column_kind(pfile.schema_arrow.field(n).type, n, path) for n in ("src", "dst")}
+def _parquet_id_kind(pfile: pq.ParquetFile, path: Path, fields: dict) -> str:
+    kinds = {n: _column_kind(pfile.schema_arrow.field(fields[n]).type, fields[n], path) for n in ("src", "dst")}
     if kinds["src"] != kinds["dst"]:
         raise SourceError(f"{path}: column src holds {kinds['src']} ids but dst {kinds['dst']} ids")
     return kinds["src"]
@@ -118,6 +123,8 @@ def _ts_values(column: pa.Array, ts_type: pa.DataType) -> tuple[np.ndarray, dict
     """Timestamps of a Parquet column and ``{row index: reason}`` for bad rows."""
     if pa.types.is_timestamp(column.type):
         column = column.cast(pa.int64())
+    elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return _iso_values(column)
     valid = column.is_valid().to_numpy(zero_copy_only=False)
     values = column.fill_null(0).to_numpy(zero_copy_only=False)
     reasons: dict[int, str] = {}
@@ -127,6 +134,21 @@ def _ts_values(column: pa.Array, ts_type: pa.DataType) -> tuple[np.ndarray, dict
     elif values.dtype.kind == "u":
         _mark(reasons, values > MAX_VERTEX_ID, "ts beyond int64")
     return values.astype(ts_type.to_pandas_dtype()), reasons
+
+
+def _iso_values(column: pa.Array) -> tuple[np.ndarray, dict[int, str]]:
+    """ISO-8601 strings as float seconds since the epoch (no zone: UTC) and ``{row: reason}``."""
+    values = np.zeros(len(column), dtype=np.float64)
+    reasons: dict[int, str] = {}
+    for row, text in enumerate(column.to_pylist()):
+        if text is None:
+            reasons[row] = "missing ts"
+            continue
+        try:
+            values[row] = float(text) if text.strip().replace(".", "", 1).isdigit() else _iso_seconds(text.strip())
+        except _Bad as exc:
+            reasons[row] = str(exc)
+    return values, reasons
 
 
 def _parquet_batch(batch: pa.RecordBatch, row0: int, ts_type, path: Path, ids: IdSpec, kind: str) -> _Parsed:
@@ -171,15 +193,17 @@ def _parquet_batch(batch: pa.RecordBatch, row0: int, ts_type, path: Path, ids: I
     return _Parsed(table, bad)
 
 
-def _parquet_chunks(path: Path, chunk_rows: int, ids: IdSpec) -> Iterator[_Parsed]:
+def _parquet_chunks(path: Path, chunk_rows: int, ids: IdSpec, layout: Layout, report) -> Iterator[_Parsed]:
     with pq.ParquetFile(path) as pfile:
-        columns = _parquet_columns(pfile, path)
-        ts_type = _parquet_ts_type(pfile, path)
-        kind = _parquet_id_kind(pfile, path)
+        fields = _parquet_columns(pfile, path, layout, report)
+        columns = list(fields.values())
+        ts_type = _parquet_ts_type(pfile, path, fields.get("ts"))
+        kind = _parquet_id_kind(pfile, path, fields)
         if ids.kind is None:
             ids.lock.admit(kind)
         yield _Parsed(_schema(ts_type, ids.arrow_type).empty_table(), [])  # schema first, even for an empty file
         row0 = 0
         for batch in pfile.iter_batches(batch_size=chunk_rows, columns=columns):
+            batch = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=list(fields))
             yield _parquet_batch(batch, row0, ts_type, path, ids, kind)
             row0 += batch.num_rows

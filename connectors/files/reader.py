@@ -18,11 +18,12 @@ from ..ordering import OrderStats, order_by_time
 from .csv_text import _csv_chunks
 from .ids import IdSpec
 from .jsonl import _jsonl_chunks
+from .layout import Layout, TextLayout, resolve_text_layout
 from .parquet import _parquet_chunks
 from .report import DEFAULT_MAX_BAD_KEPT, ReadReport
 from .snap import _snap_chunks
 from .table import _Parsed, _schema
-from .text import _open_binary
+from .text import _UTF8_BOM, _binary_offset, _open_binary, _Prefixed, _read_head
 
 #: Formats understood by :func:`open_edge_file`.
 FORMATS = ("snap", "csv", "parquet", "jsonl")
@@ -40,6 +41,7 @@ _EXTENSIONS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
 }
+_HEAD_LIMIT = 1 << 26  # most bytes read looking for the first data line of a text file
 _LOW_LEVEL_ERRORS = (OSError, EOFError, zlib.error, pa.ArrowException, UnicodeDecodeError)
 
 
@@ -70,7 +72,7 @@ def detect_format(path: str | os.PathLike) -> str:
     fmt = _EXTENSIONS.get(Path(name).suffix)
     if fmt is None or (fmt == "parquet" and Path(path).name.lower().endswith(".gz")):
         raise InvalidArgumentError(
-            f"cannot tell the format of {Path(path).name!r} from its extension; pass format= one of {FORMATS}"
+            f"{path}: cannot tell the format from the file name; pass --format (one of {', '.join(FORMATS)})"
         )
     return fmt
 
@@ -102,7 +104,7 @@ def _check_format(path: Path, format: str | None) -> str:
     if format is None:
         return detect_format(path)
     if not isinstance(format, str) or format.lower() not in FORMATS:
-        raise InvalidArgumentError(f"format must be one of {FORMATS} or None, got {format!r}")
+        raise InvalidArgumentError(f"--format {format!r}: expected one of {', '.join(FORMATS)}")
     return format.lower()
 
 
@@ -124,6 +126,10 @@ class EdgeFileReader:
     max_bad_kept : int
     id_type : {"auto", "int", "string"}
     max_id_bytes : int
+    layout : Layout
+        The stated column layout (parts left ``None`` are detected).
+    text_layout : TextLayout or None
+        The resolved layout of a text file, once its first lines have been read.
     report : ReadReport
         Counts and bad lines of the current (or last) iteration; complete once the iteration
         has finished. Bad lines of a chunk are recorded before that chunk is yielded (with
@@ -145,7 +151,12 @@ class EdgeFileReader:
         id_type: str = "auto",
         max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
         stream_kind: str | None = None,
+        layout: Layout | None = None,
     ):
+        if layout is not None and not isinstance(layout, Layout):
+            raise InvalidArgumentError(f"layout must be a connectors.files.Layout, got {type(layout).__name__}")
+        self.layout = layout if layout is not None else Layout()
+        self.text_layout: TextLayout | None = None
         self._ids = IdSpec(id_type, max_id_bytes, stream_kind)  # validates all three
         self.id_type = id_type
         self.stream_kind = stream_kind
@@ -239,14 +250,59 @@ class EdgeFileReader:
 
     def _chunk_source(self) -> "_ChunkSource":
         ids = self._ids
+        report = self.report
         if self.format == "parquet":
-            return _ChunkSource(None, lambda _: _parquet_chunks(self.path, self.chunk_rows, ids))
+            return _ChunkSource(None, lambda _: _parquet_chunks(self.path, self.chunk_rows, ids, self.layout, report))
         stream = _open_binary(self.path)
-        if self.format == "snap":
-            return _ChunkSource(stream, lambda s: _snap_chunks(s, self.chunk_rows, ids))
-        if self.format == "csv":
-            return _ChunkSource(stream, lambda s: _csv_chunks(s, self.chunk_rows, self.path, ids))
-        return _ChunkSource(stream, lambda s: _jsonl_chunks(s, self.chunk_rows, ids))
+        if self.format == "jsonl":
+            return _ChunkSource(stream, lambda s: _jsonl_chunks(s, self.chunk_rows, ids, self.layout, self.path,
+                                                                report))
+        try:
+            return self._text_source(stream, ids)
+        except BaseException:
+            stream.close()
+            raise
+
+    def _text_source(self, stream, ids) -> "_ChunkSource":
+        """Read the first lines, resolve the layout, and hand the rest to the SNAP or delimited parser."""
+        head = _read_head(stream)
+        if head.startswith(_UTF8_BOM):
+            head = head[len(_UTF8_BOM):]
+        pos = _binary_offset(head)
+        if pos is not None:
+            raise SourceError(
+                f"{self.path}: not a text edge file (binary data at byte {pos}); for a Parquet file pass "
+                "--format parquet, a compressed file must be gzip")
+        text = head.decode("utf-8", errors="replace")
+        layout = resolve_text_layout(text, self.layout, self.path, default_header=self.format == "csv")
+        while layout is None and len(head) < _HEAD_LIMIT:  # only comments so far: read on to the first data line
+            more = _read_head(stream)
+            if not more:
+                break
+            head += more
+            text = head.decode("utf-8", errors="replace")
+            layout = resolve_text_layout(text, self.layout, self.path, default_header=self.format == "csv")
+        self.text_layout = layout
+        if layout is None:
+            skipped = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+            return _ChunkSource(stream, lambda s: _csv_chunks(s, self.chunk_rows, None, ids, skipped))
+        self.report.columns = layout.describe()
+        self.report.unused_columns = list(layout.unused)
+        if self._snap_canonical(layout):
+            return _ChunkSource(_Prefixed(head, stream), lambda s: _snap_chunks(s, self.chunk_rows, ids))
+        cut, skipped = 0, 0
+        if layout.header:  # the stream continues after the header line
+            for _ in range(layout.first_line - 1):
+                cut = head.index(b"\n", cut) + 1 if b"\n" in head[cut:] else len(head)
+            skipped = layout.first_line - 2
+        return _ChunkSource(_Prefixed(head[cut:], stream),
+                            lambda s: _csv_chunks(s, self.chunk_rows, layout, ids, skipped))
+
+    def _snap_canonical(self, layout: TextLayout) -> bool:
+        """Whether the SNAP parser reads this layout: blank/tab-separated ``src dst [ts]``, integer ts."""
+        default = {"src": 0, "dst": 1, "ts": 2} if layout.ncols == 3 else {"src": 0, "dst": 1}
+        return (self.format == "snap" and layout.delimiter in (" ", "\t") and not layout.header
+                and layout.ncols in (2, 3) and layout.index == default and layout.ts_kind in (None, "int"))
 
 
 class _ChunkSource:
@@ -276,6 +332,7 @@ def open_edge_file(
     id_type: str = "auto",
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
     stream_kind: str | None = None,
+    layout: Layout | None = None,
 ) -> EdgeFileReader:
     """Open an edge file for streaming.
 
@@ -301,6 +358,10 @@ def open_edge_file(
     stream_kind : {"int", "string"}, optional
         With ``id_type="auto"``: the kind already fixed for the stream this file belongs to (a
         directory's earlier files); ids of the other kind are bad lines.
+    layout : Layout, optional
+        Which columns (text) or fields (Parquet, JSON lines) hold src, dst, ts and op, whether a
+        text file has a header and its delimiter; whatever it leaves out is detected
+        (:mod:`connectors.files.layout`).
 
     Returns
     -------
@@ -327,7 +388,7 @@ def open_edge_file(
     """
     return EdgeFileReader(
         path, format=format, chunk_rows=chunk_rows, keep_order=keep_order, strict=strict, max_bad_kept=max_bad_kept,
-        id_type=id_type, max_id_bytes=max_id_bytes, stream_kind=stream_kind,
+        id_type=id_type, max_id_bytes=max_id_bytes, stream_kind=stream_kind, layout=layout,
     )
 
 
@@ -345,6 +406,10 @@ def read_edges(path: str | os.PathLike, **options) -> tuple[pa.Table, ReadReport
     -------
     table : pyarrow.Table
         All edges (time-ordered unless ``keep_order=True``), one chunk per column.
+    layout : Layout
+        The stated column layout (parts left ``None`` are detected).
+    text_layout : TextLayout or None
+        The resolved layout of a text file, once its first lines have been read.
     report : ReadReport
         Counts and bad lines.
 

@@ -64,6 +64,11 @@ class ReadReport:
         checked: no timestamps, ``keep_order=True``, or no rows).
     runs : int
         Sorted runs spilled to disk while ordering (0 when ordered in memory).
+    columns : str or None
+        One line on the layout read: delimiter, header, the column of each role, and the columns
+        present but not used.
+    unused_columns : list of str
+        Columns (fields) present in the file and not used.
     """
 
     path: Path
@@ -77,6 +82,8 @@ class ReadReport:
     id_type: str | None = None
     sorted_input: bool | None = None
     runs: int = 0
+    columns: str | None = None
+    unused_columns: list[str] = field(default_factory=list)
 
     @property
     def unit(self) -> str:
@@ -88,6 +95,11 @@ class ReadReport:
         self.bad += 1
         if len(self.bad_lines) < self.max_kept:
             self.bad_lines.append(bad)
+
+    def describe_bad(self, bad: BadLine) -> str:
+        """``file:line: reason (text)`` for a text file, ``file: row N: reason (values)`` for Parquet."""
+        where = f"{self.path}: row {bad.line}" if self.format == "parquet" else f"{self.path}:{bad.line}"
+        return f"{where}: {bad.reason} ({bad.text})"
 
     def summary(self) -> str:
         """One line for logs: counts and the first few bad lines."""

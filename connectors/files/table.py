@@ -53,9 +53,10 @@ def _edge_table(src, dst, op=None, ts=None, ts_type: pa.DataType | None = None) 
     return pa.Table.from_arrays(columns, schema=_schema(ts_type, src.type))
 
 
-def _rows_table(rows: list[tuple], has_ts: bool) -> pa.Table:
-    """Build an output table from line-by-line parsed ``(src, dst, op[, ts])`` tuples."""
-    ts_type = pa.int64() if has_ts else None
+def _rows_table(rows: list[tuple], has_ts: bool, ts_type: pa.DataType | None = None) -> pa.Table:
+    """Build an output table from line-by-line parsed ``(src, dst, op[, ts])`` tuples (``ts_type``
+    defaults to ``int64``)."""
+    ts_type = (ts_type or pa.int64()) if has_ts else None
     if not rows:
         return _schema(ts_type).empty_table()
     cols = list(zip(*rows))
@@ -90,19 +91,24 @@ def _in_set(values: pa.Array, members: list) -> np.ndarray:
     return mask.fill_null(False).to_numpy(zero_copy_only=False)
 
 
-def _checked_fast_table(table: pa.Table, has_ts: bool, ids=None, *, trim: bool = False) -> pa.Table | None:
+def _checked_fast_table(table: pa.Table, has_ts: bool, ids=None, *, trim: bool = False,
+                        ts_type: pa.DataType | None = None) -> pa.Table | None:
     """Turn a fast-parsed table into an output table, or ``None`` if any row is bad.
 
     String id columns are checked (and trimmed when ``trim``) by ``ids`` (an
-    :class:`~connectors.files.ids.IdSpec`).
+    :class:`~connectors.files.ids.IdSpec`). ``ts_type`` defaults to ``int64``; float timestamps
+    must be finite.
     """
-    ts_type = pa.int64() if has_ts else None
+    ts_type = (ts_type or pa.int64()) if has_ts else None
     string_ids = pa.types.is_string(table.schema.field("src").type)
     if table.num_rows == 0:
         return _schema(ts_type, pa.string() if string_ids else pa.int64()).empty_table()
     id_names = ["src", "dst"] + (["ts"] if has_ts else [])
     if any(table.column(n).null_count for n in id_names):
         return None
+    if has_ts and pa.types.is_floating(ts_type):
+        if not pc.all(pc.is_finite(table.column("ts"))).as_py():
+            return None
     if string_ids:
         src = ids.string_column(table.column("src"), "src", trim=trim)
         dst = None if src is None else ids.string_column(table.column("dst"), "dst", trim=trim)
@@ -119,7 +125,8 @@ def _checked_fast_table(table: pa.Table, has_ts: bool, ids=None, *, trim: bool =
         op = pa.array(codes)
     else:
         op = pa.array(np.ones(table.num_rows, dtype=np.int8))
-    columns = [table.column("src"), table.column("dst"), op] + ([table.column("ts")] if has_ts else [])
+    ts = [table.column("ts").cast(ts_type)] if has_ts else []
+    columns = [table.column("src"), table.column("dst"), op] + ts
     return pa.Table.from_arrays(columns, schema=_schema(ts_type, table.schema.field("src").type))
 
 

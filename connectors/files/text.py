@@ -35,6 +35,7 @@ def _parse_blocks(
     fast: Callable[[bytes], pa.Table | None],
     parse_line: Callable[[bytes], tuple | None],
     has_ts: Callable[[], bool],
+    ts_type: pa.DataType | None = None,
 ) -> Iterator[_Parsed]:
     """Parse ``(first line number, block)`` pairs of a text file.
 
@@ -58,7 +59,7 @@ def _parse_blocks(
                 skipped += 1
             else:
                 rows.append(row)
-        yield _Parsed(_rows_table(rows, has_ts()), bad, skipped)
+        yield _Parsed(_rows_table(rows, has_ts(), ts_type), bad, skipped)
 
 
 def _open_binary(path: Path):
@@ -100,3 +101,45 @@ def _line_blocks(stream, *, max_lines: int, first_line: int = 1) -> Iterator[tup
                 yield line_no, rest
             return
         parts, pending = [rest], rest.count(b"\n")
+
+
+_HEAD_BYTES = 1 << 16
+_HEAD_MAX_BYTES = 1 << 22
+
+
+class _Prefixed:
+    """A binary stream whose first bytes were already read (``head``): reads give them back first."""
+
+    def __init__(self, head: bytes, stream):
+        self._head = head
+        self._stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            if size is None or size < 0:
+                data, self._head = self._head + self._stream.read(), b""
+                return data
+            data, self._head = self._head[:size], self._head[size:]
+            return data
+        return self._stream.read(size)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+def _read_head(stream) -> bytes:
+    """The first lines of a text stream: at least 64 KiB (or all of it), ending at a newline when the
+    file has one within 4 MiB."""
+    head = stream.read(_HEAD_BYTES)
+    while head and not head.endswith(b"\n") and len(head) < _HEAD_MAX_BYTES:
+        more = stream.read(_HEAD_BYTES)
+        if not more:
+            break
+        head += more
+    return head
+
+
+def _binary_offset(head: bytes) -> int | None:
+    """Byte offset of the first sign that ``head`` is not text (a NUL byte), or ``None``."""
+    pos = head.find(b"\x00")
+    return None if pos < 0 else pos

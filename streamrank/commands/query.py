@@ -30,9 +30,16 @@ def load_ranks(checkpoint_dir: str):
     from ..errors import CheckpointError
     from ..checkpoints.recovery import restore_latest
 
+    import os
+
+    if not os.path.isdir(checkpoint_dir):
+        raise CheckpointError(f"--checkpoint-dir {checkpoint_dir}: no such directory")
     r = restore_latest(checkpoint_dir, device="cpu")
     if r is None:
-        raise CheckpointError(f"no checkpoint in {checkpoint_dir}")
+        raise CheckpointError(
+            f"no checkpoint in {checkpoint_dir} yet: the daemon writes its first one as soon as it has applied "
+            "its first batch (then every --checkpoint-every batches or --checkpoint-interval seconds); "
+            "is 'streamrank serve' running with this directory, and has it received edges?")
     ids, p = r.engine.ranks()
     return ids, p, r
 
@@ -60,7 +67,7 @@ def run(args) -> int:
     out = {"seq": restored.seq, "checkpoint": restored.snapshot.path, "vertices": int(ids.shape[0])}
     if args.top is not None:
         if args.top < 1:
-            raise InvalidArgumentError("--top must be >= 1")
+            raise InvalidArgumentError(f"--top {args.top}: expected at least 1")
         k = min(args.top, p.shape[0])
         order = np.lexsort((ids, -p))[:k]
         out["top"] = [{"rank_position": i + 1, "vertex": _json_id(ids[j]), "rank": float(p[j])}

@@ -79,6 +79,18 @@ _FLAGS = {
         type=float, metavar="SECONDS",
         help="when one batch (apply, publish, bookkeeping) takes longer than SECONDS, write every thread's "
              "Python stack to stderr, once per such batch: finds what holds the loop (default 0: off)")),
+    "--src": ("src_column", dict(metavar="COL", help="edge files: src column, a header name or a 1-based number "
+                                                     "(default: src or a usual other name; column 1 without a header)")),
+    "--dst": ("dst_column", dict(metavar="COL", help="edge files: dst column (default: dst or a usual other name; "
+                                                     "column 2 without a header)")),
+    "--ts": ("ts_column", dict(metavar="COL", help="edge files: timestamp column, or 'none' (default: ts or a usual "
+                                                   "other name); a directory's rows are applied in file order")),
+    "--op": ("op_column", dict(metavar="COL", help="edge files: op column (+/-, insert/delete, 1/-1), or 'none': "
+                                                   "all inserts (default: op or a usual other name)")),
+    "--header": ("header", dict(action="store_const", const=True,
+                                help="edge files: the first line names the columns (default: detected)")),
+    "--delimiter": ("delimiter", dict(metavar="SEP", help="edge files: comma, tab, semicolon, pipe or space "
+                                                          "(default: detected)")),
     "--applied-log": ("applied_log", dict(metavar="PATH", help="append a JSON line per restore/batch/checkpoint (audit, tests)")),
 }
 
@@ -86,6 +98,8 @@ _FLAGS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, (_key, kw) in _FLAGS.items():
         parser.add_argument(flag, dest=flag[2:].replace("-", "_"), default=None, **kw)
+    parser.add_argument("--no-header", dest="no_header", action="store_true",
+                        help="edge files: the first line is data (default: detected)")
 
 
 def run(args) -> int:
@@ -98,6 +112,8 @@ def run(args) -> int:
         if key == "config":
             continue
         overrides[key] = getattr(args, flag[2:].replace("-", "_"))
+    if args.no_header:
+        overrides["header"] = False
     cfg = load_config(path=args.config, overrides=overrides)
     if logging.getLogger().level > logging.INFO and not _explicit_level(args):
         logging.getLogger().setLevel(logging.INFO)  # a daemon logs a line per batch by default

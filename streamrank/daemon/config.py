@@ -71,7 +71,21 @@ class DaemonConfig:
     id_type: str = "auto"
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     max_graph_bytes: int | None = None
+    # column layout of edge files (input directory, base graph): connectors.files.layout.Layout
+    src_column: str | None = None
+    dst_column: str | None = None
+    ts_column: str | None = None
+    op_column: str | None = None
+    header: bool | None = None
+    delimiter: str | None = None
     rank: RankConfig = field(default_factory=RankConfig)
+
+    def layout(self):
+        """The :class:`connectors.files.Layout` of the edge files (``src_column`` ... ``delimiter``)."""
+        from connectors.files.layout import Layout
+
+        return Layout(header=self.header, delimiter=self.delimiter, src=self.src_column, dst=self.dst_column,
+                      ts=self.ts_column, op=self.op_column)
 
     def validate(self) -> "DaemonConfig":
         """Check the combination of settings; returns ``self``.
@@ -114,6 +128,7 @@ class DaemonConfig:
             raise InvalidArgumentError("kafka_stats_interval must be 0 (off) or at least 0.001 s")
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
             raise InvalidArgumentError("max_graph_bytes must be >= 1 (or unset: no limit)")
+        self.layout()  # raises for a column or delimiter setting outside its domain
         if self.publish_topic and not self.bootstrap_servers:
             raise InvalidArgumentError("--publish-topic needs --bootstrap-servers")
         if self.dead_letter_topic and not self.bootstrap_servers:

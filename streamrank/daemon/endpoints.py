@@ -23,7 +23,7 @@ def make_source(cfg: DaemonConfig, *, stop, id_lock, on_stats):
         from connectors.dir_source import DirectorySource
 
         return DirectorySource(cfg.input_dir, chunk_rows=cfg.batch_size, id_type=cfg.id_type,
-                               id_lock=id_lock, max_id_bytes=cfg.max_id_bytes)
+                               id_lock=id_lock, max_id_bytes=cfg.max_id_bytes, layout=cfg.layout())
     from connectors.kafka_clients import make_source as make_kafka_source
     from connectors.kafka_clients import resolve_client
 

@@ -93,6 +93,7 @@ class Daemon:
         self._dirty = False            # positions or state not yet checkpointed
         self._since_ckpt = 0           # batches since the last checkpoint
         self._last_ckpt = time.monotonic()
+        self._first_ckpt = True        # the first batch is checkpointed at once (``query`` can read it)
         self._last_lag = 0.0
         self._broker_ok = True
         self._applied_log = None
@@ -135,7 +136,8 @@ class Daemon:
         import pyarrow.compute as pc
 
         tables = []
-        with open_edge_file(path, id_type=self.cfg.id_type, max_id_bytes=self.cfg.max_id_bytes) as reader:
+        with open_edge_file(path, id_type=self.cfg.id_type, max_id_bytes=self.cfg.max_id_bytes,
+                            layout=self.cfg.layout()) as reader:
             for t in reader:
                 tables.append(t.filter(pc.greater(t.column("op"), 0)).select(["src", "dst"]))
         if not tables:
@@ -333,6 +335,7 @@ class Daemon:
         plan = self.ckpt.prepare(eng, positions=self.positions, meta=meta, ranks=self._full_ranks)
         self._dirty = False
         self._since_ckpt = 0
+        self._first_ckpt = False
         self._last_ckpt = time.monotonic()
         if final:
             self._finish_checkpoint(plan, token, t0, final=True)
@@ -367,7 +370,7 @@ class Daemon:
     def _checkpoint_due(self) -> bool:
         if not self._dirty:
             return False
-        if self._since_ckpt >= self.cfg.checkpoint_every:
+        if self._first_ckpt or self._since_ckpt >= self.cfg.checkpoint_every:
             return True
         return self.cfg.checkpoint_interval > 0 and time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_interval
 

@@ -32,11 +32,12 @@ def load_graph(spec: str, *, device: str = "auto"):
     return graph, desc
 
 
-def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto"):
+def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto", layout=None):
     """Returns ``(graph store, description dict, StringIdMap or None)``.
 
     The map is given for a graph with string vertex ids (an edge file read with ``id_type``, or
-    a checkpoint of a string-id engine); ``None`` for integer ids.
+    a checkpoint of a string-id engine); ``None`` for integer ids. ``layout`` (a
+    :class:`connectors.files.Layout`) says which columns of an edge file hold what.
     """
     backend = resolve_backend(device)
     cls = _store(backend)
@@ -68,7 +69,10 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
     from ..batch import EdgeBatch
     from ..store.cpu import CpuGraph
 
-    table, _report = read_edges(spec, id_type=id_type)
+    table, report = read_edges(spec, id_type=id_type, layout=layout)
+    if table.num_rows == 0:
+        why = f"{report.bad} bad {report.unit}s, no good one" if report.bad else "the file has no edges"
+        raise SourceError(f"{spec}: empty graph ({why})")
     ids = None
     if pa.types.is_string(table.schema.field("src").type):  # strings -> codes, as the engine does
         ids = StringIdMap()

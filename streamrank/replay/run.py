@@ -18,13 +18,14 @@ import numpy as np
 import pyarrow as pa
 
 from .baseline import BaselineTimes, check_baseline, sample_batches, time_networkx
+from ..backend import resolve_backend
 from ..batch import EdgeBatch
 from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..engine import Engine
 from ..errors import InvalidArgumentError, SourceError
 from ..oracle.metrics import error_report, l1_error
 from ..oracle.static import oracle_name, oracle_pagerank
-from .progress import Progress
+from .progress import Progress, cpu_kernels_cached
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES
 
 #: The bundled real graph (SNAP CollegeMsg), replayed when no path is given.
@@ -46,26 +47,32 @@ class EdgeStream:
     bad_lines: int = 0
     bad_examples: list = field(default_factory=list)
     id_type: str = "int"
+    columns: str | None = None  # the reader's one-line account of the columns used and not used
+    bad_messages: list = field(default_factory=list)  # ``file:line: reason (text)`` of the first bad lines
 
     def __len__(self):
         return int(self.insert.shape[0])
 
 
 def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=None, id_type: str = "auto",
-                max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> EdgeStream:
-    """Read an edge file into memory in replay order (see :mod:`connectors.files`)."""
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES, layout=None) -> EdgeStream:
+    """Read an edge file into memory in replay order (see :mod:`connectors.files`; ``layout`` is a
+    :class:`connectors.files.Layout`)."""
     from connectors.files import open_edge_file
 
     tables = []
     with open_edge_file(str(path), format=fmt, keep_order=keep_order, strict=strict, id_type=id_type,
-                        max_id_bytes=max_id_bytes) as reader:
+                        max_id_bytes=max_id_bytes, layout=layout) as reader:
         for table in reader:
             tables.append(table.select(["src", "dst", "op"]))
         report = reader.report
-    if not tables:
-        raise SourceError(f"{path}: no valid edges" + (f" ({report.bad} bad lines; first: "
-                                                       f"line {report.bad_lines[0].line}: {report.bad_lines[0].reason})"
-                                                       if report.bad_lines else ""))
+    if not tables or not sum(t.num_rows for t in tables):
+        if report.bad_lines:
+            raise SourceError(f"{path}: no valid edges ({report.bad} bad {report.unit}s; the first: "
+                              f"{report.describe_bad(report.bad_lines[0])})")
+        if reader.schema is not None or report.skipped:
+            raise SourceError(f"{path}: no edges (only a header, comments or blank lines)")
+        raise SourceError(f"{path}: the file is empty")
     whole = pa.concat_tables(tables).combine_chunks()
     kind = "string" if pa.types.is_string(whole.schema.field("src").type) else "int"
     if kind == "string":
@@ -76,7 +83,8 @@ def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=Non
     insert = whole.column("op").to_numpy() > 0
     bad = int(getattr(report, "bad", 0))
     examples = list(getattr(report, "bad_lines", [])[:10])
-    return EdgeStream(src, dst, insert, str(path), bad, examples, kind)
+    return EdgeStream(src, dst, insert, str(path), bad, examples, kind, report.columns,
+                      [report.describe_bad(b) for b in examples])
 
 
 @dataclass
@@ -209,6 +217,11 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
         base_at = sample_batches(num_batches, baseline_samples)
 
     runs = []
+    if progress and resolve_backend(device).name == "cpu" and not cpu_kernels_cached():
+        import sys
+
+        print("compiling the CPU kernels on first use (once: they are cached for later runs; this can take "
+              "a few minutes); the progress line shows no ETA until batches run at their own speed", file=sys.stderr)
     for alg in algorithms:
         eng = Engine(device, alg, config=config, id_type=stream.id_type)
         # The base graph is the net effect of the first edges (deletions in it applied in order).
