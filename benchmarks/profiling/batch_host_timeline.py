@@ -21,7 +21,7 @@ import cupy as cp
 
 replay = replay_from_env()
 eng, dang, size = replay.engine, replay.dangling, replay.size
-eng._stepper = None  # the two synchronized steps this script profiles (one_sync_ab.py: the one-wait batch)
+eng._stepper = None  # the two synchronized steps this script profiles
 def nxt():
     return replay.next_batch(size)
 T = TIMES

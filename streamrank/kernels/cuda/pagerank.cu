@@ -11,7 +11,7 @@
 // Template parameters: I = vertex index type (int), V = rank type (float or double), SELF = 1
 // for dangling="self-loop", MODE = 0 (DT: a fixed list of vertices; ND: every vertex, local
 // form), 1 (DF: the frontier grows), 2 (DF-P: it grows and prunes), 3 (Static and warm with
-// STREAMRANK_SWEEP_KERNEL=rank, the older kernels that sweep.cu replaced: every vertex, iterating the standard form
+// the "rank" sweep kernel of streamrank/rank/gpu/sweeps.py, the older kernels that sweep.cu replaced: every vertex, iterating the standard form
 // y = base + alpha * P^T y with base = (alpha * dangling mass + (1 - alpha) * sum(y)) / n, whose
 // fixed point is y = base * x: the same ranks p = y / sum(y) = x / sum(x), reached in fewer
 // iterations because the dominant error component is projected out every step; the host turns
