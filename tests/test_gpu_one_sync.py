@@ -107,8 +107,8 @@ def _close_after_warm(a, b, config, err_msg):
     convergence test allows, not bit for bit: a sweep updates the ranks in place, so what a vertex
     reads depends on the order its blocks ran. Each run stops once the largest change of ``p`` is
     under ``tol``, which leaves it within about ``tol * alpha / (1 - alpha)`` of the fixed point;
-    the two within twice that. (The relative tolerance this replaces, 1e-9, failed once on a cold
-    machine at stop 39: relative differences up to 8.8e-10 are common, stop 40's diagnosis.)"""
+    the two within twice that. (A relative tolerance of 1e-9 is too tight: relative differences up
+    to 8.8e-10 are common.)"""
     xa, xb = _host(a.rank.x), _host(b.rank.x)
     assert xa.shape == xb.shape
     np.testing.assert_allclose(xa / xa.sum(), xb / xb.sum(), rtol=0, atol=_warm_bound(config), err_msg=err_msg)

@@ -123,7 +123,7 @@ for name, src, dst in graphs():
                 caps.append((eng._stepper.graphs.captures if eng._stepper.graphs else 0) - c0)
             if b >= 5:
                 g_ms.append(st.graph_ms)
-                # the upkeep for the next batch (room, buffers) after graph_ms ends: stop 28 on
+                # the upkeep for the next batch (room, buffers) after graph_ms ends
                 up_ms.append(st.graph_ms + getattr(eng._stepper, "upkeep_ms", 0.0))
                 r_ms.append(st.rank_ms)
                 if ticks:

@@ -60,9 +60,8 @@ def _build_bytes(n: int, e: int) -> int:
 class GpuGraph(RoomKeeping):
     """Dynamic directed graph (set semantics, self-loops allowed) on the device.
 
-    Same contract as :class:`streamrank.store.cpu.CpuGraph` (docs/ARCHITECTURE.md, "Graph store
-    contract"); arrays are CuPy, degrees int32, offsets int64, and ``*_indices`` hold gaps
-    beyond each vertex's degree.
+    Same contract as :class:`streamrank.store.cpu.CpuGraph` (docs/architecture.md); arrays are
+    CuPy, degrees int32, offsets int64, and ``*_indices`` hold gaps beyond each vertex's degree.
 
     Attributes
     ----------

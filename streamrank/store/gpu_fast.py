@@ -182,7 +182,7 @@ class FastUpdater:
         #: (a fixed size: the work is read on the device, so the launch needs no sync).
         self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _options())
         self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _options())
-        # 4 blocks of 256 per SM: a 1,000-edge batch's 400 or so chunks in one round (stop 29)
+        # 4 blocks of 256 per SM: a 1,000-edge batch's 400 or so chunks in one round
         self.scan_blocks, self.commit_blocks = 4 * sm_count(), sm_count()
         # A host batch is staged in pinned memory in a fixed layout (fast_update_hdr), which the
         # kernel reads through its mapped address (or after one asynchronous copy): a header
@@ -228,7 +228,7 @@ class FastUpdater:
 
     def prepare(self) -> None:
         """Allocate the next batch's changes buffer (4 * FAST_MAX_EDGES entries) unless it is
-        there: called between batches, off the host's critical path (docs/GPU.md, "Stop 28")."""
+        there: called between batches, off the host's critical path."""
         if self._next is None:
             self._next = self.cp.empty(4 * FAST_MAX_EDGES, dtype=self.cp.int64)
             self._next_ptr = int(self._next.data.ptr)

@@ -155,7 +155,7 @@ __device__ __forceinline__ void fu_tick_max(FuWork* w, int k) { fu_stamp(w, k, t
 
 // The counters (slots C_*) into `counters` (device memory: the grid kernels and the rank loop read
 // them there) and, when `hcounters` is not null, the same into mapped pinned host memory, which the
-// host reads after its wait: no device-to-host copy after the update (stop 28).
+// host reads after its wait: no device-to-host copy after the update.
 __device__ __forceinline__ void write_counters(long long* counters, long long* hcounters, long long overflow,
                                                long long nnew, long long nins, long long ndel, long long dup,
                                                long long present, long long absent, long long out_end,

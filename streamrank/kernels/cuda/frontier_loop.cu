@@ -1,6 +1,5 @@
 // One batch's DF / DF-P rank update in one cooperative launch: the start of the iterate, the
-// initial marks and the whole iteration loop (streamrank.rank.gpu.pagerank, docs/GPU.md "Rank update:
-// one launch per batch").
+// initial marks and the whole iteration loop (streamrank.rank.gpu.pagerank, docs/architecture.md).
 //
 // With a small frontier (a few thousand vertices) an iteration of pagerank.cu's launch sequence
 // is bound by launches and their grids, not by work. Here a grid that is resident all at once
@@ -125,8 +124,8 @@ struct LoopLists {
   unsigned long long* ticks;  // profiling (or null): the device clock (ns), written by thread 0 of
                               // the grid: [0] start, [1] after phase I, [2] after phase M, then per
                               // iteration i [3 + 3i] its start, [4 + 3i] after its barrier
-                              // ([5 + 3i] unused: the slot of the second phase before stop 24,
-                              // kept so that the profiling scripts read every build); [3 + 3n]
+                              // ([5 + 3i] unused: the slot of a former second phase, kept so
+                              // that the profiling scripts read every build); [3 + 3n]
                               // the end (n iterations)
   const long long* counts;    // null, or the counters of the graph update queued before this launch
                               // (graph_fast_update.cu: [0] overflow, [1] new vertices, [2] applied

@@ -1,7 +1,7 @@
 // PageRank kernels of the GPU backend (streamrank.rank.gpu.pagerank): pull-based rank updates in the
 // local form, frontier marking, degree partition and reductions.
 //
-// Local form (docs/ARCHITECTURE.md): x[v] = 1 + alpha * S(v), S(v) = sum over in-neighbours u of
+// Local form (docs/architecture.md): x[v] = 1 + alpha * S(v), S(v) = sum over in-neighbours u of
 // c[u], with c[u] = x[u] / d(u) precomputed once per iteration ("contribution"), d(u) = outdeg(u)
 // (+1 with SELF, the implicit self-loop, whose own term is solved in closed form:
 // x[v] = (1 + alpha * S) / (1 - alpha / d(v))). Iterations are Jacobi: rank kernels read c and

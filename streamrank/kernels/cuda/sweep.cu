@@ -19,7 +19,7 @@
 //   torn one;
 // - the contributions may be stored as C = float while the iterate, its sums and the test stay
 //   in V = double: the gathered vector is then half the bytes, at a cost in accuracy that
-//   docs/GPU.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
+//   docs/architecture.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
 //   n * sizeof(C) bytes.
 //
 // List rows (RankArgs.lists) and counters during sweeps: 0 = bucket < 4, 1 = big, 2 = 4..15,

@@ -1,11 +1,11 @@
 """Static, Naive-dynamic, Dynamic Traversal, DF and DF-P PageRank on the device.
 
-Same functions, arguments and semantics as :mod:`streamrank.rank.cpu.pagerank` (docs/ARCHITECTURE.md,
-"Rank contract"), for a :class:`streamrank.store.gpu.GpuGraph`: local form ``x``, Jacobi
+Same functions, arguments and semantics as :mod:`streamrank.rank.cpu.pagerank`
+(docs/architecture.md), for a :class:`streamrank.store.gpu.GpuGraph`: local form ``x``, Jacobi
 iterations, convergence ``max|dx| / sum(x) < tol``, DF/DF-P marking rules, self-loop closed
 form. The iterations run the kernels of ``kernels/cuda/pagerank.cu`` (DF/DF-P first as one cooperative
-launch per batch, ``kernels/cuda/frontier_loop.cu``; Static and warm: ``kernels/cuda/sweep.cu``; docs/GPU.md
-explains the design):
+launch per batch, ``kernels/cuda/frontier_loop.cu``; Static and warm: ``kernels/cuda/sweep.cu``;
+docs/architecture.md explains the design):
 
 - vertices to process are kept as compacted lists split by in-degree (thread-per-vertex kernel
   ``rank_small`` below ``config.switch_degree``, block-per-vertex kernel ``rank_large`` at or
@@ -22,7 +22,7 @@ explains the design):
 
 Static and warm iterate the standard form with the sweep kernels of ``kernels/cuda/sweep.cu``
 (:mod:`streamrank.rank.gpu.sweeps`) and convert to the local form at the end; ND, DT, DF and
-DF-P iterate the local form. Passes over all vertices that remain per call (docs/GPU.md):
+DF-P iterate the local form. Passes over all vertices that remain per call:
 ``init_state`` (copy ``x_prev`` into the new ``x``, every contribution and sum(x): about 25
 bytes per vertex), and for Static/ND/warm the work itself.
 """
@@ -280,7 +280,7 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
 
     The cooperative loop reads the batch's sizes (new vertices, applied insertions and
     deletions) from the graph update's counters on the device, so that the batch needs no host
-    round trip between the two updates (docs/GPU.md, "One wait per batch"). When
+    round trip between the two updates (docs/architecture.md). When
     :func:`arm_update` packed this batch's loop ahead and nothing it packed has changed, only the
     batch's edge sections are written into that image before the replay.
 
