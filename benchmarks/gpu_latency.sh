@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Per-batch GPU latency on the published temporal protocol (issue 10), in one device call:
+# Per-batch GPU latency on the published temporal protocol, in one device call:
 #   1. the gpu-marked tests of the rank and graph code (TESTS=1, default);
 #   2. `streamrank bench --protocol temporal` on sx-mathoverflow: the published setting (ids
 #      0..248179 created up front, self-loop mode) and standard semantics (uniform dangling, no

@@ -2,12 +2,11 @@
 sx-mathoverflow, self-loop mode, Jacobi order (the GPU's arithmetic), on the CPU: what streamrank
 publishes (``Engine.ranks``, :mod:`streamrank.rank.published`: the vertices without in-edges at
 their exact rank, the others scaled to the rest of the mass), the plain normalization ``x / sum(x)``
-(published until stop 31), and the reference DF-P's form ``x (1 - alpha) / n``, unnormalized.
+(streamrank's earlier published form), and the reference DF-P's form ``x (1 - alpha) / n``, unnormalized.
 
 All three are the same iterate. In self-loop mode the exact solution sums to ``n / (1 - alpha)``,
 so they agree at the fixed point; before it, dividing by the running sum spreads the sum's deficit
-over every vertex, the exact ones too. docs/GPU.md ("The L1 error and the reference", "Stop 32")
-discusses the result.
+over every vertex, the exact ones too; :mod:`streamrank.rank.published` gives the result.
 
     python benchmarks/l1_normalization.py sx-mathoverflow.txt.gz [--batches 20]
 """

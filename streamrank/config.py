@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 from .errors import InvalidArgumentError
 
-#: Rank update algorithms (docs/ARCHITECTURE.md, "Rank contract"). ``warm``: the standard-form
+#: Rank update algorithms (docs/architecture.md). ``warm``: the standard-form
 #: power iteration warm-started from the previous ranks; ``auto``: per batch DF-P or warm sweeps
 #: (:mod:`streamrank.rank.auto_policy`).
 ALGORITHMS = ("static", "nd", "dt", "df", "dfp", "warm", "auto")
@@ -50,7 +50,7 @@ class RankConfig:
         type the gathered contributions ``y[u] / d(u)`` are stored in. ``"float32"`` halves the
         bytes of the random gathers (the vector of a 9 M-vertex graph then fits an H100's L2);
         the iterate, its sums and the test stay in ``dtype``, and the last sweeps run in
-        ``dtype`` so the criterion is the same (docs/GPU.md measures the error). The CPU
+        ``dtype`` so the criterion is the same (docs/architecture.md measures the error). The CPU
         always uses float64. Default ``"float64"``.
     update_order : {"gauss-seidel", "jacobi"}
         CPU, the local-form iterations of Static, ND, DT, DF and DF-P. ``"jacobi"``: every
@@ -62,7 +62,7 @@ class RankConfig:
         iteration; blocks read each other's values from the start of the iteration. The block
         size does not depend on the thread count, so neither do the results; on a frontier or
         graph of fewer vertices than a block it is plain Gauss-Seidel, which needs about half
-        the iterations of Jacobi (docs/ARCHITECTURE.md, "Update order"). ``warm`` is Jacobi
+        the iterations of Jacobi (docs/architecture.md). ``warm`` is Jacobi
         either way. Default ``"gauss-seidel"``.
     """
 

@@ -2,7 +2,8 @@
 
 When the backend is the GPU and cuDF imports, Arrow edge tables move to the device as cuDF frames
 (``cudf.DataFrame.from_arrow``: the Arrow buffers are copied to the device once, no per-column
-conversion on the host). ``STREAMRANK_CUDF=0`` turns cuDF off; without it NumPy arrays are copied.
+conversion on the host). ``STREAMRANK_CUDF=0`` (:data:`streamrank.settings.CUDF`) turns cuDF off;
+without it NumPy arrays are copied.
 
 The in-batch collapse (last op per pair) stays on CuPy (lexsort) even with cuDF installed:
 cuDF's ``drop_duplicates(keep="last")`` + ``sort_values`` gave the same result, but the graph
@@ -14,7 +15,8 @@ batches of 65 edges: 7.4 ms against 2.5 ms per batch; batches of 653 k edges: 17
 from __future__ import annotations
 
 import functools
-import os
+
+from . import settings
 
 
 @functools.lru_cache(maxsize=1)
@@ -28,7 +30,7 @@ def _cudf():
 
 def cudf_enabled() -> bool:
     """Whether cuDF is importable here and not turned off by ``STREAMRANK_CUDF=0``."""
-    if os.environ.get("STREAMRANK_CUDF", "1") == "0":
+    if not settings.cudf():
         return False
     return _cudf() is not None
 

@@ -7,7 +7,6 @@ code; the rest of the package only sees this class.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
@@ -26,8 +25,9 @@ from .ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_ma
 
 
 #: A small GPU batch runs with one host wait (graph and rank updates queued back to back,
-#: :mod:`streamrank.rank.gpu.step`); STREAMRANK_ONE_SYNC=0 applies every batch as two synchronized steps.
-ONE_SYNC = os.environ.get("STREAMRANK_ONE_SYNC", "1") != "0"
+#: :mod:`streamrank.rank.gpu.step`). False applies every batch as two synchronized steps: the
+#: reference the one-wait path is tested against (tests/test_gpu_one_sync.py sets it).
+ONE_SYNC = True
 
 
 @dataclass

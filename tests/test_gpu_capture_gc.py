@@ -3,7 +3,7 @@
 A collection during a capture would finalize unreachable CUDA objects (another engine's captured
 graphs) in the capturing thread, whose destroy calls a capturing thread may not make
 (``cudaErrorStreamCaptureUnsupported``, raised in a finalizer, so reported as unraisable; it can
-also invalidate the capture). The GPU suite met it at random at stops 38 and 39. ``capture_graph``
+also invalidate the capture), at random in a long test run. ``capture_graph``
 pauses the collector for the capture: checked on the device with a graph that becomes cyclic
 garbage inside the capture while the collector runs at every allocation, and on the host with a
 stand-in stream (the collector's state inside, after, and after a failed capture)."""

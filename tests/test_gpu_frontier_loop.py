@@ -124,17 +124,17 @@ def test_loop_matches_launch_sequence(cp, monkeypatch, algorithm, dangling, hand
         assert {it % 2 for it in later} == {0, 1}, later
 
 
-# Knob settings of the loop that the other tests leave at their defaults, each against the launch
-# sequence: STREAMRANK_LOOP_FOLD 0 (a kept small vertex appended on its own) and 2 (in its
-# marking's first round in uniform mode too; the default 1 does so in self-loop mode only);
-# STREAMRANK_LOOP_HALVES 1 (half-block teams for large lists longer than the grid in self-loop mode
-# too) and 0 (in neither mode); STREAMRANK_LOOP_TRACE 1 (the per-warp trace into LOOP_TICKS, whose
-# list sizes must be the loop's); STREAMRANK_LOOP_MIN_BLOCKS 3,4 (the other register budget and grid
-# of each mode: 80 registers in self-loop mode, 64 in uniform mode); STREAMRANK_LOOP_ARGS_SHARED 0 (the
+# Compile settings of the loop (frontier_loop's module constants) that the other tests leave at
+# their defaults, each against the launch sequence: _LOOP_FOLD 0 (a kept small vertex appended on
+# its own) and 2 (in its marking's first round in uniform mode too; the default 1 does so in
+# self-loop mode only); _LOOP_HALVES 1 (half-block teams for large lists longer than the grid in
+# self-loop mode too) and 0 (in neither mode); _LOOP_TRACE 1 (the per-warp trace into LOOP_TICKS,
+# whose list sizes must be the loop's); _LOOP_MIN_BLOCKS (3, 4) (the other register budget and grid
+# of each mode: 80 registers in self-loop mode, 64 in uniform mode); _LOOP_ARGS_SHARED 0 (the
 # argument structs read from global memory) and 3 (both structs from shared memory; the default 5 is
 # RankArgs and the decision's LoopLists fields)
 @pytest.mark.parametrize("knob,value", [("_LOOP_FOLD", 0), ("_LOOP_FOLD", 2), ("_LOOP_HALVES", 1),
-                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1), ("_LOOP_MIN_BLOCKS", "3,4"),
+                                        ("_LOOP_HALVES", 0), ("_LOOP_TRACE", 1), ("_LOOP_MIN_BLOCKS", (3, 4)),
                                         ("_LOOP_ARGS_SHARED", 0), ("_LOOP_ARGS_SHARED", 3)])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_loop_knob_settings_match_launch_sequence(cp, monkeypatch, knob, value, dangling):
@@ -223,7 +223,7 @@ def test_loop_stops_at_max_iter(cp, monkeypatch):
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 @pytest.mark.parametrize("handover", [None, 1e-9])
 def test_in_place_loop_meets_the_oracle(cp, monkeypatch, dangling, handover):
-    """STREAMRANK_LOOP_IN_PLACE: one contribution buffer (asynchronous relaxation), also after a
+    """frontier_loop._LOOP_IN_PLACE: one contribution buffer (asynchronous relaxation), also after a
     hand-over to the launch sequence: the same fixed point as the Jacobi loop."""
     from streamrank.rank.gpu import pagerank as pagerank_gpu
     from streamrank.rank.gpu import frontier_loop

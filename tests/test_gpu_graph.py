@@ -345,12 +345,10 @@ def test_fast_path_cap(cp, cap):
         assert gg.fast_batches == fast and gg.fast_fallbacks == 0
 
 
-def test_fast_path_switch_and_profile(cp, monkeypatch):
+def test_fast_path_switch_and_profile(cp):
     from streamrank.store.gpu import GpuGraph
 
-    monkeypatch.setenv("STREAMRANK_FAST_UPDATE", "0")
-    assert not GpuGraph().fast.enabled
-    monkeypatch.setenv("STREAMRANK_FAST_UPDATE", "1")
+    assert not GpuGraph(fast_update=_settings(False)).fast.enabled
     g = GpuGraph()
     assert g.fast.enabled
     g.stage_ms = {}

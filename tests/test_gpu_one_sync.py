@@ -1,7 +1,7 @@
 """A small batch with one host wait (streamrank/rank/gpu/step.py: the fast graph update and the
 cooperative DF/DF-P loop queued back to back, the loop reading the batch's sizes from the graph
 update's device counters) against the same engine in two synchronized steps
-(STREAMRANK_ONE_SYNC=0): the same changes, iterations, frontiers and ranks, batch after batch;
+(engine.ONE_SYNC False): the same changes, iterations, frontiers and ranks, batch after batch;
 also with new vertices, deletions, dropped edges, a batch that changes nothing, the reserved room
 running out (the fast launch reports it, the batch goes the slow way), a loop that hands its
 frontier over, ``auto`` switching to warm sweeps, and string ids. Ranks against the SciPy oracle."""
@@ -107,8 +107,8 @@ def _close_after_warm(a, b, config, err_msg):
     convergence test allows, not bit for bit: a sweep updates the ranks in place, so what a vertex
     reads depends on the order its blocks ran. Each run stops once the largest change of ``p`` is
     under ``tol``, which leaves it within about ``tol * alpha / (1 - alpha)`` of the fixed point;
-    the two within twice that. (The relative tolerance this replaces, 1e-9, failed once on a cold
-    machine at stop 39: relative differences up to 8.8e-10 are common, stop 40's diagnosis.)"""
+    the two within twice that. (A relative tolerance of 1e-9 is too tight: relative differences up
+    to 8.8e-10 are common.)"""
     xa, xb = _host(a.rank.x), _host(b.rank.x)
     assert xa.shape == xb.shape
     np.testing.assert_allclose(xa / xa.sum(), xb / xb.sum(), rtol=0, atol=_warm_bound(config), err_msg=err_msg)
@@ -396,7 +396,7 @@ def test_armed_loop_and_what_disarms_it(cp, monkeypatch, algorithm, dangling):
 def test_a_failed_arming_leaves_the_batch_applied(cp, monkeypatch, why):
     """Packing the next loop ahead runs after the batch's graph update was applied: a CUDA error
     there (out of device memory) arms nothing and fails nothing, and an iterate over
-    STREAMRANK_ARM_MAX_BYTES is not armed; the next batch packs its loop the usual way, with the
+    pagerank_gpu._ARM_MAX_BYTES is not armed; the next batch packs its loop the usual way, with the
     same ranks as the two-step engine."""
     from streamrank.rank.gpu import pagerank as pagerank_gpu
     from streamrank.rank.gpu import frontier_loop

@@ -56,7 +56,7 @@ def test_static_matches_cpu_and_oracle(cp, dangling, switch):
     rc = pagerank_cpu.static_pagerank(cg, config=cfg)
     rg = pagerank_gpu.static_pagerank(gg, config=cfg)
     assert rg.device == "gpu" and rg.converged
-    # the GPU's Static iterates the standard form (docs/GPU.md): never more iterations
+    # the GPU's Static iterates the standard form (docs/architecture.md): never more iterations
     assert rg.iterations <= rc.iterations + 1
     assert np.abs(_host(rg.x) - rc.x).max() < 1e-9 * rc.x.max()
     assert rg.total == pytest.approx(rc.total, rel=1e-10)

@@ -55,7 +55,7 @@ def _fresh(cp, graph_and_batch):
 def test_sweep_variants_meet_the_oracle(cp, monkeypatch, graph_and_batch, dangling, kernel, big, in_place):
     """big 40: the warp bucket empty and mid-degree vertices on the block path; 1: every vertex
     with an in-edge there. in_place: the warm sweeps in one contribution buffer (the default)
-    or two (STREAMRANK_SWEEP_IN_PLACE=0)."""
+    or two (sweeps._IN_PLACE False)."""
     from streamrank.rank.gpu import pagerank as pagerank_gpu
     from streamrank.rank.gpu import sweeps
 

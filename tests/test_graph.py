@@ -129,28 +129,15 @@ def test_fast_update_settings():
     from streamrank.errors import InvalidArgumentError
     from streamrank.store.gpu_fast import FAST_MAX_EDGES, FastUpdate
 
-    assert FastUpdate.from_env({}) == FastUpdate()
-    off = FastUpdate.from_env({"STREAMRANK_FAST_UPDATE": "0", "STREAMRANK_FAST_UPDATE_MAX": "100"})
+    default = FastUpdate()
+    assert default.enabled and default.max_edges == FAST_MAX_EDGES
+    off = FastUpdate(enabled=False, max_edges=100)
     assert not off.enabled and off.max_edges == 100
     assert FastUpdate().vertices == 2 * FAST_MAX_EDGES and FastUpdate().slots >= 2**18
     assert FastUpdate(vertex_room=0, slot_room=5).vertices == 0 and FastUpdate(slot_room=5).slots == 5
-    for bad in ({"STREAMRANK_FAST_UPDATE": "maybe"}, {"STREAMRANK_FAST_UPDATE_MAX": "x"},
-                {"STREAMRANK_FAST_UPDATE_MAX": str(FAST_MAX_EDGES + 1)}):
+    for bad in (dict(max_edges=FAST_MAX_EDGES + 1), dict(max_edges=-1), dict(slot_room=-1), dict(vertex_room=-2)):
         with pytest.raises(InvalidArgumentError):
-            FastUpdate.from_env(bad)
-    with pytest.raises(InvalidArgumentError):
-        FastUpdate(slot_room=-1)
-
-
-def test_rehearsal_settings():
-    """STREAMRANK_REHEARSE_AFTER_MS (streamrank/rank/gpu/rehearsal.py): a non-negative number of ms."""
-    from streamrank.errors import InvalidArgumentError
-    from streamrank.rank.gpu.rehearsal import _after_ms
-
-    assert _after_ms({}) == 2.0 and _after_ms({"STREAMRANK_REHEARSE_AFTER_MS": "0.5"}) == 0.5
-    for bad in ("soon", "-1"):
-        with pytest.raises(InvalidArgumentError, match="STREAMRANK_REHEARSE_AFTER_MS"):
-            _after_ms({"STREAMRANK_REHEARSE_AFTER_MS": bad})
+            FastUpdate(**bad)
 
 
 def _adjacency(backend, offset, degree, indices, n):

@@ -1,5 +1,5 @@
 """benchmarks/profiling/_overhead.py: the fixed cost of a loop iteration as the intercept of the
-least-squares line of iteration time against frontier size (stop 39), on synthetic iterations."""
+least-squares line of iteration time against frontier size, on synthetic iterations."""
 
 import importlib.util
 import subprocess

@@ -1,7 +1,6 @@
-"""The cooperative loop's compile settings (streamrank/rank/gpu/frontier_loop.py), checked before
-anything is compiled: they run without a GPU."""
-
-import os
+"""The cooperative loop's compile settings (streamrank/rank/gpu/frontier_loop.py's module
+constants, which tests and profiling scripts may set), checked before anything is compiled: they
+run without a GPU."""
 
 import pytest
 
@@ -9,25 +8,23 @@ from streamrank.errors import InvalidArgumentError
 from streamrank.rank.gpu import frontier_loop
 
 
-def test_min_blocks_setting():
-    """STREAMRANK_LOOP_MIN_BLOCKS: blocks per multiprocessor for self-loop and uniform mode, or one
-    number for both; the default keeps 4 resident in self-loop mode and 3 in uniform mode."""
-    assert frontier_loop._min_blocks("4,3") == (4, 3)
-    assert frontier_loop._min_blocks(" 2 , 5 ") == (2, 5)
-    assert frontier_loop._min_blocks("3") == (3, 3)
-    if "STREAMRANK_LOOP_MIN_BLOCKS" not in os.environ:
-        assert frontier_loop._LOOP_MIN_BLOCKS == "4,3"
-    for bad in ("", "four", "4,3,2", "0", "4,9", "4;3"):
-        with pytest.raises(InvalidArgumentError, match="STREAMRANK_LOOP_MIN_BLOCKS"):
-            frontier_loop._min_blocks(bad)
+def test_the_defaults_pass():
+    """The constants the loop is compiled with pass the check (4 resident blocks per multiprocessor
+    in self-loop mode, 3 in uniform mode)."""
+    f = frontier_loop
+    assert f._LOOP_MIN_BLOCKS == (4, 3)
+    f._check_knobs(f._LOOP_GROUP, f._LOOP_BLOCK_SOURCE, f._LOOP_FOLD, f._LOOP_HALVES, f._LOOP_ARGS_SHARED,
+                   tuple(f._LOOP_MIN_BLOCKS))
 
 
-@pytest.mark.parametrize("args,knob", [((3, 64, 1, -1), "STREAMRANK_LOOP_GROUP"),
-                                       ((8, 0, 1, -1), "STREAMRANK_LOOP_BLOCK_SOURCE"),
-                                       ((8, 64, 3, -1), "STREAMRANK_LOOP_FOLD"),
-                                       ((8, 64, 1, 2), "STREAMRANK_LOOP_HALVES"),
-                                       ((8, 64, 1, -1, 8), "STREAMRANK_LOOP_ARGS_SHARED")])
-def test_loop_knobs_refused(args, knob):
-    frontier_loop._check_knobs(8, 64, 1, -1)  # the defaults pass
-    with pytest.raises(InvalidArgumentError, match=knob):
+@pytest.mark.parametrize("args,name", [((3, 64, 1, -1), "_LOOP_GROUP"),
+                                       ((8, 0, 1, -1), "_LOOP_BLOCK_SOURCE"),
+                                       ((8, 64, 3, -1), "_LOOP_FOLD"),
+                                       ((8, 64, 1, 2), "_LOOP_HALVES"),
+                                       ((8, 64, 1, -1, 8), "_LOOP_ARGS_SHARED"),
+                                       ((8, 64, 1, -1, 5, (4, 9)), "_LOOP_MIN_BLOCKS"),
+                                       ((8, 64, 1, -1, 5, (0, 3)), "_LOOP_MIN_BLOCKS"),
+                                       ((8, 64, 1, -1, 5, (4,)), "_LOOP_MIN_BLOCKS")])
+def test_loop_settings_refused(args, name):
+    with pytest.raises(InvalidArgumentError, match=name):
         frontier_loop._check_knobs(*args)

@@ -1,5 +1,5 @@
-"""benchmarks/profiling/pm_timeline.py reads Nsight Compute's raw page of a PM-sampled launch
-(stop 38): a synthetic page with two busy stretches, run as the command the docs give."""
+"""benchmarks/profiling/pm_timeline.py reads Nsight Compute's raw page of a PM-sampled launch:
+a synthetic page with two busy stretches, run as the command the docs give."""
 
 import csv
 import subprocess

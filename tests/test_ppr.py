@@ -1,4 +1,4 @@
-"""Personalized PageRank (issue 5): every method on both backends against NetworkX."""
+"""Personalized PageRank: every method on both backends against NetworkX."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def wrap_graph_update() -> None:
     queueing (from the batch's start to ``OneSyncStepper.apply``), ``"queue"`` the queueing
     (``GpuGraph.launch_fast``), ``"book"`` the bookkeeping after the wait (``finish_fast``),
     ``"upkeep"`` the upkeep for the next batch after it (``GpuGraph.upkeep``, not in ``graph_ms``;
-    builds before stop 28 do it inside ``finish_fast``), and the pieces inside them
+    older builds do it inside ``finish_fast``), and the pieces inside them
     (:data:`GRAPH_PIECES`)."""
     from streamrank.rank.gpu import capture as gpu_batch_graph, step as gpu_step
     from streamrank.store import gpu as graph_gpu, gpu_fast as graph_gpu_fast
@@ -50,14 +50,14 @@ def wrap_graph_update() -> None:
     gpu_step.OneSyncStepper.apply = timed_apply
     wrap(graph_gpu.GpuGraph, "launch_fast", "queue")
     wrap(graph_gpu.GpuGraph, "finish_fast", "book")
-    if hasattr(graph_gpu.GpuGraph, "upkeep"):  # stop 28 on: compaction and room after the bookkeeping
+    if hasattr(graph_gpu.GpuGraph, "upkeep"):  # compaction and room after the bookkeeping (older builds: inside finish_fast)
         wrap(graph_gpu.GpuGraph, "upkeep", "upkeep")
     fu, gg = graph_gpu_fast.FastUpdater, graph_gpu.GpuGraph
     targets = (fu, fu, fu, fu, gpu_batch_graph.BatchGraphs, fu, fu, gg, gg)
     names = ("launch_armed", "launch", "stage", "staged_key", "replay", "counts", "arm", "_maybe_compact",
              "_ensure_room")
     for obj, name, label in zip(targets, names, GRAPH_PIECES):
-        if hasattr(obj, name):  # builds before stop 33 have no launch_armed, counts, arm
+        if hasattr(obj, name):  # older builds have no launch_armed, counts, arm
             wrap(obj, name, label)
     import cupy as cp
 
@@ -70,7 +70,7 @@ def wrap_graph_update() -> None:
         return replay(self, slot, key, queue)
 
     gpu_batch_graph.BatchGraphs.replay = replay_after_event
-    if hasattr(fu, "launch_armed"):  # stop 33 on: an armed batch replays without BatchGraphs.replay
+    if hasattr(fu, "launch_armed"):  # an armed batch replays without BatchGraphs.replay
         armed = fu.launch_armed
 
         def armed_after_event(self, *a, **kw):

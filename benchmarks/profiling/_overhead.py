@@ -1,5 +1,5 @@
 """The fixed cost of a frontier-loop iteration, estimated from iteration times and frontier sizes
-(loop_phases.py prints it; docs/GPU.md, stop 39).
+(loop_phases.py prints it; docs/architecture.md).
 
 An iteration's time is its fixed cost (the grid barrier, the decision, the first round trips of
 any chain) plus what its frontier's work adds. Least squares of ``time = a + b * frontier`` over
@@ -16,7 +16,7 @@ import numpy as np
 
 #: The frontier-size bins the loop's profiling scripts report by (vertices, [lo, hi)).
 FRONTIER_BINS = ((0, 100), (100, 1000), (1000, 10000), (10000, 10**9))
-#: The frontier size the fixed cost is fitted under: issue 10's "frontier under 10,000 vertices".
+#: The frontier size the fixed cost is fitted under: the latency target's "frontier under 10,000 vertices".
 FIT_BELOW = 10_000
 
 

@@ -3,7 +3,7 @@
 The published temporal protocol's base graph (the first 90% of the file's lines; in self-loop
 mode the ids 0..248,179 created up front, as ``streamrank bench --protocol temporal --vertices
 248180`` does) and the following lines in batches. Unlike the bench, lines ``u u`` are skipped
-in uniform mode too (the figures in docs/GPU.md measured with these scripts were taken so).
+in uniform mode too (the figures in docs/architecture.md measured with these scripts were taken so).
 ``SXMO`` names the file (default ``.device-data/sx-mathoverflow.txt.gz``), ``SWITCH`` the switch
 degree (default RankConfig's).
 """

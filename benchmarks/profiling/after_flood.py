@@ -1,8 +1,8 @@
-"""What runs before a batch and its ``graph_ms`` (docs/GPU.md, "Stop 35"). GPU only.
+"""What runs before a batch and its ``graph_ms``. GPU only.
 
 On R-MAT 11.2 M edges a 1,000-edge batch's DF-P floods its frontier and ranks for about 11 ms,
-and the next batch's graph update has been 1.5-2x slower on the host than on sx-mathoverflow's
-base (stops 25, 32, 35). This script applies the same kind of batch (``SIZE`` edges, default 1,000,
+and the next batch's graph update runs 1.5-2x slower on the host than on sx-mathoverflow's base.
+This script applies the same kind of batch (``SIZE`` edges, default 1,000,
 :mod:`_update_batches`) to two engines on the same graph and times each measured batch after a
 different predecessor:
 

@@ -1,6 +1,6 @@
 """Where a small DF-P batch's time goes on the host: wall time per function of the graph update
 and the rank update (clock wrappers), the kernels' device time (events) and the loop's
-per-iteration device clock (docs/GPU.md, "Where a batch's time goes"). GPU only; the padded
+per-iteration device clock (docs/architecture.md). GPU only; the padded
 sx-mathoverflow protocol (self-loop) or uniform dangling.
 
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
@@ -21,7 +21,7 @@ import cupy as cp
 
 replay = replay_from_env()
 eng, dang, size = replay.engine, replay.dangling, replay.size
-eng._stepper = None  # the two synchronized steps this script profiles (one_sync_ab.py: the one-wait batch)
+eng._stepper = None  # the two synchronized steps this script profiles
 def nxt():
     return replay.next_batch(size)
 T = TIMES

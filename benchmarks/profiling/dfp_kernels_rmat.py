@@ -1,6 +1,5 @@
 """Per-kernel device time (events around every launch) and per-iteration frontier sizes of one
-DF-P and one warm batch at 1e-6, 1e-4 and 1e-2 of the edges on R-MAT (docs/GPU.md, "Large graphs
-per batch"). GPU only.
+DF-P and one warm batch at 1e-6, 1e-4 and 1e-2 of the edges on R-MAT (docs/architecture.md). GPU only.
 
     PYTHONPATH=. python3 benchmarks/profiling/dfp_kernels_rmat.py 24
 """

@@ -1,10 +1,10 @@
 """Host cost of the CUDA driver calls on a one-wait batch's path, by the stream they go to and the
-GPU's state before them (docs/GPU.md, "Stop 35"). GPU only.
+GPU's state before them. GPU only.
 
-Stop 31 measured an event's ``record()`` at 1.5 us and a captured graph's ``launch()`` at 1.8 us
-(``host_costs.py``: the legacy default stream, right after ``Device().synchronize()``); stops 33-34
-measured 7-10 us for each, inside the engine's batches and in ``host_speed_series.py`` (a
-non-blocking stream, right after ``stream.synchronize()``). This script times, in one process,
+``host_costs.py`` measures an event's ``record()`` at 1.5 us and a captured graph's ``launch()`` at
+1.8 us (the legacy default stream, right after ``Device().synchronize()``), against 7-10 us for
+each inside the engine's batches and in ``host_speed_series.py`` (a non-blocking stream, right
+after ``stream.synchronize()``). This script times, in one process,
 ``record()`` of a timing event and of one without timing, ``launch()`` of a captured graph of four
 empty kernels and a plain kernel launch, on the legacy default stream, a blocking stream, a
 non-blocking stream and the per-thread default stream, in three states:

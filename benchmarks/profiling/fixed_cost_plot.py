@@ -1,4 +1,4 @@
-"""The frontier loop's iteration time against its frontier, with the fitted fixed cost (stop 39):
+"""The frontier loop's iteration time against its frontier, with the fitted fixed cost:
 reads the per-iteration CSVs that ``loop_phases.py`` writes with ``CSV=path``, prints the
 least-squares line of each (``_overhead.fit_fixed_cost``, iterations under 10,000 vertices) and
 plots the iterations, the lines and the 10 us mark. Runs anywhere with NumPy and matplotlib.

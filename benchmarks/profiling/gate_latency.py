@@ -1,6 +1,6 @@
-"""From the host's go to the device's work, with and without a gate in front of it (docs/GPU.md,
-"Stop 36": the graph update queued behind a gate between batches, measured and not kept; the try is
-``docs/results/update_gate_try_s36.diff``). GPU only.
+"""From the host's go to the device's work, with and without a gate in front of it (the graph
+update queued behind a gate between batches, measured and not kept; the try is
+``docs/results/update_gate_try.diff``). GPU only.
 
 A captured graph of four kernels stands in for the graph update: three empty ones and a last one
 that writes a counter into mapped pinned memory, which the host spins on. For each way of starting

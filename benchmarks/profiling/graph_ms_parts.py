@@ -1,10 +1,11 @@
-"""What the one-wait batch's ``graph_ms`` is made of (docs/GPU.md, issue 10's graph-update
-target), per batch on the sx-mathoverflow replay: the engine's host work before the graph update
+"""What the one-wait batch's ``graph_ms`` is made of, per batch on the sx-mathoverflow replay: the engine's host work before the graph update
 is queued, the host time of queueing it (staging + graph replay), the device events from the
 batch's start to the graph kernel's end, and the graph's bookkeeping after the wait. GPU only.
 
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZES=5,50,506 BATCHES=80 PYTHONPATH=. \
         python3 benchmarks/profiling/graph_ms_parts.py
+
+``TICKS=1`` compiles the fused kernel with its step clock (``gpu_fast.TICKS``) and prints its steps.
 
 Under ``ncu --kernel-name regex:fast_update`` the same run gives the kernel's own duration.
 """
@@ -16,11 +17,15 @@ from _clock import GRAPH_PIECES, TIMES, wrap_graph_update  # noqa: E402
 from _sxmo import sized_replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
 from streamrank.store import gpu as graph_gpu
+from streamrank.store import gpu_fast
+
+ticks = os.environ.get("TICKS", "0") != "0"
+gpu_fast.TICKS = ticks  # before the replay's engine compiles the fused kernel
 
 replay, sizes, batches = sized_replay_from_env("5,50,506", default_batches=80)  # 85 x 561 lines fit the file
 eng = replay.engine
 stepper = eng._stepper
-assert stepper is not None, "the one-wait path is off (STREAMRANK_ONE_SYNC=0?)"
+assert stepper is not None, "the one-wait path is off (engine.ONE_SYNC False?)"
 
 wrap_graph_update()  # TIMES["pre"], ["queue"], ["book"] and the pieces inside (_clock.GRAPH_PIECES)
 _changes_name = "SectionChanges" if hasattr(graph_gpu, "SectionChanges") else "AppliedChanges"  # (older checkouts)
@@ -35,7 +40,6 @@ def timed_changes(*a, **kw):
 
 
 setattr(graph_gpu, _changes_name, timed_changes)
-ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse + lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
          "(1's table)", "(4 out: sort)", "(4 out: writes)", "(4 out: plan)"]
 print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, dangling {replay.dangling}")

@@ -1,5 +1,5 @@
-"""The batch's graph update (``StepResult.graph_ms``) against the graph's size: issue 10's
-target is <= 0.1 ms for batches of up to 1,000 edges on graphs of up to 10 M edges. GPU only.
+"""The batch's graph update (``StepResult.graph_ms``) against the graph's size; the target is
+<= 0.1 ms for batches of up to 1,000 edges on graphs of up to 10 M edges. GPU only.
 
 Graphs: the sx-mathoverflow base (the published protocol's first 90% of lines, 0.2 M edges) and
 an R-MAT graph of ``SCALE`` (default 20) and ``EDGE_FACTOR`` (default 11: about 10 M distinct
@@ -10,10 +10,11 @@ of a production batch.
 
     SXMO=path/sx-mathoverflow.txt.gz PYTHONPATH=. python3 benchmarks/profiling/graph_update_scale.py
 
-With ``STREAMRANK_FAST_TICKS=1`` each size also prints the fused kernel's steps (device clock, us)
+With ``TICKS=1`` (the fused kernel compiled with its step clock, ``gpu_fast.TICKS``) each size also prints the fused kernel's steps (device clock, us)
 and the membership scan each batch asks for: per query the shorter of out(u) and in(v), summed and
 at its largest (from the degrees before the batch). The last column adds the upkeep for the next
-batch (``OneSyncStepper.upkeep_ms``), which ``graph_ms`` counted before stop 28. With ``PARTS=1`` each size also prints
+batch (``OneSyncStepper.upkeep_ms``), which ``graph_ms`` does not count. ``LINEINFO=1`` compiles it with
+source lines for Nsight Compute (update_ncu.sh). With ``PARTS=1`` each size also prints
 what ``graph_ms`` is made of (graph_ms_parts.py's split, on these graphs): the engine's host work
 before queueing, the host's queueing, the device events from the batch's start to the graph
 update's end (and of it the device time from the graph's launch), the bookkeeping after the wait
@@ -41,6 +42,12 @@ from _update_batches import graphs, random_batch  # noqa: E402
 from streamrank.batch import EdgeBatch  # noqa: E402
 from streamrank.config import RankConfig  # noqa: E402
 from streamrank.engine import Engine  # noqa: E402
+from streamrank.store import gpu_fast  # noqa: E402
+
+#: TICKS=1 / LINEINFO=1: the fused graph update's profiling compile options, set before it compiles
+ticks = os.environ.get("TICKS", "0") != "0"
+gpu_fast.TICKS = ticks
+gpu_fast.LINEINFO = os.environ.get("LINEINFO", "0") != "0"
 
 parts = os.environ.get("PARTS", "0") != "0"
 if parts:
@@ -74,7 +81,6 @@ dangling = os.environ.get("DANGLING", "uniform")
 
 
 rng = np.random.default_rng(3)
-ticks = os.environ.get("STREAMRANK_FAST_TICKS", "0") != "0"
 STEPS = ["1 collapse+lookups", "2 new ids", "3 membership", "4 plan out", "4 plan in", "5 commit",
          "(1's table)", "(4 out's sort)", "(5's deletion scan)"]
 print(f"{'graph':<34} {'vertices':>9} {'edges':>10} {'batch':>6} {'graph ms median':>16} {'p95':>7} "
@@ -117,7 +123,7 @@ for name, src, dst in graphs():
                 caps.append((eng._stepper.graphs.captures if eng._stepper.graphs else 0) - c0)
             if b >= 5:
                 g_ms.append(st.graph_ms)
-                # the upkeep for the next batch (room, buffers) after graph_ms ends: stop 28 on
+                # the upkeep for the next batch (room, buffers) after graph_ms ends
                 up_ms.append(st.graph_ms + getattr(eng._stepper, "upkeep_ms", 0.0))
                 r_ms.append(st.rank_ms)
                 if ticks:

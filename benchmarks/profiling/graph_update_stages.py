@@ -1,4 +1,4 @@
-"""Where the GPU graph update's time goes by batch size on R-MAT (docs/GPU.md, issue 11).
+"""Where the GPU graph update's time goes by batch size on R-MAT.
 
 Applies random batches (as ``streamrank bench`` makes them: 80% insertions between existing
 vertices, 20% deletions of present edges) of 2,000 / 26,000 / 100,000 edges (or SIZES) to a

@@ -1,6 +1,5 @@
 """The cost of one grid-wide barrier of a cooperative launch, for the grid shapes the frontier
-loop could use (docs/GPU.md, "Stop 24"), and against it the barrier written out four ways
-(docs/GPU.md, "Stop 38"). GPU only.
+loop could use, and against it the barrier written out four ways (docs/architecture.md). GPU only.
 
     PYTHONPATH=. python3 benchmarks/profiling/grid_barrier_cost.py
 """

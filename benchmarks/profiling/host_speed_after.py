@@ -1,8 +1,8 @@
-"""How fast the host runs right after D ms of something else (docs/GPU.md, "Stop 34").
+"""How fast the host runs right after D ms of something else.
 
 The graph update's host part runs 2-3x slower after R-MAT's long flooded ranks than after
-sx-mathoverflow's short ones (stops 25, 31, 33). This script reproduces the gap without a graph:
-after each of these, for D in DURATIONS (ms),
+sx-mathoverflow's short ones. This script reproduces the gap without a graph: after each of
+these, for D in DURATIONS (ms),
 
 - ``sync``: a device kernel that spins D ms while the host waits in ``stream.synchronize()``;
 - ``sleep``: ``time.sleep``;

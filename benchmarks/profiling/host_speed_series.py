@@ -1,4 +1,4 @@
-"""The host's two speeds over time, and what else changes with them (docs/GPU.md, "Stop 34").
+"""The host's two speeds over time, and what else changes with them.
 
 Every ``STEP_MS`` for ``SECONDS`` this times, back to back: the Python probe
 (``streamrank.bench.host_probe.fixed_host_work``, after one untimed run), a native loop with no

@@ -3,9 +3,7 @@
 # device call, alternated: by default the working tree ("new") and a base build in .ab-base
 # ("base"), made beforehand with
 #   rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank connectors | tar -x -C .ab-base
-# BUILDS names others as name:dir pairs (BUILDS="new:. a:.ab-a base:.ab-base"), or name:dir:settings
-# with knob settings for that build, comma-separated, so no value may hold a comma
-# (BUILDS="new:. old:.:STREAMRANK_LOOP_MIN_BLOCKS=3,STREAMRANK_LOOP_ARGS_SHARED=0"); ROUNDS (2) passes.
+# BUILDS names others as name:dir pairs (BUILDS="new:. a:.ab-a base:.ab-base"); ROUNDS (2) passes.
 # Usage (repository root, GPU machine, SXMO naming sx-mathoverflow.txt.gz or it in .device-data):
 #   bash benchmarks/profiling/loop_ab.sh "self-loop:5 self-loop:50 uniform:5"
 set -uo pipefail
@@ -16,11 +14,9 @@ for ds in $1; do
   d=${ds%%:*}; s=${ds##*:}
   for _ in $(seq "${ROUNDS:-2}"); do
     for nb in $BUILDS; do
-      name=${nb%%:*}; rest=${nb#*:}; dir=${rest%%:*}; knobs=""
-      [[ $rest == *:* ]] && knobs=${rest#*:}
+      name=${nb%%:*}; dir=${nb#*:}
       echo "== $name $d SIZE=$s"
-      (cd "$dir" && env ${knobs//,/ } SXMO=$SXMO DANGLING=$d SIZE=$s QUIET=1 PYTHONPATH=. python3 "$SCRIPT" \
-         | tail -7)
+      (cd "$dir" && SXMO=$SXMO DANGLING=$d SIZE=$s QUIET=1 PYTHONPATH=. python3 "$SCRIPT" | tail -7)
     done
   done
 done

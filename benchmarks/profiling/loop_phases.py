@@ -1,8 +1,8 @@
 """The frontier loop's device time per phase (phase I, M, then R (the updates, up to the grid
 barrier) and the decision of each iteration; ``frontier_loop.LOOP_TICKS``) against the frontier's
-size (docs/GPU.md, "Where a batch's time goes"), and the fixed cost of an iteration: the
+size (docs/architecture.md), and the fixed cost of an iteration: the
 least-squares line of R + decision against the frontier over the iterations under 10,000 vertices
-(``_overhead.fit_fixed_cost``; stop 39). ``CSV=path`` also writes each iteration's frontier, R and
+(``_overhead.fit_fixed_cost``). ``CSV=path`` also writes each iteration's frontier, R and
 decision (us), which ``fixed_cost_plot.py`` plots. GPU only.
 
     SXMO=path/sx-mathoverflow.txt.gz DANGLING=self-loop SIZE=5 PYTHONPATH=. \
@@ -29,7 +29,7 @@ for b in range(int(os.environ.get("BATCHES", "40"))):
     t = ticks[: 3 * it + 4].get().astype(np.int64) / 1e3
     I.append(t[1] - t[0]); M.append(t[2] - t[1]); T.append(t[3 + 3 * it] - t[0])
     for i in range(it):
-        s0, r1, nx = t[3 + 3 * i], t[4 + 3 * i], t[6 + 3 * i]  # (slot 5 + 3i: unused since stop 24)
+        s0, r1, nx = t[3 + 3 * i], t[4 + 3 * i], t[6 + 3 * i]  # (slot 5 + 3i: unused)
         R.append(r1 - s0); D.append(nx - r1); F.append(st.rank.affected[i])
     if b < 2 and not os.environ.get("QUIET"):
         print(f"batch {b}: I {I[-1]:.1f} us, M {M[-1]:.1f} us; per iteration (frontier: R/decide us):")

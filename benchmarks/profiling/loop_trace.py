@@ -1,15 +1,14 @@
-"""Where an iteration of the frontier loop spends its time, warp by warp (docs/GPU.md, stop 25):
-the loop compiled with its trace (``STREAMRANK_LOOP_TRACE=1``, layout in
-``streamrank/rank/gpu/frontier_loop.py``) on the sx-mathoverflow replay of loop_phases.py. For the
+"""Where an iteration of the frontier loop spends its time, warp by warp: the loop compiled with
+its trace (``frontier_loop._LOOP_TRACE = 1``, layout in ``streamrank/rank/gpu/frontier_loop.py``) on the sx-mathoverflow replay of loop_phases.py. For the
 iterations of each frontier-size bin it prints, as medians over those iterations: the list sizes,
 the iteration's time to its barrier, when the warps' large-list work, small-list work and copies
 end (median warp and slowest warp), and what the slowest warp did (its block's large vertices,
 its small groups, their largest marking degree and in-degree). A second table groups the warps by
-their multiprocessor (stop 38): whether the multiprocessors whose resident blocks hold more large
+their multiprocessor: whether the multiprocessors whose resident blocks hold more large
 vertices, or more small groups, finish later, and where the slowest 1% of the warps run. A third
 splits each iteration into the work (to the last warp's end) and what follows it: the barrier's
 tail (the last warp's end to the barrier's exit, block reductions and accumulator atomics
-included) and the decision (the barrier's exit to the next iteration's start; stop 39). GPU only;
+included) and the decision (the barrier's exit to the next iteration's start). GPU only;
 the trace's extra registers slow the loop a little, so read its times against each other, not
 against loop_phases.py's.
 
@@ -19,15 +18,16 @@ against loop_phases.py's.
 import os
 import sys
 
-os.environ["STREAMRANK_LOOP_TRACE"] = "1"  # before streamrank reads its knobs
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(__file__))
 from _overhead import bins  # noqa: E402
 from _sxmo import replay_from_env  # noqa: E402
 import cupy as cp  # noqa: E402
-from streamrank.rank.gpu import frontier_loop as fl
+from streamrank.rank.gpu import frontier_loop as fl  # noqa: E402
+
+fl._LOOP_TRACE = 1  # before the replay's engine compiles the loop
 
 replay = replay_from_env()
 eng, dang, size = replay.engine, replay.dangling, replay.size

@@ -5,7 +5,7 @@
 # for the working tree ("new") and a base build in .ab-base, two rounds, then once unpinned.
 # Usage (repository root, GPU machine, sx-mathoverflow in .device-data):
 #   bash benchmarks/profiling/numa_probe.sh
-# (Stop 30's H200 machines: one NUMA node, so only the local runs happen.)
+# (On a machine with one NUMA node only the local runs happen.)
 set -u
 nvidia-smi topo -m 2>&1 | head -8
 lscpu | grep -iE "numa|^CPU\(s\)|model name|socket"

@@ -1,4 +1,4 @@
-"""The frontier loop's launch over time, from Nsight Compute's PM sampling (docs/GPU.md, stop 38):
+"""The frontier loop's launch over time, from Nsight Compute's PM sampling:
 the L2, L1 and instruction-issue throughput of the whole device, sample by sample, as a table of
 the busy stretches (the iterations' work between their barriers) and a plot.
 

@@ -1,7 +1,7 @@
 """What the host pays to launch a one-wait batch's captured CUDA graphs, in the batch and alone.
 
 ``graph_update_scale.py PARTS=1`` times ``BatchGraphs.replay`` of the graph update at 11-14 us on
-a slow host (docs/GPU.md, "Stop 31"), where ``host_costs.py`` times the launch of a graph of 1-8
+a slow host, where ``host_costs.py`` times the launch of a graph of 1-8
 empty kernel nodes at 1.8-2.7 us. This script finds where the difference is, in one process on
 sx-mathoverflow's base (uniform mode, DF-P, random batches of ``SIZE`` edges as in
 graph_update_scale.py):

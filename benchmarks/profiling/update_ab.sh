@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fused graph update's device time per step (graph_update_scale.py with STREAMRANK_FAST_TICKS=1)
+# The fused graph update's device time per step (graph_update_scale.py with TICKS=1)
 # and its host-clock graph_ms for two or more builds in one device call, alternated: the working
 # tree ("new") and a base build in .ab-base ("base"), made beforehand with
 #   rm -rf .ab-base && mkdir .ab-base && git archive <rev> streamrank connectors | tar -x -C .ab-base
@@ -10,7 +10,7 @@
 #   GRAPHS=both bash benchmarks/profiling/update_ab.sh
 set -uo pipefail
 export SXMO=${SXMO:-$PWD/.device-data/sx-mathoverflow.txt.gz}
-export SIZES=${SIZES:-5,50,1000} BATCHES=${BATCHES:-30} GRAPHS=${GRAPHS:-sxmo} STREAMRANK_FAST_TICKS=${TICKS:-1}
+export SIZES=${SIZES:-5,50,1000} BATCHES=${BATCHES:-30} GRAPHS=${GRAPHS:-sxmo} TICKS=${TICKS:-1}
 BUILDS=${BUILDS:-new:. base:.ab-base}
 SCRIPT=$PWD/benchmarks/profiling/graph_update_scale.py
 for _ in $(seq "${ROUNDS:-2}"); do

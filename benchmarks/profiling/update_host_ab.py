@@ -1,7 +1,7 @@
 """The graph update's host clock (``StepResult.graph_ms``) of two or more builds in one process,
 batch by batch: the same batch goes to one engine per build, in turn, the order turned round every
 batch. A host-side change is measured this way because the host's speed differs between processes
-on these machines by up to 2x (docs/GPU.md, "Stop 31"), more than the changes being compared.
+on the lent machines by up to 2x, more than the changes being compared.
 
 Each build is a package folder imported under a name of its own (``BUILDS``, name:dir pairs, dir
 holding ``streamrank/``; default ``new:. base:.ab-base``, the base made with
@@ -13,9 +13,9 @@ the published protocol does (then self-loop mode is its setting). Prints per bui
 ``graph_ms``, of its device span (the one-wait batch's CUDA events from before the graph update's
 launch to its end; the rest of ``graph_ms`` is host time before that launch and the bookkeeping
 after the wait), of the upkeep beside the rank loop (``OneSyncStepper.upkeep_ms``: the room for the
-next batch, its staged graph update and, from stop 34, its rank loop packed ahead) and of the whole
-batch, and a fixed piece of host work timed before each batch (the host's speed). ``wall ms`` (from
-stop 36; nan for older builds) is the graph update on the host clock alone, from the batch's start to
+next batch, its staged graph update and its rank loop packed ahead) and of the whole
+batch, and a fixed piece of host work timed before each batch (the host's speed). ``wall ms`` (nan for
+older builds) is the graph update on the host clock alone, from the batch's start to
 the end of its bookkeeping, the wait included (``OneSyncStepper.graph_wall_ms``, an upper bound of
 ``graph_ms``).
 

@@ -8,7 +8,7 @@ set -euo pipefail
 OUT=${OUT:-.}
 SXMO=${SXMO:-$PWD/.device-data/sx-mathoverflow.txt.gz}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
-SXMO=$SXMO GRAPHS=${GRAPHS:-sxmo} SIZES=${SIZE:-1000} BATCHES=${BATCHES:-12} STREAMRANK_FAST_LINEINFO=1 PYTHONPATH=. \
+SXMO=$SXMO GRAPHS=${GRAPHS:-sxmo} SIZES=${SIZE:-1000} BATCHES=${BATCHES:-12} LINEINFO=1 PYTHONPATH=. \
   "$NCU" --kernel-name regex:fast_update_hdr --launch-skip "${SKIP:-8}" --launch-count "${COUNT:-1}" \
   --section WarpStateStats --section SourceCounters --section SchedulerStats --section LaunchStats \
   --section MemoryWorkloadAnalysis --import-source yes --cache-control none --clock-control none -f -o "$OUT/update" \

@@ -1,6 +1,6 @@
 """One full sweep and Static from scratch on R-MAT with the vertex ids in the generator's random
 order and relabelled by degree (out+in, out, in), each against cuSPARSE's SpMV, in one process
-(docs/GPU.md, "Vertex order"). GPU only.
+(docs/architecture.md). GPU only.
 
     PYTHONPATH=. python3 benchmarks/profiling/vertex_order.py 24
 """

@@ -1,5 +1,5 @@
-"""How closely two engines agree after ``auto``'s warm sweeps (stop 40): the one-wait engine
-against the two-step one (STREAMRANK_ONE_SYNC=0) on the same batches, as
+"""How closely two engines agree after ``auto``'s warm sweeps: the one-wait engine against the
+two-step one (``engine.ONE_SYNC`` False) on the same batches, as
 ``tests/test_gpu_one_sync.py::test_hand_over_after_the_wait`` runs them, with that test's graph,
 batches and engines (3,000 vertices with hubs, batches of 1 to 3,000 edges, tol 1e-12, a flood
 threshold low enough that ``auto`` hands most batches to warm sweeps) and other seeds. Warm sweeps

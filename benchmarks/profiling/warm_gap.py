@@ -1,9 +1,9 @@
 """Does the host stay fast through a gap if the gap keeps re-running the work that follows it?
-(docs/GPU.md, "Stop 36"). GPU only.
+GPU only.
 
-Stops 25-35 saw a batch's host work run 2-3x slower after a gap of a few ms (an R-MAT batch's
-11 ms flood, sleeping, or spinning in Python), and ``replay_cost.py`` a graph's ``launch()`` take
-20-37 us after 5 ms instead of 2.5. If the cause is that the host's caches lose the working set of
+A batch's host work runs 2-3x slower after a gap of a few ms (an R-MAT batch's 11 ms flood,
+sleeping, or spinning in Python), and ``replay_cost.py`` times a graph's ``launch()`` at 20-37 us
+after 5 ms instead of 2.5. If the cause is that the host's caches lose the working set of
 that work during the gap (another tenant of the core, or its sibling), re-running the same work
 during the gap should keep it fast. Each round: a gap of ``GAP_MS`` filled one way, then the timed
 work: the fixed host work of ``streamrank.bench.host_probe`` and then an event's ``record()`` and a

@@ -1,8 +1,8 @@
 """How fast the host runs a batch's kind of Python work right now.
 
 A one-wait GPU batch's graph update is about half host work (Python and small NumPy calls between
-``Engine.apply`` and the kernel's launch, then its bookkeeping). The machines of docs/GPU.md
-("Stop 31") run that work at two speeds about 2x apart, from process to process and sometimes
+``Engine.apply`` and the kernel's launch, then its bookkeeping). The lent GPU machines run that
+work at two speeds about 2x apart, from process to process and sometimes
 within one, and ``graph_ms`` follows the host's speed. The benchmarks therefore report this probe
 beside their figures, so that a slow host can be told from slow code.
 
@@ -23,8 +23,7 @@ _A = np.arange(64)
 
 
 def fixed_host_work() -> None:
-    """The probe's fixed piece of host work (its figures on the project's GPU machines: docs/GPU.md,
-    "Stop 31")."""
+    """The probe's fixed piece of host work (see the module docstring)."""
     for _ in range(20):
         b = _A[:32].copy()
         b += 1

@@ -1,6 +1,6 @@
 """Benchmark of the dynamic algorithms against Static and against what a user would otherwise run.
 
-Protocol (issue 3, following the published DF-P experiments): a base graph (R-MAT generated on the
+Protocol (following the published DF-P experiments): a base graph (R-MAT generated on the
 device, or an edge file), then for every batch fraction ``f`` a sequence of random batches of
 ``round(f * |E|)`` edges, 80% insertions of random edges between existing vertices and 20%
 deletions of random edges of the base graph. Each batch is applied once to the graph store

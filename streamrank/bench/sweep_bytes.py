@@ -1,8 +1,7 @@
 """One full sweep against the memory system: time per sweep, the bytes a sweep must move at
 least, and the bandwidth that makes, for the engine's sweep kernels (float64 and float32
 contributions, and the older rank kernels) and for cuSPARSE's SpMV on the same graph, beside the
-device's copy bandwidth measured in the same run (the ceiling; docs/GPU.md, "A sweep at the
-memory limit").
+device's copy bandwidth measured in the same run (the ceiling; docs/architecture.md).
 
 Bytes counted (each read or written once, the least any implementation moves):
 

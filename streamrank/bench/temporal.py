@@ -24,7 +24,7 @@ in self-loop mode the vertices without in-edges at their exact rank, the rest sc
 remaining mass; :mod:`streamrank.rank.published`). In self-loop mode the L1 error is also taken
 for two other forms of the same iterate: the reference's own, scaled by ``(1 - alpha) / n``
 without normalizing (``l1_unnormalized_median``, what the reference publishes), and the plain
-``x / sum(x)`` (``l1_sum_normalized_median``, what streamrank published until stop 31). The
+``x / sum(x)`` (``l1_sum_normalized_median``, streamrank's earlier published form). The
 reference's figures, when its output (``--reference-log``) comes from the same device call, are
 put beside ours with the ratio (reference ms per batch over ours; its timer covers the rank
 computation only, ours the graph update too).
@@ -180,7 +180,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                                    "l1_sum_normalized", "converged", "ran")}
             # The timed pass: batch after batch with nothing else on the device in between (with
             # an oracle run after every 5th batch, 5-line batches took 0.42-0.60 ms against
-            # 0.33-0.34 without, docs/GPU.md; likely the graph's arrays leaving the GPU's L2).
+            # 0.33-0.34 without; likely the graph's arrays leaving the GPU's L2).
             for s, d in batches:
                 step = eng.apply(_batch(s, d))
                 rec["graph_ms"].append(step.graph_ms)

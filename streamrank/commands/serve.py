@@ -14,7 +14,7 @@ from ..ids.kinds import ID_TYPES
 
 HELP = "run the streaming daemon: Kafka (or a directory of edge files) in, ranks out, with checkpoints"
 
-#: flag -> (config key, argparse kwargs). Flag names are fixed by issue 4 (scripts depend on them).
+#: flag -> (config key, argparse kwargs). Flag names are a stable interface (scripts depend on them).
 _FLAGS = {
     "--config": ("config", dict(metavar="TOML", help="TOML settings file (flags and STREAMRANK_* env win over it)")),
     "--bootstrap-servers": ("bootstrap_servers", dict(metavar="HOST:PORT[,...]", help="Kafka brokers")),

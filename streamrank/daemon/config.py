@@ -2,26 +2,27 @@
 
 Precedence, lowest to highest: the defaults of :class:`DaemonConfig`, the TOML file
 (``--config``; keys at top level or under a ``[serve]`` table, rank settings under ``[rank]``),
-environment variables ``STREAMRANK_<KEY>`` (for example ``STREAMRANK_BOOTSTRAP_SERVERS``,
-``STREAMRANK_TOPIC=a,b``, ``STREAMRANK_RANK_ALPHA``), and flags (flags win).
+environment variables ``STREAMRANK_<KEY>`` (the key in upper case, ``topic`` as ``a,b``, rank
+settings as ``RANK_<NAME>``; read through :func:`streamrank.settings.daemon_values`), and flags
+(flags win).
 Keys are the flag names with ``-`` written as ``_``; ``topic`` may be a list.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import tomllib
 from dataclasses import dataclass, field, fields
 
 from connectors.kafka_clients import CLIENTS
 from connectors.kafka_sink import PUBLISH_FORMATS
 
+from .. import settings
 from ..config import ALGORITHMS, RankConfig
 from ..errors import InvalidArgumentError
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
-ENV_PREFIX = "STREAMRANK_"
+ENV_PREFIX = settings.PREFIX
 #: ``--warm-up``: ``auto`` warms the engine's kernels up on the GPU only, ``on`` on every device,
 #: ``off`` never (:mod:`streamrank.daemon.warmup`).
 WARM_UP_MODES = ("auto", "on", "off")
@@ -29,7 +30,7 @@ WARM_UP_MODES = ("auto", "on", "off")
 
 @dataclass
 class DaemonConfig:
-    """Everything ``streamrank serve`` needs. See ``docs/DAEMON.md`` for each setting."""
+    """Everything ``streamrank serve`` needs. See ``docs/daemon.md`` for each setting."""
 
     checkpoint_dir: str | None = None
     bootstrap_servers: str | None = None
@@ -191,7 +192,8 @@ def load_config(*, path=None, env=None, overrides: dict | None = None) -> Daemon
     path : str, optional
         TOML file.
     env : mapping, optional
-        Environment (default :data:`os.environ`); only ``STREAMRANK_*`` keys are read.
+        Environment (default :data:`os.environ`); only ``STREAMRANK_<KEY>`` keys of known settings
+        are read.
     overrides : dict, optional
         Values from flags; ``None`` values are ignored (flag not given).
 
@@ -211,9 +213,7 @@ def load_config(*, path=None, env=None, overrides: dict | None = None) -> Daemon
         serve = doc.pop("serve", {})
         _apply(doc, cfg_kw, rank_kw, path)
         _apply(serve, cfg_kw, rank_kw, path)
-    env = os.environ if env is None else env
-    env_values = {k[len(ENV_PREFIX):].lower(): v for k, v in env.items()
-                  if k.startswith(ENV_PREFIX) and k != ENV_PREFIX + "LOG_LEVEL"}
+    env_values = settings.daemon_values(env)
     known = {k: v for k, v in env_values.items()
              if k in _FIELD_TYPES or (k.startswith("rank_") and k[5:] in _RANK_TYPES)}
     _apply(known, cfg_kw, rank_kw, "the environment")

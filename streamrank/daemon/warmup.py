@@ -4,7 +4,7 @@ Every CUDA kernel module is compiled (or loaded from CuPy's disk cache) at its f
 every Numba kernel of the CPU engine at its first call (or loaded from Numba's cache). On a fresh
 GPU machine a module takes 4 to 5 s: a daemon that meets its first warm sweep, its first
 slow-path deletion or its first checkpoint in the middle of a stream stalls that long, and the
-records behind it wait (seen on the 16-core H100 host, docs/DAEMON.md, "Warm-up").
+records behind it wait (seen on a 16-core H100 host; docs/daemon.md).
 :func:`warm_up` runs a throwaway engine with the daemon's device and rank settings through
 batches that take those paths, before the first poll, and the daemon logs how long it took.
 With warm caches it takes well under a second.

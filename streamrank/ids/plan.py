@@ -10,7 +10,7 @@ Order of new ids: first appearance in the queried ids, except in an addition of 
 count in the queried ids (their degree in the batch, since a store queries the interleaved
 endpoints of its distinct insertions), ties by first appearance. Frequently gathered vertices then
 sit together at small internal ids, which makes the sweeps' random gathers hit the cache more
-often (docs/GPU.md, "Vertex order"). The GPU store's fused small-batch kernel adds at most
+often (docs/architecture.md). The GPU store's fused small-batch kernel adds at most
 ``2 * FAST_MAX_EDGES`` = 4,096 new ids and numbers them by first appearance: the same rule.
 """
 

@@ -20,7 +20,7 @@ batch deletes that edge again (the graph then holds no such vertex; the dictiona
 harmless and keeps codes stable).
 
 cuDF is not used: the codes are what the device needs, the dictionary is small next to the
-graph, and cuDF is usually not installed (docs/ARCHITECTURE.md, "Vertex ids").
+graph, and cuDF is usually not installed (docs/architecture.md).
 """
 
 from __future__ import annotations

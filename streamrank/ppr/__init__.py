@@ -1,4 +1,4 @@
-"""Personalized PageRank on the live graph (issue 5; semantics and methods in docs/PPR.md).
+"""Personalized PageRank on the live graph (semantics and methods in docs/ppr.md).
 
 >>> from streamrank.store.cpu import CpuGraph
 >>> from streamrank.ppr import personalized_pagerank
@@ -110,7 +110,7 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
     alpha : float
         Damping, in (0, 1).
     dangling : {"personalization", "uniform"}
-        Where a dangling vertex's rank goes (docs/PPR.md).
+        Where a dangling vertex's rank goes (docs/ppr.md).
     return_vector : bool
         Also return the full vector (host NumPy, over internal ids).
     tol, max_iter : float, int
@@ -162,7 +162,7 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
             p, it, conv, change = power_cpu(ga, pd, alpha=alpha, dangling=dangling, tol=tol, max_iter=max_iter,
                                             dtype=dtype)
         res.update(iterations=it, converged=conv, error_bound=change)
-        if not conv:  # stopped by max_iter: ||p - p_it||_1 <= 2 alpha^it (docs/PPR.md)
+        if not conv:  # stopped by max_iter: ||p - p_it||_1 <= 2 alpha^it (docs/ppr.md)
             extra["l1_bound"] = 2.0 * alpha ** it
     elif method in ("push", "pull", "hybrid"):
         from .hybrid import HybridChooser, run_local

@@ -1,4 +1,4 @@
-"""Personalized PageRank semantics shared by every method and backend (docs/PPR.md).
+"""Personalized PageRank semantics shared by every method and backend (docs/ppr.md).
 
 With damping ``alpha``, personalization ``v`` (one seed vertex, or a weighted seed set,
 normalized to sum 1), ``X`` the column-stochastic transition of the non-dangling vertices and

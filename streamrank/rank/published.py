@@ -14,7 +14,7 @@ over every vertex, the exact ones too: on the published protocol's padded graph 
 vertices isolated) that doubled the L1 error, and the reference's form ``x (1 - alpha) / n``
 (which leaves the deficit where it is) had half of it. Publishing the exact vertices exactly and
 renormalizing the rest had the least error of the three on both the padded and the unpadded
-graph (``benchmarks/l1_normalization.py``, docs/GPU.md "Stop 32").
+graph (``benchmarks/l1_normalization.py``).
 
 In uniform mode the total depends on the dangling vertices' ranks, which are not exact before the
 fixed point, so the plain normalization stays.

@@ -60,9 +60,8 @@ def _build_bytes(n: int, e: int) -> int:
 class GpuGraph(RoomKeeping):
     """Dynamic directed graph (set semantics, self-loops allowed) on the device.
 
-    Same contract as :class:`streamrank.store.cpu.CpuGraph` (docs/ARCHITECTURE.md, "Graph store
-    contract"); arrays are CuPy, degrees int32, offsets int64, and ``*_indices`` hold gaps
-    beyond each vertex's degree.
+    Same contract as :class:`streamrank.store.cpu.CpuGraph` (docs/architecture.md); arrays are
+    CuPy, degrees int32, offsets int64, and ``*_indices`` hold gaps beyond each vertex's degree.
 
     Attributes
     ----------
@@ -73,7 +72,7 @@ class GpuGraph(RoomKeeping):
     last_changes : AppliedChanges or None
         What the last :meth:`apply` changed.
     fast : FastUpdate
-        Settings of the fast path (default: from the environment, :meth:`FastUpdate.from_env`).
+        Settings of the fast path.
     fast_batches, fast_fallbacks : int
         Batches applied by the fused kernel, and batches it handed to the slow path for lack of
         reserved room.
@@ -105,7 +104,7 @@ class GpuGraph(RoomKeeping):
             raise InvalidArgumentError(f"fast_update must be a FastUpdate, got {type(fast_update).__name__}")
         self._max_bytes = check_max_bytes(max_bytes)
         self.xp = cp
-        self.fast = FastUpdate.from_env() if fast_update is None else fast_update
+        self.fast = FastUpdate() if fast_update is None else fast_update
         self._fast = None  # FastUpdater, made on first use
         self.fast_batches = 0
         self.fast_fallbacks = 0

@@ -15,13 +15,12 @@ host batch's header and looks up its captured graph (:meth:`FastUpdater.arm`): t
 then copies its edges and replays, with nothing else on the host's critical path
 (:meth:`FastUpdater.launch_armed`; taken only while the store is unchanged).
 
-Settings: :class:`FastUpdate`, from the environment by default (``STREAMRANK_FAST_UPDATE=0``
-switches the fast path off, ``STREAMRANK_FAST_UPDATE_MAX=N`` caps its batch size).
+Settings: :class:`FastUpdate` (``GpuGraph(fast_update=FastUpdate(enabled=False))`` always takes
+the slow path; ``max_edges`` caps the fast path's batch size).
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -43,24 +42,28 @@ _NAMES = ("fast_update", "fast_update_hdr", "fast_update_plan", "fast_update_sca
 #: Threads of a block of the deletion scan (FU_SCAN_THREADS) and of the commit (FU_COMMIT_THREADS).
 SCAN_THREADS = 256
 COMMIT_THREADS = 256
-#: Compile options of the fused kernel: the per-step device clock for profiling
-#: (STREAMRANK_FAST_TICKS, default 0; :meth:`FastUpdater.ticks`).
-_OPTIONS = (f"-DFU_TICKS={int(os.environ.get('STREAMRANK_FAST_TICKS', '0') != '0')}",
-            # step 4: batches of more than this many applied changes are planned by two blocks
-            # (kernels/cuda/fast_update_defs.cuh, FU_SPLIT)
-            *((f"-DFU_SPLIT={int(os.environ['STREAMRANK_FAST_SPLIT'])}",)
-              if os.environ.get("STREAMRANK_FAST_SPLIT") else ()),
-            # profiling: source lines for Nsight Compute (benchmarks/profiling/update_ncu.sh)
-            *(("-lineinfo",) if os.environ.get("STREAMRANK_FAST_LINEINFO", "0") != "0" else ()))
+#: Profiling, set before the fused kernel is first compiled (once per process): TICKS compiles in
+#: the per-step device clock (:meth:`FastUpdater.ticks`; benchmarks/profiling/graph_ms_parts.py,
+#: graph_update_scale.py), LINEINFO the source lines for Nsight Compute
+#: (benchmarks/profiling/update_ncu.sh).
+TICKS = False
+LINEINFO = False
+
+
+def _options() -> tuple:
+    """Compile options of the fused kernel (:data:`TICKS`, :data:`LINEINFO`)."""
+    return (f"-DFU_TICKS={int(bool(TICKS))}", *(("-lineinfo",) if LINEINFO else ()))
+
+
 _COUNTERS = 16
 #: The fused kernel writes its counters into the pinned host buffer too, through the buffer's
 #: device address (mapped host memory), so no device-to-host copy follows the update
-#: (STREAMRANK_FAST_MAPPED=0, or a device that gives no address: the copy).
-MAPPED_COUNTERS = os.environ.get("STREAMRANK_FAST_MAPPED", "1") != "0"
+#: (False, or a device that gives no address: the copy).
+MAPPED_COUNTERS = True
 #: The staged batch is read by the kernel from the pinned staging buffer through its device
 #: address (mapped host memory), so no host-to-device copy comes before the update
-#: (STREAMRANK_FAST_MAPPED_STAGE=0, or a device that gives no address: the copy).
-MAPPED_STAGING = os.environ.get("STREAMRANK_FAST_MAPPED_STAGE", "1") != "0"
+#: (False, or a device that gives no address: the copy).
+MAPPED_STAGING = True
 #: Bytes of the staged batch's header (fast_update_hdr in graph_fast_update.cu).
 _HEADER = 64
 #: Counter slots 0-8 (C_* in graph_fast_update.cu; the first four are also read by
@@ -112,20 +115,6 @@ class FastUpdate:
     def slots(self) -> int:
         """Free tail slots to keep per direction."""
         return max(1 << 18, 64 * int(self.max_edges)) if self.slot_room is None else int(self.slot_room)
-
-    @classmethod
-    def from_env(cls, environ=None) -> "FastUpdate":
-        """Settings from ``STREAMRANK_FAST_UPDATE`` (0 = off) and ``STREAMRANK_FAST_UPDATE_MAX``."""
-        env = os.environ if environ is None else environ
-        flag = env.get("STREAMRANK_FAST_UPDATE", "1").strip().lower()
-        if flag not in ("0", "1", "off", "on", "false", "true", "no", "yes"):
-            raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE must be 0 or 1, got {flag!r}")
-        raw = env.get("STREAMRANK_FAST_UPDATE_MAX", str(FAST_MAX_EDGES))
-        try:
-            cap = int(raw)
-        except ValueError:
-            raise InvalidArgumentError(f"STREAMRANK_FAST_UPDATE_MAX must be an integer, got {raw!r}") from None
-        return cls(enabled=flag in ("1", "on", "true", "yes"), max_edges=cap)
 
 
 #: The staged header's first six fields (m, n, room, out end, in end, changes address) in one call.
@@ -183,17 +172,17 @@ class FastUpdater:
         self.counters = cp.zeros(_COUNTERS, dtype=cp.int64)
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
-        self.kernel = get_kernel(_CU, "fast_update", _NAMES, _OPTIONS)  # compiled once per process
+        self.kernel = get_kernel(_CU, "fast_update", _NAMES, _options())  # compiled once per process
         #: The same update reading the batch and its sizes from the staged header (a host batch;
         #: the form a captured CUDA graph replays: streamrank/rank/gpu/capture.py).
-        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _OPTIONS)
+        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _options())
         #: Steps 4-5 (sort, plan, new ids, counters): two blocks, a direction each for a large batch.
-        self.kernel_plan = get_kernel(_CU, "fast_update_plan", _NAMES, _OPTIONS)
+        self.kernel_plan = get_kernel(_CU, "fast_update_plan", _NAMES, _options())
         #: The commit of the lists: the deletion scan and the writers, grids sized by the device
         #: (a fixed size: the work is read on the device, so the launch needs no sync).
-        self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _OPTIONS)
-        self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _OPTIONS)
-        # 4 blocks of 256 per SM: a 1,000-edge batch's 400 or so chunks in one round (stop 29)
+        self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _options())
+        self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _options())
+        # 4 blocks of 256 per SM: a 1,000-edge batch's 400 or so chunks in one round
         self.scan_blocks, self.commit_blocks = 4 * sm_count(), sm_count()
         # A host batch is staged in pinned memory in a fixed layout (fast_update_hdr), which the
         # kernel reads through its mapped address (or after one asynchronous copy): a header
@@ -239,7 +228,7 @@ class FastUpdater:
 
     def prepare(self) -> None:
         """Allocate the next batch's changes buffer (4 * FAST_MAX_EDGES entries) unless it is
-        there: called between batches, off the host's critical path (docs/GPU.md, "Stop 28")."""
+        there: called between batches, off the host's critical path."""
         if self._next is None:
             self._next = self.cp.empty(4 * FAST_MAX_EDGES, dtype=self.cp.int64)
             self._next_ptr = int(self._next.data.ptr)
@@ -400,7 +389,7 @@ class FastUpdater:
         return changes, changes_ptr
 
     def ticks(self):
-        """Profiling (STREAMRANK_FAST_TICKS=1): the last update's device clock (ns) at its start,
+        """Profiling (:data:`TICKS`): the last update's device clock (ns) at its start,
         after its steps 1, 2, 3, 4 (out), 4 (in) and the commit's end, after step 1's pair table, after
         step 4 (out)'s sort and after its writes, and after the commit's deletion scan, as a host
         array (a device-to-host copy)."""

@@ -2,7 +2,7 @@
 
 ``off[u]`` (int64), ``deg[u]``, ``cap[u]`` (int32) index one int32 array ``idx``: ``u``'s
 neighbours are ``idx[off[u] : off[u] + deg[u]]``, the slots up to ``off[u] + cap[u]`` are free,
-and ``idx[end:]`` is room for relocated lists (docs/GPU.md, "Graph store"). Rows of vertices
+and ``idx[end:]`` is room for relocated lists (docs/architecture.md). Rows of vertices
 from ``num_vertices`` up to the vertex capacity are kept at zero (no list, no room), which the
 fast update relies on. Used by :class:`streamrank.store.gpu.GpuGraph` (the slow path of
 ``apply``, builds, compaction, export).

@@ -1,7 +1,7 @@
 """The slow path of :meth:`streamrank.store.gpu.GpuGraph.apply`: any batch, in a few dozen launches.
 
 Taken by batches larger than the fast path's maximum and by those whose growth the fast path's
-reserved room cannot hold (docs/GPU.md, "Slow path" and "Growth"). The batch is planned first
+reserved room cannot hold (docs/architecture.md). The batch is planned first
 (collapse, id lookup, new ids numbered without being added, membership, sorted keys, the
 relocation plan), its growth is checked against the free device memory and the store's
 ``max_bytes`` (:func:`streamrank.store.memory.check_fits`), room is reserved (spare capacity

@@ -4,7 +4,7 @@ The graph is passed as the tuple ``g = (in_off, in_deg, in_idx, out_off, out_deg
 (int64 offsets and degrees, int32 neighbour ids) of the store contract: the in-neighbours of
 ``v`` are ``in_idx[in_off[v] : in_off[v] + in_deg[v]]``. Ranks are float64.
 
-Local form (docs/ARCHITECTURE.md): ``x[v] = 1 + alpha * sum_{u in in(v)} c[u]`` with
+Local form (docs/architecture.md): ``x[v] = 1 + alpha * sum_{u in in(v)} c[u]`` with
 ``c[u] = x[u] / d(u)`` (0 for a dangling ``u`` in uniform mode); in self-loop mode
 ``d(u) = outdeg(u) + 1`` and the own loop is solved in closed form,
 ``x[v] = (1 + alpha * S) / (1 - alpha / d(v))``. The standard form used by the "warm"

@@ -1,6 +1,6 @@
 """The frontier loop of DT, DF and DF-P (Numba): a batch's whole iteration loop in one call.
 
-One iteration (docs/ARCHITECTURE.md): the marked vertices get new values from their
+One iteration (docs/architecture.md): the marked vertices get new values from their
 in-neighbours' contributions (Jacobi: reads of the previous iterate only); with pruning, a
 vertex whose relative change is at most ``prune_tol`` is unmarked; with growth, the
 out-neighbours of a vertex whose relative change exceeds ``frontier_tol`` are marked for the

@@ -22,7 +22,7 @@ last (they then read the block's fresh values); every block is in the plain orde
 On sx-mathoverflow (two blocks of equal vertex counts) this took 17 iterations per batch
 (median) instead of 20; with blocks of equal work the first block holds 8.7 k of the 22 k
 vertices and 186 k of the 218 k in-edges, the last 13.4 k and 32 k, and the iterations are 19
-(1.93-2.01 ms per batch against 2.03-2.10: README, issue 12's seventh step). A graph within one
+(1.93-2.01 ms per batch against 2.03-2.10). A graph within one
 block keeps the plain order.
 
 The order and the block starts are a function of the degrees, the self-loop flags and ``block``

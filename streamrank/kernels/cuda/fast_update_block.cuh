@@ -81,14 +81,14 @@ __device__ __forceinline__ void cx_keys(long long& x, long long& y, bool up) {
 //   1. each warp sorts runs of R = min(top, 64) of its 64 positions in registers: lane l holds
 //      positions 64 w + 2 l and 64 w + 2 l + 1, the bitonic network's stages of distance 1 compare
 //      within the lane and the others exchange keys by shuffles (no shared memory, no barrier: 21
-//      stages for R = 64, 15 of them shuffles; stop 30: lane l held l and l + 32 before, and only
-//      the one stage of distance 32 stayed in the lane);
+//      stages for R = 64, 15 of them shuffles; holding l and l + 32 instead would keep only the
+//      one stage of distance 32 in the lane);
 //   2. runs of R are merged pairwise until they have `top` positions: each thread writes two
 //      consecutive outputs, found by a binary search of the merge path (how many of its first
 //      outputs come from the first run), then two steps of the merge (log2(top / R) rounds, one
 //      block barrier each; ties take the first run's key).
-// (Stop 28. Before, the whole network ran in shared memory, two stages per round: 30 rounds for
-// 2,048 positions, 13.6 us of a 1,000-edge batch.) The phases alternate between `a` and `tmp`
+// (The whole network in shared memory, two stages per round, takes 30 rounds for 2,048 positions,
+// 13.6 us of a 1,000-edge batch.) The phases alternate between `a` and `tmp`
 // so that the last one writes `a`. The caller synchronizes before (keys written); it ends
 // synchronized.
 __device__ __forceinline__ void block_sort_keys(long long* a, long long* tmp, int P, int top) {
@@ -124,7 +124,7 @@ __device__ __forceinline__ void block_sort_keys(long long* a, long long* tmp, in
   }
   __syncthreads();
   // ---- 2. merges: runs of len into runs of 2 len, two outputs per thread (four, with half the
-  // searches, were slower: stop 28)
+  // searches, were slower)
   for (int len = R; len < top; len <<= 1) {
     long long* const dst = src == a ? tmp : a;
     const int o = 2 * tid;  // this thread's first output

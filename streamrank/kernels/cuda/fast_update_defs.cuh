@@ -18,8 +18,8 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #endif
 #define FU_MPARTS 4                 //   at most this many, a warp each (fu_mpart)
 // Step 4: batches of more than FU_SPLIT applied changes are planned by two blocks, a direction each;
-// smaller ones by one block, both directions in one pass (NVRTC option -DFU_SPLIT=..., knob
-// STREAMRANK_FAST_SPLIT; any value is safe: past FU_MAX / 2 changes fast_update_plan splits anyway)
+// smaller ones by one block, both directions in one pass (NVRTC option -DFU_SPLIT=...; any value is
+// safe: past FU_MAX / 2 changes fast_update_plan splits anyway)
 #ifndef FU_SPLIT
 #define FU_SPLIT 256
 #endif
@@ -31,7 +31,7 @@ static_assert(FU_MAX == 2 * FU_THREADS, "two entries per thread: step 4's keys a
 #define FU_KEY_MAX 0x7fffffffffffffffLL  // the sorts' padding key
 #define FU_INS_BIT (1LL << 31)      // step 4's sort keys: set for an insertion
 // Profiling: thread 0 writes the device clock (ns) at the end of each step into FuWork::ticks
-// (-DFU_TICKS=1, knob STREAMRANK_FAST_TICKS; benchmarks/profiling/graph_ms_parts.py reads them).
+// (-DFU_TICKS=1, streamrank.store.gpu_fast.TICKS; benchmarks/profiling/graph_ms_parts.py reads them).
 #ifndef FU_TICKS
 #define FU_TICKS 0
 #endif
@@ -155,7 +155,7 @@ __device__ __forceinline__ void fu_tick_max(FuWork* w, int k) { fu_stamp(w, k, t
 
 // The counters (slots C_*) into `counters` (device memory: the grid kernels and the rank loop read
 // them there) and, when `hcounters` is not null, the same into mapped pinned host memory, which the
-// host reads after its wait: no device-to-host copy after the update (stop 28).
+// host reads after its wait: no device-to-host copy after the update.
 __device__ __forceinline__ void write_counters(long long* counters, long long* hcounters, long long overflow,
                                                long long nnew, long long nins, long long ndel, long long dup,
                                                long long present, long long absent, long long out_end,

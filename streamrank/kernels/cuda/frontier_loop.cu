@@ -1,6 +1,5 @@
 // One batch's DF / DF-P rank update in one cooperative launch: the start of the iterate, the
-// initial marks and the whole iteration loop (streamrank.rank.gpu.pagerank, docs/GPU.md "Rank update:
-// one launch per batch").
+// initial marks and the whole iteration loop (streamrank.rank.gpu.pagerank, docs/architecture.md).
 //
 // With a small frontier (a few thousand vertices) an iteration of pagerank.cu's launch sequence
 // is bound by launches and their grids, not by work. Here a grid that is resident all at once
@@ -45,37 +44,36 @@
 namespace cg = cooperative_groups;
 
 // Sources of at least this out-degree are marked by a block in phase M, smaller ones by a warp
-// (NVRTC option -DSR_BLOCK_SOURCE=..., knob STREAMRANK_LOOP_BLOCK_SOURCE).
+// (NVRTC option -DSR_BLOCK_SOURCE=...).
 #ifndef SR_BLOCK_SOURCE
 #define SR_BLOCK_SOURCE 64
 #endif
 // Lanes per vertex of the group mode (short lists of small degree): 2, 4, 8, 16 or 32
-// (NVRTC option -DSR_GROUP=..., knob STREAMRANK_LOOP_GROUP).
+// (NVRTC option -DSR_GROUP=...).
 #ifndef SR_GROUP
 #define SR_GROUP 8
 #endif
 // Short small lists take a warp per vertex (one pass over the list) or 16 lanes (up to two
-// passes) before SR_GROUP lanes (1; 0: SR_GROUP lanes whatever the length) (-DSR_TIERS=...,
-// knob STREAMRANK_LOOP_TIERS).
+// passes) before SR_GROUP lanes (1; 0: SR_GROUP lanes whatever the length) (-DSR_TIERS=...).
 #ifndef SR_TIERS
 #define SR_TIERS 1
 #endif
 // A small vertex kept in the frontier enters F(k+1) in its marking's first round: 1 in self-loop
-// mode, 2 in both modes, 0 in neither (-DSR_FOLD=..., knob STREAMRANK_LOOP_FOLD).
+// mode, 2 in both modes, 0 in neither (-DSR_FOLD=...).
 #ifndef SR_FOLD
 #define SR_FOLD 1
 #endif
 // Half-block teams for large lists longer than the grid: -1 in uniform mode only (below), 1 in
-// both modes, 0 in neither (-DSR_HALVES=..., knob STREAMRANK_LOOP_HALVES).
+// both modes, 0 in neither (-DSR_HALVES=...).
 #ifndef SR_HALVES
 #define SR_HALVES -1
 #endif
 // The argument structs read from a shared-memory copy: bits 1 RankArgs, 2 LoopLists, 4 the LoopLists
-// fields of the decision (-DSR_ARGS_SHARED=..., knob STREAMRANK_LOOP_ARGS_SHARED).
+// fields of the decision (-DSR_ARGS_SHARED=...).
 #ifndef SR_ARGS_SHARED
 #define SR_ARGS_SHARED 5
 #endif
-// Profiling (-DSR_TRACE=1, knob STREAMRANK_LOOP_TRACE; streamrank/rank/gpu/frontier_loop.py has the
+// Profiling (-DSR_TRACE=1, frontier_loop._LOOP_TRACE; streamrank/rank/gpu/frontier_loop.py has the
 // layout): per warp and iteration, the device clock when its large-list work, its small-list work
 // and its copies end, and its small groups and largest degrees; per iteration the list sizes.
 #ifndef SR_TRACE
@@ -83,12 +81,12 @@ namespace cg = cooperative_groups;
 #endif
 // Blocks of 256 threads that must fit one multiprocessor at once (the compiler keeps the registers
 // per thread under 65,536 / (256 * blocks)), in self-loop and in uniform mode; the launch puts up to
-// STREAMRANK_LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident
-// (-DSR_MIN_BLOCKS_SELF=... / -DSR_MIN_BLOCKS_UNIFORM=..., knob STREAMRANK_LOOP_MIN_BLOCKS).
+// frontier_loop._LOOP_BLOCKS_PER_SM (4) per multiprocessor, as many as are resident
+// (-DSR_MIN_BLOCKS_SELF=... / -DSR_MIN_BLOCKS_UNIFORM=...).
 // Self-loop mode: 4 (64 registers, 36 / 72 bytes of spills), its loop 7% faster per batch on
 // sx-mathoverflow than with 3 (80 registers, no spills); 5 (48 registers) was slower than 4.
 // Uniform mode: 3 (80 registers); with 4 its read-ahead gathers spill 256 / 340 bytes and its loop
-// was 4% slower (docs/GPU.md, stop 37).
+// was 4% slower.
 #ifndef SR_MIN_BLOCKS_SELF
 #define SR_MIN_BLOCKS_SELF 4
 #endif
@@ -126,8 +124,8 @@ struct LoopLists {
   unsigned long long* ticks;  // profiling (or null): the device clock (ns), written by thread 0 of
                               // the grid: [0] start, [1] after phase I, [2] after phase M, then per
                               // iteration i [3 + 3i] its start, [4 + 3i] after its barrier
-                              // ([5 + 3i] unused: the slot of the second phase before stop 24,
-                              // kept so that the profiling scripts read every build); [3 + 3n]
+                              // ([5 + 3i] unused: the slot of a former second phase, kept so
+                              // that the profiling scripts read every build); [3 + 3n]
                               // the end (n iterations)
   const long long* counts;    // null, or the counters of the graph update queued before this launch
                               // (graph_fast_update.cu: [0] overflow, [1] new vertices, [2] applied
@@ -215,7 +213,7 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
   constexpr bool kHalves = SR_HALVES < 0 ? kLook : SR_HALVES != 0;
   // A small vertex kept in the frontier enters F(k+1) in its marking's first round
   // (loopmark::mark_strided<I, true>): self-loop mode, where it shortens the chain of a small
-  // vertex; uniform mode's gathers need the registers (STREAMRANK_LOOP_FOLD / -DSR_FOLD: 1 self-loop
+  // vertex; uniform mode's gathers need the registers (-DSR_FOLD: 1 self-loop
   // mode, 2 both, 0 neither). A large vertex's team always folds it (by_teams below).
   constexpr bool kFold = SR_FOLD == 2 || (SR_FOLD == 1 && !kLook);
   // The marking claims out-neighbours by the atomic alone (no plain read of the stamp first) in

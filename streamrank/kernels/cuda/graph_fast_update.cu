@@ -1,7 +1,7 @@
 // The fast path of GpuGraph.apply (streamrank/store/gpu_fast.py): a whole small batch in four
 // launches queued back to back, with no host round trip inside: fast_update (or fast_update_hdr),
 // ONE block of FU_THREADS threads, steps 1-4 below; fast_update_plan, two blocks, step 5 (one
-// block both directions, or a direction each for a large batch: stop 30) and the new ids of step
+// block both directions, or a direction each for a large batch) and the new ids of step
 // 6; fast_update_scan, a grid, the lists that lose entries; fast_update_commit, a grid, the lists'
 // commit (step 6).
 //
@@ -46,7 +46,7 @@
 
 // The batch: bsrc/bdst (external ids), bins (1 = insert) in arrival order, m edges.
 // The id map: hkeys/hvals/hmask (idhash.cuh), ext (internal -> external, capacity >= n + room;
-// written by fast_update_plan, not here: stop 30 kept this kernel's arguments as they were),
+// written by fast_update_plan, not here; this kernel's arguments stay those of the one-block update),
 // n vertices; `room` new vertices fit in the vertex arrays, ext and the table's load limit.
 // Each direction: off/deg/cap/idx of the gapped CSR, the used end of idx and its size (the tail
 // [end, size) is reserved for relocated lists). work: FuWork scratch (work_bytes long).
@@ -406,7 +406,7 @@ fast_update_hdr(const long long* __restrict__ hdr, long long* hkeys, int* hvals,
 // step 5 and the new ids of step 6). One block plans both directions in one pass when the batch
 // has at most FU_SPLIT applied changes (block 1 returns at once); a larger one is planned by two
 // blocks, block b direction b, each on its own multiprocessor (the sort and the planning are
-// bound by one multiprocessor's issue rate: of a 1,000-edge batch's 17 us, 5 went; stop 30), and
+// bound by one multiprocessor's issue rate: two blocks take 5 us off a 1,000-edge batch's 17 us), and
 // the second block to finish commits the new ids and writes the counters. Exactly FU_THREADS
 // threads and two blocks; returns at once when the first kernel refused the batch (its counter
 // of overflow is set).

@@ -317,7 +317,7 @@ __global__ void plan_groups(const long long* __restrict__ keys, long long m, con
 // Counts of the true flags of a[0, na) and of b[0, nb), added to out[0] and out[1] (zeroed by
 // the caller). One compiled kernel for every size: CuPy's own reductions (bool.sum()) compile a
 // specialization per size class on first use, seconds of NVRTC that a daemon would otherwise pay
-// mid-stream when a batch falls in a new class (docs/DAEMON.md, "Stalls").
+// mid-stream when a batch falls in a new class (docs/daemon.md).
 template <typename F>
 __global__ void count_flags2(const F* __restrict__ a, long long na, const F* __restrict__ b,
                              long long nb, unsigned long long* __restrict__ out) {

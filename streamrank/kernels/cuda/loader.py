@@ -76,8 +76,6 @@ def load_module(filename: str, name_expressions: tuple, options: tuple = (), coo
         raise BackendUnavailableError(f"CuPy is needed for the CUDA kernels: {exc}") from exc
     code = source_of(filename) + _headers_stamp()  # the headers' digest: see headers_digest
     opts = _DEFAULT_OPTIONS + (f"-I{KERNEL_DIR}",) + tuple(options)
-    if "--use_fast_math" in opts and any(o == "-DSTREAMRANK_PRECISE" for o in options):
-        opts = tuple(o for o in opts if o != "--use_fast_math")
     try:
         module = cupy.RawModule(code=code, options=opts, name_expressions=list(name_expressions),
                                 enable_cooperative_groups=cooperative)

@@ -1,7 +1,7 @@
 // PageRank kernels of the GPU backend (streamrank.rank.gpu.pagerank): pull-based rank updates in the
 // local form, frontier marking, degree partition and reductions.
 //
-// Local form (docs/ARCHITECTURE.md): x[v] = 1 + alpha * S(v), S(v) = sum over in-neighbours u of
+// Local form (docs/architecture.md): x[v] = 1 + alpha * S(v), S(v) = sum over in-neighbours u of
 // c[u], with c[u] = x[u] / d(u) precomputed once per iteration ("contribution"), d(u) = outdeg(u)
 // (+1 with SELF, the implicit self-loop, whose own term is solved in closed form:
 // x[v] = (1 + alpha * S) / (1 - alpha / d(v))). Iterations are Jacobi: rank kernels read c and
@@ -11,7 +11,7 @@
 // Template parameters: I = vertex index type (int), V = rank type (float or double), SELF = 1
 // for dangling="self-loop", MODE = 0 (DT: a fixed list of vertices; ND: every vertex, local
 // form), 1 (DF: the frontier grows), 2 (DF-P: it grows and prunes), 3 (Static and warm with
-// STREAMRANK_SWEEP_KERNEL=rank, the older kernels that sweep.cu replaced: every vertex, iterating the standard form
+// the "rank" sweep kernel of streamrank/rank/gpu/sweeps.py, the older kernels that sweep.cu replaced: every vertex, iterating the standard form
 // y = base + alpha * P^T y with base = (alpha * dangling mass + (1 - alpha) * sum(y)) / n, whose
 // fixed point is y = base * x: the same ranks p = y / sum(y) = x / sum(x), reached in fewer
 // iterations because the dominant error component is projected out every step; the host turns

@@ -19,7 +19,7 @@
 //   torn one;
 // - the contributions may be stored as C = float while the iterate, its sums and the test stay
 //   in V = double: the gathered vector is then half the bytes, at a cost in accuracy that
-//   docs/GPU.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
+//   docs/architecture.md measures. The buffers cbuf[0..1] are V arrays; C values occupy their first
 //   n * sizeof(C) bytes.
 //
 // List rows (RankArgs.lists) and counters during sweeps: 0 = bucket < 4, 1 = big, 2 = 4..15,
@@ -146,7 +146,7 @@ __global__ void partition_buckets(const RankArgs<I, V>* __restrict__ args) {
 // One launch per sweep: blocks [0, a.gt) walk the four buckets, blocks [a.gt, a.gt + a.gb) the big
 // list, a block per vertex with SR_GATHER_UNROLL independent gathers in flight per thread, so that
 // the two parts overlap and a hub of 100 k in-edges is not a long tail. The last block to finish
-// runs finish_iteration. SR_SWEEP_MIN_BLOCKS (NVRTC -D, knob STREAMRANK_SWEEP_MIN_BLOCKS) asks
+// runs finish_iteration. SR_SWEEP_MIN_BLOCKS (NVRTC -D, sweeps._MIN_BLOCKS) asks
 // the compiler for that many resident blocks per multiprocessor (registers per thread).
 #ifndef SR_SWEEP_MIN_BLOCKS
 #define SR_SWEEP_MIN_BLOCKS 3

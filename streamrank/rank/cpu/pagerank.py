@@ -2,7 +2,7 @@
 
 Every algorithm runs its whole iteration loop in one compiled call (:mod:`.cpu_kernels`,
 Numba, multi-core over fixed chunks and blocks: results are the same for any thread count).
-All but ``warm`` iterate the local form of docs/ARCHITECTURE.md, in the order
+All but ``warm`` iterate the local form of docs/architecture.md, in the order
 ``config.update_order`` names (Gauss-Seidel in fixed blocks by default, or Jacobi, which reads
 the previous iterate only), and stop when ``max_v |dx[v]| / sum(x) < tol``:
 

@@ -12,16 +12,18 @@ depend on the thread count (fixed chunks), so each batch may pick.
 :data:`KEEP` batches, runs each batch with the option of the lower median, and tries the other
 every :data:`PROBE_EVERY` batches so that it notices when the load changes (a median: one
 batch that met a burst of load does not swing the choice). On a graph too small for any step to
-go parallel the caller does not ask it. ``STREAMRANK_CPU_THREADS=all`` turns the
-choice off (every batch uses all of Numba's threads), as the thread-count tests do.
+go parallel the caller does not ask it. ``STREAMRANK_CPU_THREADS=all``
+(:data:`streamrank.settings.CPU_THREADS`) turns the choice off (every batch uses all of Numba's
+threads), as the thread-count tests do.
 """
 
 from __future__ import annotations
 
-import os
 from collections import deque
 
 import numba
+
+from ... import settings
 
 #: Every this many batches the option not in use runs once, to re-measure it (fewer than 5 %
 #: of the batches: a probe of the slow option does not reach the 95th percentile).
@@ -29,7 +31,7 @@ PROBE_EVERY = 32
 #: Measurements kept per option; its cost is their median.
 KEEP = 5
 #: The environment variable that turns the choice off (value ``all``).
-ENV = "STREAMRANK_CPU_THREADS"
+ENV = settings.CPU_THREADS.name
 
 
 class ThreadChooser:
@@ -48,7 +50,7 @@ class ThreadChooser:
     def choose(self) -> int:
         """Threads for the next batch."""
         top = numba.get_num_threads()
-        if top == 1 or os.environ.get(ENV, "auto") == "all":
+        if top == 1 or settings.cpu_threads() == "all":
             return top
         self.batches += 1
         options = (top, 1)

@@ -1,6 +1,6 @@
 """The next one-wait batch's rank loop packed ahead: what it was packed for, and the check that all
 of it still holds when the batch arrives (``pagerank_gpu.arm_update`` packs it beside the running
-loop; ``pagerank_gpu.launch_update`` takes it). docs/GPU.md, "Stop 34".
+loop; ``pagerank_gpu.launch_update`` takes it; docs/architecture.md).
 
 Private to :mod:`streamrank.rank.gpu.pagerank`.
 """

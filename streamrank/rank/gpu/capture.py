@@ -9,7 +9,7 @@ staged header and batch; the rank update: the loop's argument image in the works
 ``rank.gpu.frontier_loop``). :class:`BatchGraphs` captures such a piece once into a CUDA graph
 and replays it for each batch; a piece is captured again when the key its owner gives changes
 (an address or size the graph holds: the store grew or was compacted, the id map was rebuilt,
-another workspace or loop kernel). docs/GPU.md, "One wait per batch".
+another workspace or loop kernel). docs/architecture.md.
 
 Capturing needs a stream of its own (the default stream cannot be captured); the replays go to
 the current stream. If capturing fails on a device, the reason is kept in

@@ -1,5 +1,5 @@
-"""DF/DF-P for one batch as one cooperative launch (``kernels/cuda/frontier_loop.cu``): its knobs, its
-argument struct ``LoopLists``, the launch and the one status read of the batch.
+"""DF/DF-P for one batch as one cooperative launch (``kernels/cuda/frontier_loop.cu``): its compile
+settings, its argument struct ``LoopLists``, the launch and the one status read of the batch.
 
 Private to :mod:`streamrank.rank.gpu.pagerank`.
 """
@@ -7,7 +7,6 @@ Private to :mod:`streamrank.rank.gpu.pagerank`.
 from __future__ import annotations
 
 import functools
-import os
 import struct
 from typing import NamedTuple
 
@@ -23,38 +22,36 @@ _LOOP_CU = "frontier_loop.cu"
 #: the block sums of phase I, then 3 rotating sets x 2 accumulators x this many copies.
 _SPREAD = 32
 _ACCUMULATORS = 3 * 2 * _SPREAD
-#: DF/DF-P run their whole iteration loop in one cooperative launch (``frontier_loop.cu``);
-#: STREAMRANK_FRONTIER_LOOP=0 turns that off (the launch sequence of pagerank.cu then runs every
-#: iteration, as it does for frontiers past the hand-over size).
-_LOOP = os.environ.get("STREAMRANK_FRONTIER_LOOP", "1") != "0"
+#: DF/DF-P run their whole iteration loop in one cooperative launch (``frontier_loop.cu``); False
+#: runs the launch sequence of pagerank.cu for every iteration, as it does for frontiers past the
+#: hand-over size (the reference tests/test_gpu_frontier_loop.py compares the loop against).
+_LOOP = True
 #: Blocks per multiprocessor of the cooperative loop (fewer: cheaper grid barriers; more: more
-#: vertices in flight), capped by what is resident. Knob STREAMRANK_LOOP_BLOCKS_PER_SM.
-_LOOP_BLOCKS_PER_SM = int(os.environ.get("STREAMRANK_LOOP_BLOCKS_PER_SM", "4"))
+#: vertices in flight), capped by what is resident.
+_LOOP_BLOCKS_PER_SM = 4
 #: The loop hands over to the launch sequence when a frontier exceeds this many vertices per
-#: resident thread of the loop's grid (knob STREAMRANK_LOOP_HANDOVER).
-_LOOP_HANDOVER = float(os.environ.get("STREAMRANK_LOOP_HANDOVER", "4"))
+#: resident thread of the loop's grid.
+_LOOP_HANDOVER = 4.0
 #: Frontier lists of up to this many vertices per lane group of the loop's grid take a group of
-#: lanes per vertex (in-edges gathered, out-edges marked together) instead of a thread per vertex
-#: (knob STREAMRANK_LOOP_WARP_FACTOR); the group has _LOOP_GROUP lanes (STREAMRANK_LOOP_GROUP).
-_LOOP_WARP_FACTOR = float(os.environ.get("STREAMRANK_LOOP_WARP_FACTOR", "4"))
-_LOOP_GROUP = int(os.environ.get("STREAMRANK_LOOP_GROUP", "8"))
+#: lanes per vertex (in-edges gathered, out-edges marked together) instead of a thread per vertex;
+#: the group has _LOOP_GROUP lanes (2, 4, 8, 16 or 32).
+_LOOP_WARP_FACTOR = 4.0
+_LOOP_GROUP = 8
 #: Shorter lists take wider groups first: a warp per vertex while the list fits the grid's warps
 #: once, 16 lanes while it fits them twice (1; 0: _LOOP_GROUP lanes for every list up to the
-#: limit). Knob STREAMRANK_LOOP_TIERS.
-_LOOP_TIERS = 0 if os.environ.get("STREAMRANK_LOOP_TIERS", "1") == "0" else 1
+#: limit).
+_LOOP_TIERS = 1
 #: A small vertex that stays in the frontier is appended to the next one in its marking's first
-#: round (1: self-loop mode; 2: both modes; 0: neither). Knob STREAMRANK_LOOP_FOLD.
-_LOOP_FOLD = int(os.environ.get("STREAMRANK_LOOP_FOLD", "1"))
-#: Initial marking: sources of at least this out-degree take a block, smaller ones a warp (knob
-#: STREAMRANK_LOOP_BLOCK_SOURCE). 64 against the earlier 1024: the loop's device time 3-7% lower
-#: on sx-mathoverflow (docs/GPU.md).
-_LOOP_BLOCK_SOURCE = int(os.environ.get("STREAMRANK_LOOP_BLOCK_SOURCE", "64"))
-#: The loop's rank updates write the new contributions in place (1): a vertex may read this
+#: round (1: self-loop mode; 2: both modes; 0: neither).
+_LOOP_FOLD = 1
+#: Initial marking: sources of at least this out-degree take a block, smaller ones a warp. 64
+#: against 1024: the loop's device time 3-7% lower on sx-mathoverflow.
+_LOOP_BLOCK_SOURCE = 64
+#: The loop's rank updates write the new contributions in place (True): a vertex may read this
 #: iteration's value of an in-neighbour updated before it (asynchronous relaxation), instead of
-#: the previous iteration's only (0, Jacobi). Knob STREAMRANK_LOOP_IN_PLACE.
-_LOOP_IN_PLACE = os.environ.get("STREAMRANK_LOOP_IN_PLACE", "0") != "0"
-#: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
-#: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
+#: the previous iteration's only (False, Jacobi, the default: its iterations and frontiers are the
+#: launch sequence's; tests/test_gpu_frontier_loop.py checks the in-place loop's fixed point).
+_LOOP_IN_PLACE = False
 #: Why the cooperative loop is not used in this process (set at its first failure).
 loop_unavailable: str | None = None
 #: Set to a device uint64 array of at least 3 * max_iter + 4 entries to have the frontier loop
@@ -62,25 +59,25 @@ loop_unavailable: str | None = None
 #: iteration and after its barrier, and at its end (profiling; layout in frontier_loop.cu's
 #: LoopLists::ticks).
 LOOP_TICKS = None
-#: Profiling: with STREAMRANK_LOOP_TRACE=1 the loop also writes, into LOOP_TICKS from entry 2048
-#: on, for each of the first 64 iterations and each warp w of the grid, 4 entries at
-#: 2048 + (iteration * warps + w) * 4: the device clock when the warp's large-list work ended, when
-#: its small-list work ended, its multiprocessor << 52 | its small groups << 40 | largest marking
-#: degree << 20 | largest in-degree, and the clock when its copies ended; then at
-#: 2048 + 64 * warps * 4 + 2 * iteration the small and large list sizes. LOOP_TICKS then needs
-#: 2048 + 64 * warps * 4 + 128 entries.
-_LOOP_TRACE = 1 if os.environ.get("STREAMRANK_LOOP_TRACE", "0") != "0" else 0
+#: Profiling: set to 1 before the loop is first compiled (benchmarks/profiling/loop_trace.py) to
+#: have it also write, into LOOP_TICKS from entry 2048 on, for each of the first 64 iterations and
+#: each warp w of the grid, 4 entries at 2048 + (iteration * warps + w) * 4: the device clock when
+#: the warp's large-list work ended, when its small-list work ended, its multiprocessor << 52 | its
+#: small groups << 40 | largest marking degree << 20 | largest in-degree, and the clock when its
+#: copies ended; then at 2048 + 64 * warps * 4 + 2 * iteration the small and large list sizes.
+#: LOOP_TICKS then needs 2048 + 64 * warps * 4 + 128 entries.
+_LOOP_TRACE = 0
 #: Half-block teams take the large vertices when they outnumber the blocks: -1 in uniform mode
-#: only, 1 in both modes, 0 in neither. Knob STREAMRANK_LOOP_HALVES.
-_LOOP_HALVES = int(os.environ.get("STREAMRANK_LOOP_HALVES", "-1"))
+#: only, 1 in both modes, 0 in neither.
+_LOOP_HALVES = -1
 #: Blocks of 256 threads the loop is compiled to keep resident per multiprocessor
 #: (``__launch_bounds__``; registers per thread at most 65,536 / (256 x blocks)), in self-loop mode
-#: and in uniform mode: "4,3" (one number: both). Knob STREAMRANK_LOOP_MIN_BLOCKS.
-_LOOP_MIN_BLOCKS = os.environ.get("STREAMRANK_LOOP_MIN_BLOCKS", "4,3")
+#: and in uniform mode (each 1 to 8).
+_LOOP_MIN_BLOCKS = (4, 3)
 #: The loop reads its argument structs from a copy in shared memory, which the grid barriers' L1
 #: invalidation does not reach: bits 1 RankArgs, 2 LoopLists (its registers spill), 4 the LoopLists
-#: fields of the decision; 5 (the default) 1 and 4. Knob STREAMRANK_LOOP_ARGS_SHARED.
-_LOOP_ARGS_SHARED = int(os.environ.get("STREAMRANK_LOOP_ARGS_SHARED", "5"))
+#: fields of the decision; 5 (1 and 4) is the fastest.
+_LOOP_ARGS_SHARED = 5
 _LISTS_PREFIX = "<14Qqq"  # LoopLists<I, V> in frontier_loop.cu: lists, counters, block results, stamps, sizes
 _LISTS_SUFFIX = "<4Q3qQQq"  # then the batch: x_prev, changed edges, their counts, ticks, graph counters, epoch
 #: The loop's four frontier pairs in the workspace's list pairs (A, B, C, then the flag pair the
@@ -282,46 +279,37 @@ def loop_outcome(graph, ws, config, args):
 
 
 def _loop_kernel(dtype: str, self_loop: int, mode: int):
-    """(kernel, grid) of the cooperative loop for the current knobs, compiled and sized once per
+    """(kernel, grid) of the cooperative loop for the current settings, compiled and sized once per
     process and setting."""
     return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD, _LOOP_TRACE,
-                          _LOOP_HALVES, _LOOP_MIN_BLOCKS, _LOOP_ARGS_SHARED)
+                          _LOOP_HALVES, tuple(_LOOP_MIN_BLOCKS), _LOOP_ARGS_SHARED)
 
 
-def _min_blocks(setting: str) -> tuple:
-    """STREAMRANK_LOOP_MIN_BLOCKS ("S,U" or "N") as (self-loop, uniform) blocks per multiprocessor."""
-    parts = [p.strip() for p in str(setting).split(",")]
-    try:
-        blocks = tuple(int(p) for p in parts)
-    except ValueError:
-        blocks = ()
-    if len(blocks) == 1:
-        blocks = blocks * 2
-    if len(blocks) != 2 or not all(1 <= b <= 8 for b in blocks):
-        raise InvalidArgumentError("STREAMRANK_LOOP_MIN_BLOCKS must be one number of blocks per multiprocessor "
-                                   f"from 1 to 8, or two (self-loop mode, uniform mode) such as 4,3; got {setting!r}")
-    return blocks
-
-
-def _check_knobs(group: int, block_source: int, fold: int, halves: int, args_shared: int = 5) -> None:
-    """Raise InvalidArgumentError for a knob setting the loop cannot be compiled with."""
+def _check_knobs(group: int, block_source: int, fold: int, halves: int, args_shared: int = 5,
+                 min_blocks: tuple = (4, 3)) -> None:
+    """Raise InvalidArgumentError for compile settings the loop cannot be built with (the module
+    constants above, which tests and profiling scripts may set)."""
     if group not in (2, 4, 8, 16, 32):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {group}")
+        raise InvalidArgumentError(f"_LOOP_GROUP must be 2, 4, 8, 16 or 32, got {group}")
     if halves not in (-1, 0, 1):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_HALVES must be -1, 0 or 1, got {halves}")
+        raise InvalidArgumentError(f"_LOOP_HALVES must be -1, 0 or 1, got {halves}")
     if fold not in (0, 1, 2):
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_FOLD must be 0, 1 or 2, got {fold}")
+        raise InvalidArgumentError(f"_LOOP_FOLD must be 0, 1 or 2, got {fold}")
     if not 0 <= args_shared <= 7:
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_ARGS_SHARED must be 0 to 7, got {args_shared}")
+        raise InvalidArgumentError(f"_LOOP_ARGS_SHARED must be 0 to 7, got {args_shared}")
     if block_source < 1:
-        raise InvalidArgumentError(f"STREAMRANK_LOOP_BLOCK_SOURCE must be at least 1, got {block_source}")
+        raise InvalidArgumentError(f"_LOOP_BLOCK_SOURCE must be at least 1, got {block_source}")
+    if len(min_blocks) != 2 or not all(isinstance(b, int) and 1 <= b <= 8 for b in min_blocks):
+        raise InvalidArgumentError("_LOOP_MIN_BLOCKS must be two numbers of blocks per multiprocessor from 1 to 8 "
+                                   f"(self-loop mode, uniform mode), got {min_blocks!r}")
 
 
 @functools.lru_cache(maxsize=None)
 def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int,
-                   trace: int, halves: int, min_blocks: str, args_shared: int):
-    _check_knobs(group, block_source, fold, halves, args_shared)  # checked once per setting (errors are not cached)
-    per_self, per_uniform = _min_blocks(min_blocks)
+                   trace: int, halves: int, min_blocks: tuple, args_shared: int):
+    # checked once per setting (errors are not cached)
+    _check_knobs(group, block_source, fold, halves, args_shared, min_blocks)
+    per_self, per_uniform = min_blocks
     ct = _CTYPE[dtype]
     k = get_kernel(_LOOP_CU, f"frontier_loop<int, {ct}, {self_loop}, {mode}>", _loop_names(ct),
                    (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...config import RankConfig
-from ...errors import InvalidArgumentError
 from ...kernels.cuda.launch import launch
 from ...store.gpu import GpuGraph
 from .state import _BLOCK_THREADS, _CTYPE, _THREADS, _Workspace, _kernel
@@ -26,8 +25,6 @@ class _Iterations:
     """
 
     def __init__(self, graph: GpuGraph, ws: _Workspace, config: RankConfig, mode: int, args, seq=None):
-        if _BLOCK_THREADS not in (64, 96, 128, 160, 192, 224, 256):
-            raise InvalidArgumentError(f"STREAMRANK_LARGE_THREADS must be a multiple of 32 in 64..256, got {_BLOCK_THREADS}")
         self.g, self.ws, self.cfg, self.mode, self.args = graph, ws, config, mode, args
         self_loop = 1 if config.dangling == "self-loop" else 0
         ct = _CTYPE[config.dtype]

@@ -1,11 +1,11 @@
 """Static, Naive-dynamic, Dynamic Traversal, DF and DF-P PageRank on the device.
 
-Same functions, arguments and semantics as :mod:`streamrank.rank.cpu.pagerank` (docs/ARCHITECTURE.md,
-"Rank contract"), for a :class:`streamrank.store.gpu.GpuGraph`: local form ``x``, Jacobi
+Same functions, arguments and semantics as :mod:`streamrank.rank.cpu.pagerank`
+(docs/architecture.md), for a :class:`streamrank.store.gpu.GpuGraph`: local form ``x``, Jacobi
 iterations, convergence ``max|dx| / sum(x) < tol``, DF/DF-P marking rules, self-loop closed
 form. The iterations run the kernels of ``kernels/cuda/pagerank.cu`` (DF/DF-P first as one cooperative
-launch per batch, ``kernels/cuda/frontier_loop.cu``; Static and warm: ``kernels/cuda/sweep.cu``; docs/GPU.md
-explains the design):
+launch per batch, ``kernels/cuda/frontier_loop.cu``; Static and warm: ``kernels/cuda/sweep.cu``;
+docs/architecture.md explains the design):
 
 - vertices to process are kept as compacted lists split by in-degree (thread-per-vertex kernel
   ``rank_small`` below ``config.switch_degree``, block-per-vertex kernel ``rank_large`` at or
@@ -22,7 +22,7 @@ explains the design):
 
 Static and warm iterate the standard form with the sweep kernels of ``kernels/cuda/sweep.cu``
 (:mod:`streamrank.rank.gpu.sweeps`) and convert to the local form at the end; ND, DT, DF and
-DF-P iterate the local form. Passes over all vertices that remain per call (docs/GPU.md):
+DF-P iterate the local form. Passes over all vertices that remain per call:
 ``init_state`` (copy ``x_prev`` into the new ``x``, every contribution and sum(x): about 25
 bytes per vertex), and for Static/ND/warm the work itself.
 """
@@ -30,7 +30,6 @@ bytes per vertex), and for Static/ND/warm the work itself.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 
@@ -43,8 +42,8 @@ from ...store.gpu import GpuGraph
 from . import armed_loop, frontier_loop
 from .frontier_loop import _frontier_loop, launch_loop, loop_outcome, pending_batch
 from .iterations import _Iterations
-from .state import (_CTYPE, _FINISH_THREADS, _SORTED, _THREADS, _args_bytes, _as_prev, _clear_marks, _grid,
-                             _init, _kernel, _mark_direct, _mark_out_neighbours, _partition, _partition_sorted,
+from .state import (_CTYPE, _FINISH_THREADS, _THREADS, _args_bytes, _as_prev, _clear_marks, _grid,
+                             _init, _kernel, _mark_direct, _mark_out_neighbours, _partition,
                              _restart, _result, _upload, _workspace, compile_kernels)
 from .sweeps import standard_sweeps
 from ..result import RankResult
@@ -56,13 +55,13 @@ log = logging.getLogger(__name__)
 
 _MODES = {"static": 3, "nd": 0, "dt": 0, "df": 1, "dfp": 2}
 #: ``auto``: DF-P hands over to warm sweeps when its frontier exceeds this share of the vertices
-#: (and the loop's hand-over size). Knob STREAMRANK_AUTO_FLOOD.
-_AUTO_FLOOD = float(os.environ.get("STREAMRANK_AUTO_FLOOD", "0.05"))
+#: (and the loop's hand-over size).
+_AUTO_FLOOD = 0.05
 #: The next one-wait batch's loop is packed ahead (:func:`arm_update`) only while its iterate takes
 #: at most this many bytes: the packed loop holds its output iterate between batches (one more
 #: iterate in device memory), which on a large graph costs more memory than the 20-70 us are worth
-#: beside a batch whose passes over every vertex take longer. Knob STREAMRANK_ARM_MAX_BYTES (0: never).
-_ARM_MAX_BYTES = int(os.environ.get("STREAMRANK_ARM_MAX_BYTES", str(256 << 20)))
+#: beside a batch whose passes over every vertex take longer (0: never).
+_ARM_MAX_BYTES = 256 << 20
 #: Set to a dict to accumulate per-stage wall times (ms) of the dynamic updates; each stage then
 #: ends with a device synchronization, so profile only outside timed runs.
 STAGE_MS = None
@@ -139,10 +138,7 @@ def _static(graph, config, x0, algorithm):
         # sweep is needed after them.
         return _warm_sweeps(graph, ws, x, config, args, 0, [], algorithm)
     # ND: local-form Jacobi sweeps over every vertex from x_prev until the criterion holds.
-    if _SORTED:
-        _partition_sorted(graph, ws, None, n, config)
-    else:
-        _partition(graph, ws, None, n, graph._in.deg, 0, config)
+    _partition(graph, ws, None, n, graph._in.deg, 0, config)
     its, converged, aff, total, _ = _Iterations(graph, ws, config, 0, args).run()
     return _result(x, its, converged, aff, total, algorithm, n)
 
@@ -284,7 +280,7 @@ def launch_update(algorithm: str, graph, pending, x_prev, *, config: RankConfig,
 
     The cooperative loop reads the batch's sizes (new vertices, applied insertions and
     deletions) from the graph update's counters on the device, so that the batch needs no host
-    round trip between the two updates (docs/GPU.md, "One wait per batch"). When
+    round trip between the two updates (docs/architecture.md). When
     :func:`arm_update` packed this batch's loop ahead and nothing it packed has changed, only the
     batch's edge sections are written into that image before the replay.
 
@@ -351,7 +347,7 @@ def arm_update(previous: PendingRank, graph, *, replay) -> None:
     version, the six graph arrays the image points at, the vertex count and ``x_prev``'s address are
     what they are now; otherwise :func:`launch_update` packs the loop as usual. A CUDA error here
     (out of device memory, say) arms nothing: the batch that was applied stays applied. Nothing is
-    armed for an iterate of more than ``STREAMRANK_ARM_MAX_BYTES`` (256 MiB) either.
+    armed for an iterate of more than :data:`_ARM_MAX_BYTES` (256 MiB) either.
     """
     if replay is None or not frontier_loop._LOOP or frontier_loop.loop_unavailable is not None:
         return
@@ -441,10 +437,7 @@ def _dt(graph, ws, x, config, args, endpoints):
     reached = cp.concatenate(levels)
     ws.aff[reached] = 0
     ws.cnt.fill(0)
-    if _SORTED:
-        _partition_sorted(graph, ws, reached.astype(cp.int32), int(reached.shape[0]), config)
-    else:
-        _partition(graph, ws, reached.astype(cp.int32), int(reached.shape[0]), graph._in.deg, 0, config)
+    _partition(graph, ws, reached.astype(cp.int32), int(reached.shape[0]), graph._in.deg, 0, config)
     runner = _Iterations(graph, ws, config, 0, args)
     iterations, converged, affected, total, _ = runner.run()
     return _result(x, iterations, converged, affected, total, "dt", int(reached.shape[0]))

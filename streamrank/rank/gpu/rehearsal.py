@@ -1,5 +1,5 @@
 """The host's rehearsal after a long wait: the next batch's first host steps, run once before a
-long batch returns (docs/GPU.md, "Stop 36").
+long batch returns (docs/architecture.md).
 
 A one-wait batch's graph update is bound by its host steps before the update runs (the timing
 event's ``record()``, the staging copies, the update graph's ``launch()``, the Python around
@@ -15,37 +15,22 @@ this batch's edges into the staging buffer the next launch overwrites, and the s
 (:meth:`streamrank.store.gpu.GpuGraph.rehearse_fast`). Its time (10-20 us) is in this batch's
 rank time, which is at least :data:`AFTER_MS`.
 
-``STREAMRANK_REHEARSE=0`` switches it off; ``STREAMRANK_REHEARSE_AFTER_MS`` (default 2) is the
-batch time from which it runs.
+:data:`ENABLED` switches it off (False); :data:`AFTER_MS` (2) is the batch time from which it
+runs.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from ...errors import InvalidArgumentError
 from .capture import capture_graph
 from ...kernels.cuda.loader import get_kernel
 
 
-def _after_ms(environ=None) -> float:
-    env = os.environ if environ is None else environ
-    raw = env.get("STREAMRANK_REHEARSE_AFTER_MS", "2")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidArgumentError(f"STREAMRANK_REHEARSE_AFTER_MS must be a number of ms, got {raw!r}") from None
-    if value < 0:
-        raise InvalidArgumentError(f"STREAMRANK_REHEARSE_AFTER_MS must be non-negative, got {raw!r}")
-    return value
-
-
-#: Rehearse after long one-wait batches (STREAMRANK_REHEARSE=0: never).
-ENABLED = os.environ.get("STREAMRANK_REHEARSE", "1") != "0"
-#: Batch time (ms) from which the rehearsal runs (STREAMRANK_REHEARSE_AFTER_MS).
-AFTER_MS = _after_ms()
+#: Rehearse after long one-wait batches (False: never).
+ENABLED = True
+#: Batch time (ms) from which the rehearsal runs.
+AFTER_MS = 2.0
 
 
 class HostRehearsal:

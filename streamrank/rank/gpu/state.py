@@ -8,7 +8,6 @@ Private to :mod:`streamrank.rank.gpu.pagerank` and the other ``rank_gpu`` module
 
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
@@ -23,13 +22,9 @@ _CU = "pagerank.cu"
 _CTYPE = {"float64": "double", "float32": "float"}
 _NULL = np.uint64(0)  # a null pointer argument
 _THREADS = 256  # thread-per-item kernels (SR_SMALL_THREADS in pagerank.cu)
-#: Threads of a block of the block-per-vertex kernels (rank_large, mark_large): 64 to 256.
-#: Fewer keep more large vertices in flight; more finish a hub sooner (tuning knob,
-#: environment variable STREAMRANK_LARGE_THREADS).
-_BLOCK_THREADS = int(os.environ.get("STREAMRANK_LARGE_THREADS", "256"))
-#: Static/ND/DT lists ordered by in-degree (less divergence, scattered rows) instead of by id
-#: (tuning knob, STREAMRANK_SORTED_PARTITION=1).
-_SORTED = os.environ.get("STREAMRANK_SORTED_PARTITION", "0") == "1"
+#: Threads of a block of the block-per-vertex kernels (rank_large, mark_large): a block of 256
+#: finishes a hub sooner than a smaller one would keep more large vertices in flight.
+_BLOCK_THREADS = 256
 _MARK_THREADS = 256  # block-per-vertex marking of the initial marks and DT's traversal
 _FINISH_THREADS = 1024
 #: Counter offsets of the list pairs of a workspace: A, B, flags, C (the cooperative loop's four
@@ -243,25 +238,6 @@ def _partition(graph, ws, ids, count: int, degree, which: int, config) -> None:
     launch(_kernel(config.dtype, "partition_by_degree<int>"), _grid(count, ws), _THREADS,
            (ids if ids is not None else _NULL, np.int64(count), degree, np.int32(config.switch_degree),
             s, l, cnt))
-
-
-def _partition_sorted(graph, ws, ids, count: int, config) -> None:
-    """Pair A = ``ids`` (or every vertex) ordered by in-degree: the small list ascending (so a
-    warp's 32 threads loop over similar degrees), the large list descending (biggest first).
-    Device work only (an argsort, no host sync); used where the list serves many iterations."""
-    cp = graph.xp
-    if count == 0:
-        return
-    deg = graph._in.deg
-    if ids is None:
-        order = cp.argsort(deg[:count]).astype(cp.int32)
-    else:
-        order = ids[cp.argsort(deg[ids])].astype(cp.int32)
-    ws.lists[0][:count] = order
-    ws.lists[1][:count] = order[::-1]
-    n_small = cp.searchsorted(deg[order], cp.asarray([config.switch_degree], dtype=deg.dtype)).astype(cp.int32)
-    ws.cnt[0:1] = n_small
-    ws.cnt[1:2] = np.int32(count) - n_small
 
 
 def _grid(items: int, ws) -> int:

@@ -1,5 +1,5 @@
 """A small batch on the GPU with one host wait: the graph update and the rank update queued back
-to back (docs/GPU.md, "One wait per batch").
+to back (docs/architecture.md).
 
 The fast path of the graph store (:meth:`streamrank.store.gpu.GpuGraph.launch_fast`) writes the
 batch's sizes (overflow, new vertices, applied insertions and deletions) into device counters;
@@ -9,7 +9,7 @@ graph update's event and does its bookkeeping, then, while the rank loop still r
 upkeep for the next batch (room; the next host batch's graph update staged:
 :meth:`~streamrank.store.gpu.GpuGraph.upkeep`) and the next batch's rank loop packed ahead
 (:func:`streamrank.rank.gpu.pagerank.arm_update`), then waits for the loop and does the rank's
-bookkeeping (``STREAMRANK_GRAPH_OVERLAP=0``: one wait for both). While the graph kernel runs, the
+bookkeeping (:data:`OVERLAP_BOOKKEEPING`). While the graph kernel runs, the
 host queues the rank update (from its armed image, or packing its arguments), so that host work
 and device work overlap. A batch that took longer than a few milliseconds ends with the host's
 rehearsal of the next batch's first steps (:mod:`streamrank.rank.gpu.rehearsal`).
@@ -20,26 +20,27 @@ nothing, and the loop returned at once), the caller applies the batch the usual 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
 from . import rehearsal as host_rehearsal
+from ... import settings
 from ...batch import EdgeBatch
 from ...store.changes import AppliedChanges
 from ...errors import GraphCapacityError, KernelError
 from .capture import BatchGraphs
 from ..result import RankResult
 
-#: Host batches replay two captured CUDA graphs (:mod:`streamrank.rank.gpu.capture`);
-#: STREAMRANK_CUDA_GRAPHS=0 queues them call by call.
-CUDA_GRAPHS = os.environ.get("STREAMRANK_CUDA_GRAPHS", "1") != "0"
+#: Host batches replay two captured CUDA graphs (:mod:`streamrank.rank.gpu.capture`); False queues
+#: them call by call. None (the default): ``STREAMRANK_CUDA_GRAPHS``
+#: (:data:`streamrank.settings.CUDA_GRAPHS`), read when an engine's stepper is made.
+CUDA_GRAPHS: bool | None = None
 
 #: The graph's bookkeeping after a batch (counters, ends) and its upkeep (room for the next
 #: batch, compaction) run while the rank loop is still on the device: the host waits for the
-#: graph update's event, does them, then waits for the loop. STREAMRANK_GRAPH_OVERLAP=0: one
-#: wait for both, then both bookkeepings (before stop 27).
-OVERLAP_BOOKKEEPING = os.environ.get("STREAMRANK_GRAPH_OVERLAP", "1") != "0"
+#: graph update's event, does them, then waits for the loop. False: one wait for both, then both
+#: bookkeepings (the simpler order, which tests/test_gpu_one_sync.py compares against).
+OVERLAP_BOOKKEEPING = True
 
 #: Algorithms that can run behind a pending graph update.
 STEP_ALGORITHMS = ("df", "dfp", "auto")
@@ -72,8 +73,9 @@ class OneSyncStepper:
         self.cp = cp
         self.start = cp.cuda.Event()
         self.graph_done = cp.cuda.Event()
-        #: The captured CUDA graphs a host batch replays (None: STREAMRANK_CUDA_GRAPHS=0).
-        self.graphs = BatchGraphs(cp) if CUDA_GRAPHS else None
+        graphs = settings.cuda_graphs() if CUDA_GRAPHS is None else CUDA_GRAPHS
+        #: The captured CUDA graphs a host batch replays (None: queued call by call, :data:`CUDA_GRAPHS`).
+        self.graphs = BatchGraphs(cp) if graphs else None
         #: The host's rehearsal after a long batch (:mod:`streamrank.rank.gpu.rehearsal`; None: off, or
         #: no capture here).
         self.rehearsal = None

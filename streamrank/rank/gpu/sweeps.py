@@ -1,17 +1,18 @@
 """Standard-form sweeps over every vertex on the device (Static's first phase, ``warm``, and
 ``auto``'s warm part), with the kernels of ``kernels/cuda/sweep.cu``.
 
-A sweep is one launch of ``sweep``: some blocks take the vertices below the "big" in-degree (1024
-by default, knob STREAMRANK_SWEEP_BIG) in four degree buckets with 1, 4, 16 or 32 lanes per
+A sweep is one launch of ``sweep``: some blocks take the vertices below the "big" in-degree
+(:data:`_BIG`, 1024) in four degree buckets with 1, 4, 16 or 32 lanes per
 vertex, the others a block per vertex at or above it; the last block runs the convergence test.
 ``partition_buckets`` splits the vertices once per call; the sweeps get their own argument struct,
-whose switch degree is the big degree. STREAMRANK_SWEEP_KERNEL=rank runs the older
-``rank_small``/``rank_large`` of ``pagerank.cu`` instead (kept for before/after measurements).
+whose switch degree is the big degree. :data:`_KERNEL` ``"rank"`` runs the older
+``rank_small``/``rank_large`` of ``pagerank.cu`` instead (``run_fixed_sweeps(kernel="rank")``
+measures them against the sweeps; the tests compare both).
 
 ``RankConfig.sweep_contributions == "float32"`` stores the gathered contributions as float while
 the iterate, its sums and the test stay in ``config.dtype``: half the bytes of the random
-gathers. The float sweeps run to a tolerance no tighter than STREAMRANK_F32_TOL (default 1e-9;
-float rounding puts a floor under the achievable change), then the contributions are recomputed
+gathers. The float sweeps run to a tolerance no tighter than :data:`_F32_TOL` (1e-9; float
+rounding puts a floor under the achievable change), then the contributions are recomputed
 in ``config.dtype`` and sweeps go on to ``config.tol``: the result meets the same criterion as
 float64 sweeps, usually in one or two more full-precision sweeps.
 """
@@ -19,7 +20,6 @@ float64 sweeps, usually in one or two more full-precision sweeps.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from ...config import RankConfig
 from ...errors import InvalidArgumentError
@@ -31,22 +31,25 @@ from .state import (_CTYPE, _THREADS, _as_prev, _init, _pack_args, _partition, _
 
 _SWEEP_CU = "sweep.cu"
 _KERNELS = ("buckets", "rank")
-_KERNEL = os.environ.get("STREAMRANK_SWEEP_KERNEL", "buckets")
-_BIG = int(os.environ.get("STREAMRANK_SWEEP_BIG", "1024"))
+#: The sweeps' kernels: ``buckets`` (``sweep.cu``) or ``rank`` (``pagerank.cu``'s older ones).
+_KERNEL = "buckets"
+#: In-degree from which a vertex takes a block of its own in a sweep.
+_BIG = 1024
 #: Resident blocks per multiprocessor the compiler is asked for (registers per thread).
-_MIN_BLOCKS = int(os.environ.get("STREAMRANK_SWEEP_MIN_BLOCKS", "3"))
-_F32_TOL = float(os.environ.get("STREAMRANK_F32_TOL", "1e-9"))
-_F32_MAX_ITER = int(os.environ.get("STREAMRANK_F32_MAX_ITER", "100"))
+_MIN_BLOCKS = 3
+#: Float-contribution sweeps stop at this tolerance at the tightest, and after this many sweeps.
+_F32_TOL = 1e-9
+_F32_MAX_ITER = 100
 #: The warm sweeps (``warm``, ``auto``'s warm part) read and write one contribution buffer (1,
 #: the default): a vertex gathers whatever value each in-neighbour holds when it reads it, this
 #: sweep's where that one was updated already (asynchronous relaxation: the same fixed point and
 #: the same test on each sweep's changes), instead of the previous sweep's only (0, Jacobi, two
 #: buffers). It takes fewer sweeps (R-MAT 24: 4 / 5 / 8 against 5 / 6 / 11 at 1e-6 / 1e-4 /
-#: 1e-2 batches, docs/GPU.md); the last bits of the result then depend on the order in which the
+#: 1e-2 batches); the last bits of the result then depend on the order in which the
 #: device ran the blocks, so two runs agree to the tolerance, not bit for bit. Static from
 #: scratch stays Jacobi (two runs of it give the same bits); float32 contributions keep two
-#: buffers. Knob STREAMRANK_SWEEP_IN_PLACE.
-_IN_PLACE = os.environ.get("STREAMRANK_SWEEP_IN_PLACE", "1") != "0"
+#: buffers. False runs every sweep as Jacobi (tests/test_gpu_sweeps.py compares both).
+_IN_PLACE = True
 
 
 def _sweep_names(vt: str) -> tuple:
@@ -67,14 +70,12 @@ def _contributions_as(graph, ws, config: RankConfig, ct: str, args) -> None:
 
 
 def _sweep_kernel(dtype: str, name: str):
-    if not 1 <= _MIN_BLOCKS <= 8:
-        raise InvalidArgumentError(f"STREAMRANK_SWEEP_MIN_BLOCKS must be in 1..8, got {_MIN_BLOCKS}")
     return get_kernel(_SWEEP_CU, name, _sweep_names(_CTYPE[dtype]), (f"-DSR_SWEEP_MIN_BLOCKS={_MIN_BLOCKS}",))
 
 
 def _check_kernel(kernel: str) -> str:
     if kernel not in _KERNELS:
-        raise InvalidArgumentError(f"STREAMRANK_SWEEP_KERNEL must be one of {_KERNELS}, got {kernel!r}")
+        raise InvalidArgumentError(f"kernel must be one of {_KERNELS}, got {kernel!r}")
     return kernel
 
 
@@ -83,14 +84,14 @@ def _sequence(graph, ws, config, ct: str, kernel: str):
     vt = _CTYPE[config.dtype]
     if _check_kernel(kernel) == "rank":
         if ct != vt:
-            raise InvalidArgumentError("STREAMRANK_SWEEP_KERNEL=rank has no float32 contributions")
+            raise InvalidArgumentError("the rank kernels have no float32 contributions")
         return None
     self_loop = 1 if config.dangling == "self-loop" else 0
     return [(_sweep_kernel(config.dtype, f"sweep<int, {vt}, {ct}, {self_loop}>"), ws.gt + ws.gb, _THREADS)]
 
 
 def _in_place(config, warm: bool) -> bool:
-    """Whether sweeps run in place: warm sweeps with float64 contributions, unless the knob is 0."""
+    """Whether sweeps run in place: warm sweeps with float64 contributions (:data:`_IN_PLACE`)."""
     return _IN_PLACE and warm and config.sweep_contributions != "float32"
 
 
@@ -103,8 +104,6 @@ def _split(graph, ws, x, config, kernel: str, *, warm: bool = False):
         ws.cnt[0:2] = 0
         _partition(graph, ws, None, graph.num_vertices, graph._in.deg, 0, config)
         return config, None
-    if _BIG < 1:
-        raise InvalidArgumentError(f"STREAMRANK_SWEEP_BIG must be >= 1, got {_BIG}")
     sc = dataclasses.replace(config, switch_degree=_BIG)
     args = _pack_args(graph, ws, x, sc, in_place=_in_place(config, warm))
     ws.cnt[0:6] = 0
