@@ -26,6 +26,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from kafka_broker import damage_checkpoint
 
 from streamrank.batch import EdgeBatch
 from streamrank.checkpoints.full import read_checkpoint, save_checkpoint
@@ -43,11 +44,13 @@ def build(directory, *, full_every=3, batches=9, keep=3):
     rng = np.random.default_rng(0)
     stage = CheckpointStage(str(directory), full_every=full_every, keep=keep)
     eng = Engine("cpu", "dfp")
-    eng.load_edges(rng.integers(0, 40, 120), rng.integers(0, 40, 120))
+    # about 650 edges: engine/src and engine/dst are larger than zipfile's 4 KiB read-ahead, so that
+    # a damaged .npy header is parsed before the member's CRC is checked (as in a real checkpoint)
+    eng.load_edges(rng.integers(0, 60, 700), rng.integers(0, 60, 700))
     meta = {**META, "rank": eng.config.to_dict()}
     states = {}
     for i in range(batches):
-        s, d, ins = rng.integers(0, 50, 8), rng.integers(0, 50, 8), rng.random(8) > 0.3
+        s, d, ins = rng.integers(0, 70, 8), rng.integers(0, 70, 8), rng.random(8) > 0.3
         step = eng.apply(EdgeBatch.from_arrays(s, d, ins))
         stage.record(step.seq, s, d, ins)
         stage.write(eng, positions={"dir": i + 1}, ranks=eng.ranks, meta=meta)
@@ -94,7 +97,7 @@ def shape_digits(path) -> list:
     return out
 
 
-def flip_cases(path, *, structure_stride=7, data_stride=47):
+def flip_cases(path, *, structure_stride=7, data_stride=97):
     """``(offset, mask)`` to try on ``path``: the ZIP structure every ``structure_stride`` bytes (two
     masks, alternating), the shape digits with a one-bit flip, the rest every ``data_stride``."""
     structure = zip_structure(path)
@@ -201,16 +204,6 @@ def test_flips_of_the_only_full_checkpoint_restore_exactly_or_stop(tmp_path):
     assert outcomes["stopped"] > 0.7 * len(cases)
 
 
-def _central_record(path, member):
-    """Offset of ``member``'s record in the central directory of ``path``."""
-    data = open(path, "rb").read()
-    with zipfile.ZipFile(path) as zf:
-        at = data.index(b"PK\x01\x02", zf.start_dir)
-        while data[at + 46:at + 46 + len(member)] != member.encode():
-            at = data.index(b"PK\x01\x02", at + 4)
-    return at
-
-
 @pytest.mark.parametrize("damage", ["npy header", "compression method", "renamed external",
                                     "renamed sweep_order", "shape digit"])
 def test_damage_that_used_to_escape_falls_back(lineage, damage, tmp_path, capsys):
@@ -223,10 +216,10 @@ def test_damage_that_used_to_escape_falls_back(lineage, damage, tmp_path, capsys
     shutil.copytree(lineage["dir"], directory)
     path = directory / lineage["newest"].name
     data = bytearray(path.read_bytes())
-    if damage == "npy header":
-        data[data.index(b"{'descr'") + 1] ^= 0x20  # "{'descr'" -> "{\x07descr'": an unterminated string
-    elif damage == "compression method":
-        data[_central_record(path, "engine/src.npy") + 10] ^= 0x01
+    if damage in ("npy header", "compression method"):
+        path.write_bytes(bytes(data))
+        damage_checkpoint(path, damage)  # tokenize.TokenError, NotImplementedError from NumPy and zipfile
+        data = bytearray(path.read_bytes())
     elif damage in ("renamed external", "renamed sweep_order"):
         name = damage.split()[1]  # the same rename in the central directory and the local header
         for m in re.finditer(f"engine/{name}.npy".encode(), bytes(data)):
