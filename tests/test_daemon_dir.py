@@ -211,6 +211,12 @@ def checkpointed(tmp_path_factory):
     return {"work": work, "ckpt": load_latest(work / "ckpt")}
 
 
+def _daemon(args, tmp_path, run: int) -> DaemonProcess:
+    """The daemon with a work directory (applied log, output) of its own."""
+    (tmp_path / f"run{run}").mkdir()
+    return DaemonProcess(args, tmp_path / f"run{run}")
+
+
 def _copy(checkpointed, tmp_path):
     import shutil
 
@@ -231,7 +237,7 @@ def test_directory_mode_damaged_newest_checkpoint_falls_back(checkpointed, tmp_p
     damage_checkpoint(newest, how)
     assert cli_main(["query", "--checkpoint-dir", str(tmp_path / "ckpt"), "--top", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["seq"] == checkpointed["ckpt"].seq
-    d = DaemonProcess(args, tmp_path)
+    d = _daemon(args, tmp_path, 1)
     assert d.wait(timeout=60) == 0, d.log_tail()
     (restore,) = [e for e in d.events() if e["event"] == "restore"]
     assert restore["seq"] == checkpointed["ckpt"].seq and restore["checkpoint"] < str(newest)
@@ -257,7 +263,7 @@ def test_directory_mode_no_readable_checkpoint_stops_until_the_operator_resets(c
     for path in fulls:
         damage_checkpoint(path)
     before = sorted(os.listdir(tmp_path / "ckpt"))
-    d = DaemonProcess(args, tmp_path)
+    d = _daemon(args, tmp_path, 1)
     assert d.wait(timeout=60) == EXIT_STATE_UNREADABLE, d.log_tail()
     text = d.output.read_text()
     assert all(str(p) in text for p in fulls) and "--reset-unreadable-state" in text
@@ -265,14 +271,15 @@ def test_directory_mode_no_readable_checkpoint_stops_until_the_operator_resets(c
     assert [e["event"] for e in d.events()] == ["unreadable_state"]
     assert sorted(os.listdir(tmp_path / "ckpt")) == before
     assert cli_main(["query", "--checkpoint-dir", str(tmp_path / "ckpt"), "--top", "1"]) == 1
-    d = DaemonProcess(args + ["--reset-unreadable-state"], tmp_path)
+    d = _daemon(args + ["--reset-unreadable-state"], tmp_path, 2)
     assert d.wait(timeout=120) == 0, d.log_tail()
-    assert {p.name for p in fulls} <= set(os.listdir(tmp_path / "ckpt" / "damaged"))
-    restored = [e for e in d.events() if e["event"] == "restore"]
-    assert restored[-1]["checkpoint"] is None and restored[-1]["seq"] == 0
+    assert [e["event"] for e in d.events()][0] == "restore" and d.events()[0]["checkpoint"] is None
+    assert "--reset-unreadable-state: moved" in d.output.read_text()
+    state = {n for n in before if n.startswith("ckpt-") or n == "MANIFEST.json"}
+    assert len(state) > 3 and state <= set(os.listdir(tmp_path / "ckpt" / "damaged"))
     ck = load_latest(tmp_path / "ckpt")
     assert oracle_error(ck, EVENTS) < 1e-5
-    d = DaemonProcess(args, tmp_path)  # and it restarts from its own checkpoints
+    d = _daemon(args, tmp_path, 3)  # and it restarts from its own checkpoints
     assert d.wait(timeout=60) == 0, d.log_tail()
-    assert d.events()[-1]["event"] == "restore" and d.events()[-1]["seq"] == ck.seq
+    assert [(e["event"], e["seq"]) for e in d.events()] == [("restore", ck.seq)]
     assert np.array_equal(load_latest(tmp_path / "ckpt").ranks[1], ck.ranks[1])
