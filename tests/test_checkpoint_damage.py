@@ -321,3 +321,19 @@ def test_the_daemon_moves_an_unreadable_checkpoint_aside_and_keeps_a_corrupt_log
     assert r.snapshot.seq == 4 and r.seq == 4 and same_state(r, states[4])  # the chain stops at the damage
     assert sorted(os.listdir(tmp_path / "damaged")) == ["ckpt-000000000004.log", "ckpt-000000000007.npz"]
     assert (tmp_path / "damaged" / "ckpt-000000000004.log").read_bytes() == bytes(data)
+
+
+def test_the_member_table_leaves_the_layout_numpy_load_reads(lineage):
+    """Readers of the previous release use ``numpy.load``: the same members, and ``meta.json`` a
+    JSON header whose earlier keys are unchanged (the table is one more key)."""
+    import json
+
+    ck = read_checkpoint(lineage["newest"])
+    with np.load(lineage["newest"], allow_pickle=False) as z:
+        header = json.loads(bytes(z["meta.json"]).decode())
+        assert {"version", "seq", "positions", "meta", "engine_plain", "created", "members"} == set(header)
+        assert set(header["members"]) == set(z.files) - {"meta.json"}
+        for key, value in ck.engine_state.items():
+            if isinstance(value, np.ndarray):
+                assert np.array_equal(z[f"engine/{key}"], value)
+        assert np.array_equal(z["ranks/p"], ck.ranks[1])

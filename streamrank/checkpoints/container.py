@@ -34,7 +34,9 @@ the ZIP CRC of every member (read whole) and by their structure only (:mod:`.val
 member names must be known ones, with the expected dtypes and consistent shapes.
 
 Every failure, whatever exception the ZIP or NumPy layer raises, comes out as one
-:class:`~streamrank.errors.CheckpointError`.
+:class:`~streamrank.errors.CheckpointError`, except ``MemoryError``: a member's size is checked
+against the file before its array is allocated, so running out of memory is the machine's
+condition, not the file's, and must not make a readable checkpoint look damaged.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def read_npz(path: str) -> tuple[dict, dict]:
     """
     try:
         return _read(path)
-    except CheckpointError:
-        raise
+    except (CheckpointError, MemoryError):
+        raise  # MemoryError: the machine, not the file (sizes are checked before anything is allocated)
     except Exception as exc:  # noqa: BLE001 - a damaged file may fail anywhere in zipfile or NumPy
         raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from exc
 

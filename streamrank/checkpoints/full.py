@@ -259,8 +259,8 @@ def read_checkpoint(path) -> Checkpoint:
         return Checkpoint(path=path, seq=int(header["seq"]), positions=header.get("positions", {}),
                           meta=header.get("meta", {}), engine_state=state,
                           ranks=ranks if ranks_p is not None else None, created=float(header.get("created", 0.0)))
-    except CheckpointError:
-        raise
+    except (CheckpointError, MemoryError):
+        raise  # MemoryError: the machine, not the file (sizes are checked before anything is allocated)
     except Exception as exc:  # noqa: BLE001 - one error for any damage
         raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from exc
 

@@ -28,7 +28,7 @@ from .log import list_logs, read_log
 from ..backend import DEVICES
 from ..config import ALGORITHMS, RankConfig
 from ..engine import Engine
-from ..errors import (BackendUnavailableError, CheckpointError, GraphCapacityError, InvalidArgumentError,
+from ..errors import (BackendUnavailableError, CheckpointError, GraphCapacityError, InvalidArgumentError, KernelError,
                       StateUnreadableError, StreamrankError)
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, check_id_type
 
@@ -177,7 +177,8 @@ def _rebuild(snap: Checkpoint, *, device, algorithm, config, id_type, max_id_byt
         When the state does not rebuild an engine (the caller tries an older checkpoint).
     StreamrankError
         When the vertex id kind is not ``id_type`` (asking for another kind is no damage), or the
-        device is unavailable or too small.
+        device is unavailable, too small or its kernels fail (GraphCapacityError,
+        BackendUnavailableError, KernelError): an older checkpoint would fail the same way.
     """
     saved = snap.engine_state.get("id_type", "int" if len(snap.engine_state.get("external", ())) else "auto")
     if id_type != "auto" and saved in ("int", "string") and saved != id_type:
@@ -189,9 +190,9 @@ def _rebuild(snap: Checkpoint, *, device, algorithm, config, id_type, max_id_byt
             config = RankConfig(**snap.meta["rank"]) if "rank" in snap.meta else RankConfig()
         engine = Engine.from_state(snap.engine_state, device=device, algorithm=algorithm, config=config,
                                    id_type=id_type, max_id_bytes=max_id_bytes)
-    except (GraphCapacityError, BackendUnavailableError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - anything else is the checkpoint's fault
+    except (GraphCapacityError, BackendUnavailableError, KernelError):
+        raise  # the device, not the checkpoint: an older one would fail the same way
+    except (StreamrankError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise CheckpointError(f"checkpoint {snap.path} does not rebuild an engine: {type(exc).__name__}: {exc}") \
             from exc
     if engine.seq != snap.seq:
@@ -211,7 +212,8 @@ def _set_aside(path: str, why: str) -> None:
 
 def load_latest_state(directory, *, device="cpu") -> Checkpoint | None:
     """The latest state as a :class:`~streamrank.checkpoints.full.Checkpoint` (engine state and ranks
-    after the replay), for readers such as ``streamrank query``; ``None`` when there is none."""
+    after the replay), for readers such as ``streamrank query``; ``None`` when the directory holds
+    no state (:class:`~streamrank.errors.StateUnreadableError` when it holds state that does not read)."""
     r = restore_latest(directory, device=device)
     if r is None:
         return None
