@@ -55,3 +55,23 @@ class GraphCapacityError(StreamrankError, MemoryError):
         super().__init__(message)
         self.needed = int(needed)
         self.available = int(available)
+
+
+class StateUnreadableError(CheckpointError):
+    """A checkpoint directory holds state (full checkpoints, batch logs, a manifest), but no full
+    checkpoint in it reads: restoring would have to guess, starting afresh would drop the state.
+
+    Attributes
+    ----------
+    directory : str
+    unreadable : list of tuple
+        ``(path, reason)`` of each full checkpoint that did not read.
+    files : list of str
+        Every state file found in the directory.
+    """
+
+    def __init__(self, message: str, *, directory: str = "", unreadable=(), files=()):
+        super().__init__(message)
+        self.directory = str(directory)
+        self.unreadable = list(unreadable)
+        self.files = list(files)

@@ -330,3 +330,26 @@ def l1(a: dict, b: dict) -> float:
     return sum(abs(a[k] - b[k]) for k in a)
 
 
+
+
+# ---------------------------------------------------------------------------- damaged checkpoints
+
+def full_checkpoints(directory) -> list:
+    """Paths of the full checkpoints in ``directory``, oldest first."""
+    return sorted(Path(directory).glob("ckpt-*.npz"))
+
+
+def damage_checkpoint(path, how: str = "npy header") -> None:
+    """One byte of ``path`` flipped where reading used to crash instead of falling back:
+    ``"npy header"`` (the closing brace of the ``.npy`` header of ``engine/src``, a member larger
+    than zipfile's 4 KiB read-ahead, so that NumPy's parser raised ``tokenize.TokenError`` before
+    the member's CRC was checked) or ``"compression method"``
+    (of the first member's record in the ZIP central directory)."""
+    data = bytearray(Path(path).read_bytes())
+    if how == "npy header":
+        data[data.index(b"), }", data.index(b"engine/src.npy")) + 3] ^= 0x01  # "}" -> "|"
+    elif how == "compression method":
+        data[data.rindex(b"PK\x01\x02", 0, data.rindex(b"PK\x05\x06")) + 10] ^= 0x01  # the last record
+    else:
+        raise ValueError(how)
+    Path(path).write_bytes(bytes(data))

@@ -63,6 +63,33 @@ def test_frame_roundtrip_and_torn_tail_at_every_byte(tmp_path):
     assert not r.torn and [f.batches[0].seq for f in r.frames] == [1, 3, 5]
 
 
+def test_log_tells_a_torn_tail_from_corruption_in_the_middle(tmp_path, caplog):
+    """A CRC failure in the first frame is corruption (the good frames after it are counted and
+    reported), not a torn append; an incomplete last frame, or zeros after the last frame, is."""
+    path = tmp_path / "x.log"
+    log = BatchLog(str(path))
+    for k in range(3):
+        log.append([LoggedBatch(k + 1, np.arange(4), np.arange(4)[::-1].copy(), np.ones(4, bool))], {"p": k})
+    log.close()
+    data = path.read_bytes()
+    first = read_log(path).frames[0].nbytes
+    bad = bytearray(data)
+    bad[first // 2] ^= 0x01
+    path.write_bytes(bytes(bad))
+    r = read_log(path)
+    assert (r.damage, r.frames, r.valid_bytes, r.frames_after) == ("corrupt", [], 0, 2)
+    assert "corrupt frame at byte 0" in caplog.text and "torn append" not in caplog.text
+    for torn, frames in ((data + bytes(40), 3), (data[:-5], 2), (data[:-(len(data) - 2 * first) + 9], 2)):
+        path.write_bytes(torn)
+        r = read_log(path)
+        assert (r.damage, len(r.frames), r.torn, r.corrupt) == ("torn", frames, True, False)
+    bad = bytearray(data)
+    bad[-3] ^= 0xFF  # the last frame complete but failing its CRC
+    path.write_bytes(bytes(bad))
+    r = read_log(path)
+    assert (r.damage, len(r.frames), r.frames_after) == ("corrupt", 2, 0)
+
+
 def run_stage(directory, batches, *, full_every, checkpoint_every):
     """Feed ``batches`` to an engine, checkpointing through a CheckpointStage; returns the engine
     and, per checkpoint, ``(seq, ranks)``."""

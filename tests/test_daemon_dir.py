@@ -13,7 +13,8 @@ import os
 
 import numpy as np
 import pytest
-from kafka_broker import DaemonProcess, check_restored, l1, lineage, make_events, oracle_error, ranks_by_id
+from kafka_broker import (DaemonProcess, check_restored, damage_checkpoint, full_checkpoints, l1, lineage, make_events,
+                          oracle_error, ranks_by_id)
 
 from streamrank.checkpoints.recovery import load_latest_state as load_latest
 
@@ -194,3 +195,91 @@ def test_directory_mode_repeated_sigkill_with_incremental_checkpoints(clean_run,
     ck = load_latest(tmp_path / "ckpt")
     assert ck.seq == chain[-1]["seq"]
     assert oracle_error(ck, EVENTS) < 1e-5
+
+
+@pytest.fixture(scope="module")
+def checkpointed(tmp_path_factory):
+    """A run to the end of the input with a full checkpoint every 3 checkpoints (three kept, with
+    their logs), and the state it left."""
+    work = tmp_path_factory.mktemp("dir-checkpointed")
+    (work / "in" / "d.csv").parent.mkdir()
+    (work / "in" / "d.csv").write_text(write_files(work / "in"))
+    d = DaemonProcess(["--input-dir", work / "in", "--checkpoint-dir", work / "ckpt", "--batch-size", 100,
+                       "--checkpoint-every", 1, "--full-checkpoint-every", 3, "--exit-when-done"], work)
+    assert d.wait(timeout=120) == 0, d.log_tail()
+    assert len(full_checkpoints(work / "ckpt")) == 3
+    return {"work": work, "ckpt": load_latest(work / "ckpt")}
+
+
+def _daemon(args, tmp_path, run: int) -> DaemonProcess:
+    """The daemon with a work directory (applied log, output) of its own."""
+    (tmp_path / f"run{run}").mkdir()
+    return DaemonProcess(args, tmp_path / f"run{run}")
+
+
+def _copy(checkpointed, tmp_path):
+    import shutil
+
+    shutil.copytree(checkpointed["work"] / "in", tmp_path / "in")
+    shutil.copytree(checkpointed["work"] / "ckpt", tmp_path / "ckpt")
+    return ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--exit-when-done"]
+
+
+@pytest.mark.parametrize("how", ["npy header", "compression method"])
+def test_directory_mode_damaged_newest_checkpoint_falls_back(checkpointed, tmp_path, how, capsys):
+    """A flipped byte in the newest full checkpoint (where `serve` and `query` used to crash with a
+    traceback): both fall back to the older checkpoint plus the logs, to the same state bit for bit;
+    the daemon moves the damaged file into damaged/."""
+    from streamrank.cli import main as cli_main
+
+    args = _copy(checkpointed, tmp_path)
+    newest = full_checkpoints(tmp_path / "ckpt")[-1]
+    damage_checkpoint(newest, how)
+    assert cli_main(["query", "--checkpoint-dir", str(tmp_path / "ckpt"), "--top", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["seq"] == checkpointed["ckpt"].seq
+    d = _daemon(args, tmp_path, 1)
+    assert d.wait(timeout=60) == 0, d.log_tail()
+    (restore,) = [e for e in d.events() if e["event"] == "restore"]
+    assert restore["seq"] == checkpointed["ckpt"].seq and restore["checkpoint"] < str(newest)
+    assert restore["replayed"] > 0
+    assert (tmp_path / "ckpt" / "damaged" / newest.name).exists() and not newest.exists()
+    assert "Traceback" not in d.output.read_text()
+    ck = load_latest(tmp_path / "ckpt")
+    assert ck.seq == checkpointed["ckpt"].seq
+    assert np.array_equal(ck.ranks[0], checkpointed["ckpt"].ranks[0])
+    assert np.array_equal(ck.ranks[1], checkpointed["ckpt"].ranks[1])
+
+
+def test_directory_mode_no_readable_checkpoint_stops_until_the_operator_resets(checkpointed, tmp_path):
+    """Every full checkpoint unreadable: the daemon used to start from an empty graph and crash at
+    its first checkpoint (retention pruned the new one), on every restart. Now it stops with exit
+    status 4 naming the files and the choices, touching nothing; --reset-unreadable-state moves
+    the state into damaged/ and starts afresh; the restart after that restores normally."""
+    from streamrank.cli import main as cli_main
+    from streamrank.daemon.loop import EXIT_STATE_UNREADABLE
+
+    args = _copy(checkpointed, tmp_path)
+    fulls = full_checkpoints(tmp_path / "ckpt")
+    for path in fulls:
+        damage_checkpoint(path)
+    before = sorted(os.listdir(tmp_path / "ckpt"))
+    d = _daemon(args, tmp_path, 1)
+    assert d.wait(timeout=60) == EXIT_STATE_UNREADABLE, d.log_tail()
+    text = d.output.read_text()
+    assert all(str(p) in text for p in fulls) and "--reset-unreadable-state" in text
+    assert "starting from an empty graph" not in text and "Traceback" not in text
+    assert [e["event"] for e in d.events()] == ["unreadable_state"]
+    assert sorted(os.listdir(tmp_path / "ckpt")) == before
+    assert cli_main(["query", "--checkpoint-dir", str(tmp_path / "ckpt"), "--top", "1"]) == 1
+    d = _daemon(args + ["--reset-unreadable-state"], tmp_path, 2)
+    assert d.wait(timeout=120) == 0, d.log_tail()
+    assert [e["event"] for e in d.events()][0] == "restore" and d.events()[0]["checkpoint"] is None
+    assert "--reset-unreadable-state: moved" in d.output.read_text()
+    state = {n for n in before if n.startswith("ckpt-") or n == "MANIFEST.json"}
+    assert len(state) > 3 and state <= set(os.listdir(tmp_path / "ckpt" / "damaged"))
+    ck = load_latest(tmp_path / "ckpt")
+    assert oracle_error(ck, EVENTS) < 1e-5
+    d = _daemon(args, tmp_path, 3)  # and it restarts from its own checkpoints
+    assert d.wait(timeout=60) == 0, d.log_tail()
+    assert [(e["event"], e["seq"]) for e in d.events()] == [("restore", ck.seq)]
+    assert np.array_equal(load_latest(tmp_path / "ckpt").ranks[1], ck.ranks[1])

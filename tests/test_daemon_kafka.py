@@ -16,8 +16,9 @@ import json
 
 import numpy as np
 import pytest
-from kafka_broker import (Broker, DaemonProcess, batches_from_lineage, check_restored, free_port,  # noqa: F401
-                          kafka_broker, l1, lineage, make_events, oracle_error, ranks_by_id)
+from kafka_broker import (Broker, DaemonProcess, batches_from_lineage, check_restored, damage_checkpoint,  # noqa: F401
+                          free_port, full_checkpoints, kafka_broker, l1, lineage, make_events, oracle_error,
+                          ranks_by_id)
 
 from connectors.kafka_sink import BATCH_KEY, decode_rank_batch
 from connectors.records import encode_arrow, encode_json
@@ -387,3 +388,82 @@ def test_producer_waits_for_the_acknowledgements_of_a_mark(kafka_broker, client)
         prod.flush(timeout_s=20)
     finally:
         prod.close()
+
+
+@pytest.fixture(scope="module")
+def checkpointed(kafka_broker, stream, tmp_path_factory):
+    """A run over the whole stream with a full checkpoint every 3 checkpoints (three kept, with
+    their logs), stopped by SIGTERM; the default Kafka client."""
+    work = tmp_path_factory.mktemp("kafka-checkpointed")
+    args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--batch-size", 200,
+            "--batch-wait-ms", 20, "--checkpoint-every", 1, "--full-checkpoint-every", 3]
+    d = DaemonProcess(args + ["--checkpoint-dir", work / "ckpt"], work)
+    d.wait_edges(len(EVENTS))
+    assert d.terminate() == 0, d.log_tail()
+    assert len(full_checkpoints(work / "ckpt")) == 3
+    return {"work": work, "args": args, "ckpt": load_latest(work / "ckpt")}
+
+
+def _copy_state(checkpointed, tmp_path):
+    import shutil
+
+    shutil.copytree(checkpointed["work"] / "ckpt", tmp_path / "ckpt")
+    return checkpointed["args"] + ["--checkpoint-dir", tmp_path / "ckpt"]
+
+
+def _daemon(args, tmp_path, run: int) -> DaemonProcess:
+    """The daemon with a work directory (applied log, output) of its own."""
+    (tmp_path / f"run{run}").mkdir()
+    return DaemonProcess(args, tmp_path / f"run{run}")
+
+
+def _serving(d):
+    d.wait_for(lambda ev: "serving" in d.output.read_text(), timeout=60)
+
+
+def test_kafka_damaged_newest_checkpoint_falls_back(checkpointed, tmp_path):
+    """A flipped byte in the newest full checkpoint's .npy header (the daemon used to crash with
+    tokenize.TokenError): it restores the older checkpoint plus the logs, moves the damaged file
+    into damaged/ and serves on from the same positions and state."""
+    args = _copy_state(checkpointed, tmp_path)
+    newest = full_checkpoints(tmp_path / "ckpt")[-1]
+    damage_checkpoint(newest, "npy header")
+    d = _daemon(args, tmp_path, 1)
+    _serving(d)
+    assert d.terminate() == 0, d.log_tail()
+    (restore,) = [e for e in d.events() if e["event"] == "restore"]
+    assert restore["seq"] == checkpointed["ckpt"].seq and restore["checkpoint"] < str(newest)
+    assert restore["positions"] == checkpointed["ckpt"].positions and restore["replayed"] > 0
+    assert (tmp_path / "ckpt" / "damaged" / newest.name).exists()
+    assert "Traceback" not in d.output.read_text()
+    ck = load_latest(tmp_path / "ckpt")
+    assert np.array_equal(ck.ranks[1], checkpointed["ckpt"].ranks[1])
+
+
+def test_kafka_no_readable_checkpoint_stops_until_the_operator_resets(kafka_broker, stream, checkpointed, tmp_path):
+    """Every full checkpoint unreadable: exit status 4 naming the files and the choices, nothing
+    read or moved (it used to start from an empty graph and crash at every first checkpoint);
+    --reset-unreadable-state moves the state aside and reads the topic again from the start; the
+    restart after that restores its own checkpoints."""
+    from streamrank.daemon.loop import EXIT_STATE_UNREADABLE
+
+    args = _copy_state(checkpointed, tmp_path)
+    fulls = full_checkpoints(tmp_path / "ckpt")
+    for path in fulls:
+        damage_checkpoint(path, "compression method")
+    d = _daemon(args, tmp_path, 1)
+    assert d.wait(timeout=60) == EXIT_STATE_UNREADABLE, d.log_tail()
+    text = d.output.read_text()
+    assert all(str(p) in text for p in fulls) and "--reset-unreadable-state" in text and "Traceback" not in text
+    assert [e["event"] for e in d.events()] == ["unreadable_state"]
+    d = _daemon(args + ["--reset-unreadable-state"], tmp_path, 2)
+    d.wait_edges(len(EVENTS))
+    assert d.terminate() == 0, d.log_tail()
+    assert {p.name for p in fulls} <= {p.name for p in (tmp_path / "ckpt" / "damaged").iterdir()}
+    ck = load_latest(tmp_path / "ckpt")
+    assert oracle_error(ck, EVENTS) < 1e-5
+    assert ck.positions == checkpointed["ckpt"].positions
+    d = _daemon(args, tmp_path, 3)
+    _serving(d)
+    assert d.terminate() == 0, d.log_tail()
+    assert d.events()[-1]["event"] == "restore" and d.events()[-1]["seq"] == ck.seq

@@ -3,17 +3,28 @@
 A checkpoint is one ``.npz`` file, ``ckpt-<seq>.npz``, written to a temporary name in the
 checkpoint directory, flushed and fsynced, then renamed into place (``os.replace`` is atomic on
 POSIX), after which the directory is fsynced and the manifest ``MANIFEST.json`` (itself written
-by temp-file + rename) is updated to list it. The last ``keep`` checkpoints are kept; older ones
-are deleted after the manifest no longer names them.
+by temp-file + rename) is updated to list it.
 
-Reading (:func:`load_latest`) trusts the manifest first and falls back to scanning the
-directory, newest sequence number first, skipping files that do not load, so that a crash at any
-point of the write leaves the previous checkpoint usable.
+Reading (:func:`read_checkpoint`) checks the file whole before anything uses it: every member
+read to its end against the ZIP's CRC-32s and against the member table the writer recorded in
+``meta.json`` (:mod:`.container`, which says where the checksums live and why), then the
+structure of the engine state (:mod:`.validate`). Any failure, whatever raised it, is one
+:class:`~streamrank.errors.CheckpointError`. :func:`iter_readable` goes through the checkpoints
+newest first (the file names' sequence numbers, from the manifest and a scan of the directory,
+so that a crash between the rename and the manifest update loses nothing) and skips, and
+reports, those that fail.
+
+Retention (:func:`save_checkpoint`'s ``keep``) counts the checkpoints of the lineage being
+written: the new one and the older ones, less those known not to read (``unreadable``). A file
+with a *higher* sequence number than the one written cannot belong to it (a restore would have
+started from it), so it is moved into ``damaged/`` (:mod:`.damaged`) with the known unreadable
+ones, never deleted and never kept in place of a readable checkpoint.
 
 Layout of the ``.npz``: every engine-state array under ``engine/<key>``, the published ranks
 under ``ranks/ids`` and ``ranks/p`` (when given; string ids as UTF-8 bytes ``ranks/id_data``
 with int64 offsets ``ranks/id_offsets``, see :func:`streamrank.ids.strings.pack_strings`), and
-``meta.json`` (UTF-8 bytes) holding ``seq``, ``positions``, ``meta`` and the non-array engine-state values.
+``meta.json`` (UTF-8 bytes) holding ``seq``, ``positions``, ``meta``, the non-array engine-state
+values and (since the member table) ``members``. ``numpy.load`` reads it, as before.
 """
 
 from __future__ import annotations
@@ -23,13 +34,15 @@ import logging
 import os
 import re
 import time
-import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import CheckpointError
 from ..ids.strings import pack_strings, unpack_strings
+from .container import read_npz, write_npz
+from .damaged import fsync_dir, move_aside
+from .validate import check_structure
 
 log = logging.getLogger(__name__)
 
@@ -68,20 +81,6 @@ class Checkpoint:
     created: float = 0.0
 
 
-def fsync_dir(directory: str) -> None:
-    """Make the names in ``directory`` durable (a new or renamed file); best effort."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_atomic(path: str, write) -> None:
     directory = os.path.dirname(path) or "."
     tmp = os.path.join(directory, f".tmp-{os.getpid()}-{os.path.basename(path)}")
@@ -114,7 +113,7 @@ def _split_state(engine_state: dict):
 
 
 def save_checkpoint(directory, engine_state: dict, *, seq: int, positions: dict, meta: dict | None = None,
-                    ranks=None, keep: int = 3) -> str:
+                    ranks=None, keep: int = 3, unreadable=()) -> str:
     """Write a checkpoint atomically and record it in the manifest.
 
     Parameters
@@ -132,7 +131,10 @@ def save_checkpoint(directory, engine_state: dict, *, seq: int, positions: dict,
     ranks : tuple of ndarray, optional
         ``(external_ids, p)`` so that readers need not rebuild an engine.
     keep : int, optional
-        Checkpoints to keep (at least 1).
+        Checkpoints to keep (at least 1): the newest ones up to ``seq``, this one included.
+    unreadable : iterable of str, optional
+        Checkpoint files known not to read (a restore skipped them): never counted among the
+        kept ones, moved into ``damaged/`` (as are files with a sequence number above ``seq``).
 
     Returns
     -------
@@ -159,29 +161,35 @@ def save_checkpoint(directory, engine_state: dict, *, seq: int, positions: dict,
     header = {"version": FORMAT_VERSION, "seq": seq, "positions": positions, "meta": meta or {},
               "engine_plain": plain, "created": created}
     try:
-        arrays["meta.json"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+        json.dumps(header)
     except TypeError as exc:
         raise CheckpointError(f"checkpoint metadata is not JSON-serialisable: {exc}") from exc
     name = f"ckpt-{seq:012d}.npz"
     path = os.path.join(directory, name)
+    skip = {os.path.basename(os.fspath(p)) for p in unreadable}
     try:
         os.makedirs(directory, exist_ok=True)
-        _write_atomic(path, lambda fh: np.savez(fh, **arrays))
-        entries = [e for e in _read_manifest(directory) if e["file"] != name]
-        entries.append({"file": name, "seq": seq, "positions": positions, "created": created})
-        entries.sort(key=lambda e: e["seq"])
-        kept, dropped = entries[-keep:], entries[:-keep]
-        body = json.dumps({"version": FORMAT_VERSION, "checkpoints": kept}, indent=1).encode()
+        _write_atomic(path, lambda fh: write_npz(fh, arrays, header))
+        listed = {e.get("file"): e for e in _read_manifest(directory) if isinstance(e, dict)}
+        on_disk = _scan(directory)
+        lineage = [(s, n) for s, n in on_disk if s <= seq and n not in skip and n != name] + [(seq, name)]
+        lineage.sort()
+        kept, dropped = lineage[-keep:], lineage[:-keep]
+        entries = [{"file": name, "seq": seq, "positions": positions, "created": created} if n == name
+                   else listed[n] for s, n in kept if n == name or n in listed]
+        body = json.dumps({"version": FORMAT_VERSION, "checkpoints": entries}, indent=1).encode()
         _write_atomic(os.path.join(directory, MANIFEST), lambda fh: fh.write(body))
     except OSError as exc:
         raise CheckpointError(f"cannot write checkpoint {path}: {exc}") from exc
-    for e in dropped:
-        _unlink_quiet(os.path.join(directory, e["file"]))
-    # Files no manifest names (older runs, crashes between rename and manifest) beyond `keep`.
-    kept_names = {e["file"] for e in kept}
-    for other in _scan(directory):
-        if other[1] not in kept_names and other[0] < kept[0]["seq"]:
-            _unlink_quiet(os.path.join(directory, other[1]))
+    for s, n in on_disk:
+        if n == name:
+            continue
+        if n in skip:
+            move_aside(os.path.join(directory, n), why="it does not read")
+        elif s > seq:
+            move_aside(os.path.join(directory, n), why=f"a checkpoint after seq {seq} that the restore did not use")
+    for _s, n in dropped:
+        _unlink_quiet(os.path.join(directory, n))
     log.debug("checkpoint seq=%d written to %s", seq, path)
     return path
 
@@ -200,7 +208,7 @@ def _read_manifest(directory: str) -> list:
         return list(body.get("checkpoints", []))
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
         log.warning("checkpoint manifest in %s unreadable (%s); scanning the directory", directory, exc)
         return []
 
@@ -225,50 +233,53 @@ def list_checkpoints(directory) -> list:
 
 
 def read_checkpoint(path) -> Checkpoint:
-    """Read one checkpoint file.
+    """Read one checkpoint file, checked whole (the module docstring).
 
     Raises
     ------
     CheckpointError
-        When the file is missing, truncated or not a checkpoint.
+        When the file is missing, truncated, damaged anywhere, or not a checkpoint; never
+        another exception.
     """
     path = os.fspath(path)
+    m = _NAME_RE.match(os.path.basename(path))
+    arrays, header = read_npz(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            header = json.loads(bytes(z["meta.json"]).decode())
-            state = dict(header.get("engine_plain", {}))
-            ranks_ids = ranks_p = None
-            for key in z.files:
-                if key.startswith("engine/"):
-                    state[key[len("engine/"):]] = z[key]
-                elif key == "ranks/ids":
-                    ranks_ids = z[key]
-                elif key == "ranks/id_offsets":
-                    ranks_ids = unpack_strings(z[key], z["ranks/id_data"])
-                elif key == "ranks/p":
-                    ranks_p = z[key]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-        raise CheckpointError(f"cannot read checkpoint {path}: {exc}") from exc
-    ranks = (ranks_ids, ranks_p) if ranks_ids is not None and ranks_p is not None else None
-    return Checkpoint(path=path, seq=int(header["seq"]), positions=header.get("positions", {}),
-                      meta=header.get("meta", {}), engine_state=state, ranks=ranks,
-                      created=float(header.get("created", 0.0)))
+        check_structure(arrays, header, path=path, name_seq=int(m.group(1)) if m else None)
+        state = dict(header.get("engine_plain", {}))
+        ranks_ids = ranks_p = None
+        for key, arr in arrays.items():
+            if key.startswith("engine/"):
+                state[key[len("engine/"):]] = arr
+        if "ranks/p" in arrays:
+            ranks_p = arrays["ranks/p"]
+            ranks_ids = arrays["ranks/ids"] if "ranks/ids" in arrays else \
+                unpack_strings(arrays["ranks/id_offsets"], arrays["ranks/id_data"])
+        ranks = (ranks_ids, ranks_p)
+        return Checkpoint(path=path, seq=int(header["seq"]), positions=header.get("positions", {}),
+                          meta=header.get("meta", {}), engine_state=state,
+                          ranks=ranks if ranks_p is not None else None, created=float(header.get("created", 0.0)))
+    except (CheckpointError, MemoryError):
+        raise  # MemoryError: the machine, not the file (sizes are checked before anything is allocated)
+    except Exception as exc:  # noqa: BLE001 - one error for any damage
+        raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from exc
 
 
-def iter_readable(directory):
+def iter_readable(directory, *, skipped: list | None = None):
     """Readable full checkpoints in ``directory``, newest first (a generator of :class:`Checkpoint`).
 
-    The manifest is consulted first; files it does not list (a crash after the rename but before
-    the manifest update) are considered too, since every file is complete once renamed. A file
-    that does not read is skipped with a warning.
+    Candidates are the files the manifest lists and those a scan finds (a crash after the
+    rename but before the manifest update leaves a complete file), ordered by the sequence
+    number in their names. A file that does not read is skipped with a warning and, when
+    ``skipped`` is given, appended to it as ``(path, reason)``.
     """
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         return
-    candidates = {e["file"]: int(e["seq"]) for e in _read_manifest(directory)}
-    for seq, name in _scan(directory):
-        candidates.setdefault(name, seq)
-    for name, _seq in sorted(candidates.items(), key=lambda kv: kv[1], reverse=True):
+    names = {n for _s, n in _scan(directory)}
+    names.update(e.get("file") for e in _read_manifest(directory)
+                 if isinstance(e, dict) and isinstance(e.get("file"), str) and _NAME_RE.match(e["file"]))
+    for name in sorted(names, key=lambda n: int(_NAME_RE.match(n).group(1)), reverse=True):
         path = os.path.join(directory, name)
         if not os.path.exists(path):
             continue
@@ -276,6 +287,8 @@ def iter_readable(directory):
             ck = read_checkpoint(path)
         except CheckpointError as exc:
             log.warning("skipping unreadable checkpoint: %s", exc)
+            if skipped is not None:
+                skipped.append((path, str(exc)))
             continue
         yield ck
 

@@ -11,9 +11,18 @@ Frame layout: ``b"SRLG"``, payload length (uint64 LE), CRC-32 of the payload (ui
 the payload: an Arrow IPC stream of one table ``src``, ``dst`` (the external ids: int64, or strings), ``op``
 (int8 +1/-1) whose schema metadata ``frame`` holds JSON ``{"seqs": [...], "lengths": [...],
 "positions": {...}}``. A frame is appended with one ``write`` and fsynced before the checkpoint
-counts. A reader accepts frames up to the first one that is short or fails its CRC (a torn tail
-from a crash mid-append) and reports where the valid part ends; the writer truncates the torn
-tail before appending again.
+counts. A reader accepts frames up to the first one that is short, fails its CRC or does not
+decode, reports where the valid part ends, and tells two kinds of damage apart:
+
+- a *torn* tail: what follows the valid part is an incomplete last frame (a header cut short, a
+  payload shorter than its header says, or zeros), what a crash mid-append leaves;
+- *corruption*: a complete frame that fails its CRC or does not decode, or bytes that are no
+  frame header followed by more data; frames after it (counted and reported when they check)
+  cannot be applied without it.
+
+Either way the state is the full checkpoint plus the frames before the damage; the daemon keeps
+a copy of a corrupt log in ``damaged/`` (:mod:`.damaged`), and the writer cuts the log after its
+last good frame before appending again.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .full import fsync_dir
+from .damaged import fsync_dir
 from ..errors import CheckpointError
 from ..ids.kinds import concat_ids, id_kind, to_string_array
 
@@ -80,16 +89,27 @@ class LogContents:
     Attributes
     ----------
     frames : list of Frame
-        The complete frames, in order.
+        The complete frames before any damage, in order.
     valid_bytes : int
-        Length of the file up to the end of the last complete frame.
+        Length of the file up to the end of the last of them.
     torn : bool
-        Whether bytes after that were dropped (a crash mid-append).
+        Whether an incomplete last frame was dropped (a crash mid-append).
+    corrupt : bool
+        Whether a damaged frame was found (it and everything after it were dropped).
+    frames_after : int
+        With ``corrupt``: complete frames that check but follow the damaged one (lost with it).
     """
 
     frames: list = field(default_factory=list)
     valid_bytes: int = 0
     torn: bool = False
+    corrupt: bool = False
+    frames_after: int = 0
+
+    @property
+    def damage(self) -> str | None:
+        """``"torn"``, ``"corrupt"`` or ``None``."""
+        return "corrupt" if self.corrupt else "torn" if self.torn else None
 
 
 def encode_frame(batches, positions: dict) -> bytes:
@@ -147,7 +167,7 @@ def _decode_payload(payload: bytes) -> Frame:
 
 
 def read_log(path) -> LogContents:
-    """Read the complete frames of a log; a torn or corrupt tail is reported and left out.
+    """Read the complete frames of a log up to any damage, which is reported (torn or corrupt).
 
     Raises
     ------
@@ -163,29 +183,74 @@ def read_log(path) -> LogContents:
     except OSError as exc:
         raise CheckpointError(f"cannot read checkpoint log {path}: {exc}") from exc
     out = LogContents()
-    at = 0
+    at, why = 0, None
     while at < len(data):
-        if len(data) - at < _HEADER.size:
-            break
-        magic, n, crc = _HEADER.unpack_from(data, at)
-        end = at + _HEADER.size + n
-        if magic != MAGIC or end > len(data):
-            break
-        payload = data[at + _HEADER.size:end]
-        if zlib.crc32(payload) != crc:
-            break
-        try:
-            out.frames.append(_decode_payload(payload))
-        except (ValueError, KeyError, TypeError, OSError) as exc:  # pyarrow errors derive from these
-            log.warning("checkpoint log %s: undecodable frame at byte %d (%s); ignoring the rest", path, at, exc)
+        why = _frame_fault(data, at)
+        if why is None:
+            end = at + _HEADER.size + _HEADER.unpack_from(data, at)[1]
+            try:
+                out.frames.append(_decode_payload(data[at + _HEADER.size:end]))
+            except Exception as exc:  # noqa: BLE001 - pyarrow, JSON or a bad field: the frame is damaged
+                why = f"undecodable frame ({type(exc).__name__}: {exc})"
+        if why is not None:
             break
         at = end
     out.valid_bytes = at
-    out.torn = at < len(data)
+    if at < len(data):
+        nxt = _next_good_frame(data, at + 1)
+        out.frames_after = _count_frames(data, nxt) if nxt is not None else 0
+        out.torn = nxt is None and _incomplete(data, at)
+        out.corrupt = not out.torn
     if out.torn:
-        log.warning("checkpoint log %s: dropping %d bytes after the last complete frame (torn append)",
-                    path, len(data) - at)
+        log.warning("checkpoint log %s: dropping %d bytes of an incomplete last frame at byte %d (torn append)",
+                    path, len(data) - at, at)
+    elif out.corrupt:
+        log.warning("checkpoint log %s: corrupt frame at byte %d (%s): dropping it and the %d bytes after it, "
+                    "%d complete later frames included (they cannot be applied without it)",
+                    path, at, why, len(data) - at, out.frames_after)
     return out
+
+
+def _frame_fault(data: bytes, at: int) -> str | None:
+    """Why the bytes at ``at`` are not a complete frame with a good CRC (``None`` when they are)."""
+    if len(data) - at < _HEADER.size:
+        return "a header cut short"
+    magic, n, crc = _HEADER.unpack_from(data, at)
+    if magic != MAGIC:
+        return "no frame header"
+    if at + _HEADER.size + n > len(data):
+        return "a payload cut short"
+    if zlib.crc32(data[at + _HEADER.size:at + _HEADER.size + n]) != crc:
+        return "CRC mismatch"
+    return None
+
+
+def _incomplete(data: bytes, at: int) -> bool:
+    """Whether the damaged tail from ``at`` looks like an append cut short: a header or payload
+    shorter than declared, or zeros (what some file systems leave after a crash)."""
+    if len(data) - at < _HEADER.size or not any(data[at:]):
+        return True
+    magic, n, _crc = _HEADER.unpack_from(data, at)
+    return magic == MAGIC and at + _HEADER.size + n > len(data)
+
+
+def _next_good_frame(data: bytes, start: int) -> int | None:
+    """Offset of the first complete frame with a good CRC at or after ``start``, if any."""
+    at = data.find(MAGIC, start)
+    while at >= 0:
+        if _frame_fault(data, at) is None:
+            return at
+        at = data.find(MAGIC, at + 1)
+    return None
+
+
+def _count_frames(data: bytes, at: int) -> int:
+    """Complete, CRC-checked frames one after the other from ``at``."""
+    k = 0
+    while at < len(data) and _frame_fault(data, at) is None:
+        at += _HEADER.size + _HEADER.unpack_from(data, at)[1]
+        k += 1
+    return k
 
 
 class BatchLog:

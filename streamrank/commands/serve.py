@@ -35,6 +35,11 @@ _FLAGS = {
     "--checkpoint-interval": ("checkpoint_interval", dict(type=float, metavar="SECONDS",
                                                            help="checkpoint at least every SECONDS (default 30)")),
     "--checkpoint-keep": ("checkpoint_keep", dict(type=int, metavar="K", help="full checkpoints kept, with their logs (default 3)")),
+    "--reset-unreadable-state": ("reset_unreadable_state", dict(
+        action="store_const", const=True,
+        help="when CHECKPOINT_DIR holds state but no full checkpoint in it reads, move the state files into "
+             "CHECKPOINT_DIR/damaged/ and start afresh (empty graph or --base-graph, the input read again from "
+             "its start) instead of stopping with exit status 4; a readable checkpoint is always restored")),
     "--full-checkpoint-every": ("full_checkpoint_every", dict(
         type=int, metavar="N", help="a full checkpoint every N checkpoints, batch-log frames between (default 10; 1: all full)")),
     "--kafka-client": ("kafka_client", dict(choices=CLIENTS,

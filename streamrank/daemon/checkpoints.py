@@ -13,7 +13,12 @@ checkpoint, so their cost follows what changed. A *full* checkpoint (the whole e
 
 Before a full checkpoint the pending batches are appended to the current log as well, so logs
 chain: an unreadable newest full checkpoint is replaced by an older one plus the logs
-(:func:`streamrank.checkpoints.recovery.restore_latest`).
+(:func:`streamrank.checkpoints.recovery.restore_latest`), and moved into ``damaged/``.
+
+When the directory holds state but no full checkpoint reads, :meth:`CheckpointStage.restore`
+does not start afresh on its own: it raises :class:`~streamrank.errors.StateUnreadableError`
+naming the files and the operator's choices, unless ``reset_unreadable`` (``serve
+--reset-unreadable-state``) asks it to move the state files into ``damaged/`` and start afresh.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..checkpoints.damaged import DAMAGED_DIR, set_aside_state
 from ..checkpoints.full import list_checkpoints, save_checkpoint
 from ..checkpoints.log import BatchLog, LoggedBatch, list_logs, log_path
 from ..checkpoints.recovery import Restored, restore_latest
+from ..errors import StateUnreadableError
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, to_string_array
 
 log = logging.getLogger("streamrank.daemon")
@@ -68,14 +75,45 @@ class CheckpointStage:
         self._since_full = 0
         self._full_bytes = 0
         self._force_full = True
+        self._unreadable: list = []  # full checkpoints that did not read and could not be moved aside
 
     def restore(self, *, device, algorithm, config, id_type: str = "auto",
-                max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> Restored | None:
-        """Restore the latest state (full checkpoint + logged batches) and continue its log."""
-        r = restore_latest(self.directory, device=device, algorithm=algorithm, config=config, id_type=id_type,
-                           max_id_bytes=max_id_bytes)
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES, reset_unreadable: bool = False) -> Restored | None:
+        """Restore the latest state (full checkpoint + logged batches) and continue its log.
+
+        Full checkpoints that do not read are moved into ``damaged/`` once an older one restored.
+
+        Parameters
+        ----------
+        reset_unreadable : bool
+            When the directory holds state but no full checkpoint reads: move the state files
+            into ``damaged/`` and return ``None`` (start afresh) instead of raising.
+
+        Returns
+        -------
+        Restored or None
+            ``None``: nothing to restore, start afresh.
+
+        Raises
+        ------
+        StateUnreadableError
+            State but no readable full checkpoint, without ``reset_unreadable``; the message
+            names the files and the operator's choices.
+        """
+        try:
+            r = restore_latest(self.directory, device=device, algorithm=algorithm, config=config, id_type=id_type,
+                               max_id_bytes=max_id_bytes, set_aside=True)
+        except StateUnreadableError as exc:
+            if not reset_unreadable:
+                raise StateUnreadableError(f"{exc}. {unreadable_choices(self.directory)}", directory=exc.directory,
+                                           unreadable=exc.unreadable, files=exc.files) from exc
+            moved = set_aside_state(self.directory, why="no full checkpoint reads (--reset-unreadable-state)")
+            log.warning("no full checkpoint in %s reads; --reset-unreadable-state: moved %d state files into %s/ "
+                        "and starting afresh", self.directory, len(moved), DAMAGED_DIR)
+            return None
         if r is None:
             return None
+        self._unreadable = [p for p, _why in r.unreadable if os.path.exists(p)]
         self._full_bytes = os.path.getsize(r.snapshot.path)
         if r.append_to is not None:
             path, valid = r.append_to
@@ -135,7 +173,8 @@ class CheckpointStage:
             self._log.append(plan.batches, plan.positions)  # logs chain across full checkpoints
         plan.appended = True
         path = save_checkpoint(self.directory, plan.state, seq=plan.seq, positions=plan.positions, meta=plan.meta,
-                               ranks=plan.ranks, keep=self.keep)
+                               ranks=plan.ranks, keep=self.keep, unreadable=self._unreadable)
+        self._unreadable = [p for p in self._unreadable if os.path.exists(p)]
         size = os.path.getsize(path)
         if self._log is not None:
             self._log.close()
@@ -184,6 +223,15 @@ class CheckpointStage:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def unreadable_choices(directory: str) -> str:
+    """What the operator can do when no full checkpoint in ``directory`` reads."""
+    return (f"The daemon stops without touching them. Choices: put readable checkpoints back (from a backup) "
+            f"and restart; or restart with --reset-unreadable-state, which moves the state files into "
+            f"{os.path.join(directory, DAMAGED_DIR)}/ and starts from an empty graph (or --base-graph), reading "
+            f"the input again from its start (Kafka: --start-from; records the topics no longer hold are lost); "
+            f"or move the files away by hand")
 
 
 @dataclass

@@ -46,6 +46,7 @@ class DaemonConfig:
     checkpoint_every: int = 100
     checkpoint_interval: float = 30.0
     checkpoint_keep: int = 3
+    reset_unreadable_state: bool = False
     full_checkpoint_every: int = 10
     kafka_client: str = "auto"
     publish_format: str = "keyed"

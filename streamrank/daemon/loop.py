@@ -34,7 +34,7 @@ import numpy as np
 from ..batch import EdgeBatch
 from ..checkpoints.full import MANIFEST
 from ..engine import Engine
-from ..errors import GraphCapacityError, SourceError, StreamrankError
+from ..errors import GraphCapacityError, SourceError, StateUnreadableError, StreamrankError
 from ..ids.kinds import IdTypeLock, concat_ids, id_kind, to_string_array
 from .batching import BatchWindow
 from .checkpoint_worker import CheckpointWorker
@@ -56,6 +56,9 @@ SHUTDOWN_FLUSH_DEADLINE_S = 30.0
 #: unchanged would fail on the same batch, so supervisors should not restart on it
 #: (systemd: ``RestartPreventExitStatus=3``).
 EXIT_GRAPH_CAPACITY = 3
+#: Exit status when the checkpoint directory holds state but no full checkpoint reads (the
+#: operator chooses: a backup, or ``--reset-unreadable-state``); restarting unchanged fails the same way.
+EXIT_STATE_UNREADABLE = 4
 
 
 class Daemon:
@@ -106,7 +109,7 @@ class Daemon:
     def _restore(self) -> None:
         cfg = self.cfg
         ck = self.ckpt.restore(device=cfg.device, algorithm=cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                               max_id_bytes=cfg.max_id_bytes)
+                               max_id_bytes=cfg.max_id_bytes, reset_unreadable=cfg.reset_unreadable_state)
         if ck is not None:
             self.engine = ck.engine
             self.engine.max_graph_bytes = cfg.max_graph_bytes
@@ -406,7 +409,9 @@ class Daemon:
             not be completed or the Kafka client gave up on a published message (the previous
             checkpoint stands, nothing is lost; a restart re-applies and re-publishes the rest);
             3 (:data:`EXIT_GRAPH_CAPACITY`) when a batch did not fit the graph store: the final
-            checkpoint holds everything before it, and the batch's records are read again on restart.
+            checkpoint holds everything before it, and the batch's records are read again on restart;
+            4 (:data:`EXIT_STATE_UNREADABLE`) when the checkpoint directory holds state but no full
+            checkpoint reads (nothing is read, written or moved).
         """
         from connectors.kafka_clients import DeliveryFailed
 
@@ -422,7 +427,12 @@ class Daemon:
         if cfg.applied_log:
             self._applied_log = open(cfg.applied_log, "a", encoding="utf-8")
         try:
-            self._restore()
+            try:
+                self._restore()
+            except StateUnreadableError as exc:
+                log.error("%s", exc)
+                self._log_event("unreadable_state", files=exc.files, unreadable=[p for p, _ in exc.unreadable])
+                return EXIT_STATE_UNREADABLE
             if wants_warm_up(cfg.warm_up, self.engine.backend.name):
                 secs = warm_up(self.engine.backend.name, config=cfg.rank)
                 log.info("warm-up: the engine's kernels compiled or loaded in %.1f s", secs)
