@@ -14,6 +14,10 @@ pyarrow's vectorized readers, all messages of a shape in one call:
 - Arrow IPC streams: each message read into arrays by pyarrow (no loop over edges, except for an
   ``op`` column of strings, which :mod:`connectors.records` maps value by value).
 
+Field names other than ``src``, ``dst`` and ``op`` (a :class:`~connectors.records.RecordFields`)
+apply to JSON objects, read by pyarrow's JSON reader under those names (the compiled scan knows
+the usual names only), and to Arrow IPC columns; CSV lines keep their order.
+
 Vertex ids follow the stream's id kind (:mod:`streamrank.ids.kinds`), one kind per stream: an
 :class:`~streamrank.ids.kinds.IdTypeLock` shared with the source keeps it across fetches. While
 an ``"auto"`` stream has no kind yet, messages go one by one until the first accepted one fixes
@@ -37,9 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamrank.errors import InvalidArgumentError
 from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids, string_id_problems)
 
 from .json_scan import scan_edge_objects
+from .record_fields import DEFAULT_FIELDS, RecordFields
 from .records import DEFAULT_MAX_MESSAGE_BYTES, RecordError, parse_message
 
 #: Blocks at or below this many messages that fail as a whole go message by message.
@@ -128,7 +134,8 @@ def _routes(values: list, max_bytes: int, kind: str):
 
 
 def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type: str = "int",
-                  id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> DecodedValues:
+                  id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+                  fields: RecordFields = DEFAULT_FIELDS) -> DecodedValues:
     """Decode the values of many messages.
 
     Parameters
@@ -144,18 +151,22 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
         of ``id_type``.
     max_id_bytes : int, optional
         Longest string id (UTF-8 bytes).
+    fields : connectors.records.RecordFields, optional
+        Field names of JSON objects and Arrow columns (default ``src``, ``dst``, ``op``).
 
     Returns
     -------
     DecodedValues
     """
+    if not isinstance(fields, RecordFields):
+        raise InvalidArgumentError(f"fields must be a RecordFields, got {type(fields).__name__}")
     if set(map(type, values)) <= {bytes}:  # the usual case, checked without Python code per message
         values = values if isinstance(values, list) else list(values)
     else:
         values = [v if isinstance(v, bytes) else b"" if v is None else bytes(v) for v in values]
     n = len(values)
     lock = id_lock if id_lock is not None else IdTypeLock(id_type)
-    one = _OneByOne(values, max_bytes, id_type, max_id_bytes, lock)
+    one = _OneByOne(values, max_bytes, id_type, max_id_bytes, lock, fields)
     pieces = []     # (message index per edge, src, dst, insert) from each decoder
     errors: dict = {}
     start = 0
@@ -164,7 +175,7 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
         start += 1
     vectorized = 0
     if start < n:
-        rules = _IdRules(lock.kind, id_type == "auto", max_id_bytes)
+        rules = _IdRules(lock.kind, id_type == "auto", max_id_bytes, fields)
         vectorized = _decode_fixed(values, start, max_bytes, rules, one, pieces, errors)
     counts = np.zeros(n, dtype=np.int64)
     if not pieces:
@@ -186,7 +197,8 @@ def _decode_fixed(values: list, start: int, max_bytes: int, rules: "_IdRules", o
     """Decode ``values[start:]`` of a stream whose id kind is fixed; returns the messages vectorized."""
     where = np.arange(start, len(values), dtype=np.int64)  # messages left, as indices into values
     vectorized = 0
-    if rules.kind == "int":  # single-edge JSON objects in their strict form: one compiled scan
+    if rules.kind == "int" and rules.fields.is_default:  # single-edge JSON objects in their strict form: one
+        # compiled scan (it knows the usual field names only; other names take pyarrow's JSON reader)
         taken, where = _scan_objects(values, where, max_bytes, pieces)
         vectorized += taken
         if where.size == 0:
@@ -232,14 +244,14 @@ class _OneByOne:
     """The per-message parser, with the stream's id lock (a message of the other kind is rejected
     as ``mixed_id_types``)."""
 
-    def __init__(self, values, max_bytes, id_type, max_id_bytes, lock):
-        self.values, self.max_bytes, self.id_type, self.max_id_bytes, self.lock = \
-            values, max_bytes, id_type, max_id_bytes, lock
+    def __init__(self, values, max_bytes, id_type, max_id_bytes, lock, fields):
+        self.values, self.max_bytes, self.id_type, self.max_id_bytes, self.lock, self.fields = \
+            values, max_bytes, id_type, max_id_bytes, lock, fields
 
     def decode(self, i: int, pieces: list, errors: dict) -> None:
         try:
             e = parse_message(self.values[i], max_bytes=self.max_bytes, id_type=self.id_type,
-                              max_id_bytes=self.max_id_bytes)
+                              max_id_bytes=self.max_id_bytes, fields=self.fields)
             self.lock.admit(e.id_kind)  # one id kind per stream
         except RecordError as exc:
             errors[i] = exc
@@ -253,11 +265,13 @@ class _OneByOne:
 @dataclass
 class _IdRules:
     """What a vectorized reader accepts as ids: the stream's kind (``"int"``/``"string"``), whether
-    it was detected (``auto``: integer-looking strings are then the other kind), the longest id."""
+    it was detected (``auto``: integer-looking strings are then the other kind), the longest id,
+    and the field names of JSON objects."""
 
     kind: str
     auto: bool
     max_bytes: int
+    fields: RecordFields = DEFAULT_FIELDS
 
     def column(self, col, *, rows: int, text: bool = False):
         """``(ids, valid mask)`` of an id column; ``text``: CSV fields (surrounding blanks refused)."""
@@ -423,14 +437,15 @@ def _joined(values, block: np.ndarray, whole):
 def _json_objects(values, block: np.ndarray, rules: _IdRules, whole=None):
     import pyarrow as pa
 
-    schema = pa.schema([("src", rules.arrow_type), ("dst", rules.arrow_type)])
+    f = rules.fields
+    schema = pa.schema([(f.src, rules.arrow_type), (f.dst, rules.arrow_type)])
     t = _read_json(*_joined(values, block, whole), schema)
     n = block.size
     if t.num_rows != n:  # e.g. two objects on one line: not one edge per message
         raise _Refused()
-    src, ok_s = rules.column(_field(t, "src"), rows=n)
-    dst, ok_d = rules.column(_field(t, "dst"), rows=n)
-    ins, ok_o = _ops(_field(t, "op"), rows=n)
+    src, ok_s = rules.column(_field(t, f.src), rows=n)
+    dst, ok_d = rules.column(_field(t, f.dst), rows=n)
+    ins, ok_o = _ops(_field(t, f.op) if f.op is not None else None, rows=n)
     return _result(block, np.arange(n), src, dst, ins, ok_s & ok_d & ok_o)
 
 
@@ -452,9 +467,10 @@ def _json_arrays(values, block: np.ndarray, rules: _IdRules, whole=None):
     items = col.flatten()  # the edge structs of all messages, in order (offsets start at 0 here)
     rows = len(items)
     rec_pos = np.repeat(np.arange(n), per_msg)
-    src, ok_s = rules.column(_field(items, "src"), rows=rows)
-    dst, ok_d = rules.column(_field(items, "dst"), rows=rows)
-    ins, ok_o = _ops(_field(items, "op"), rows=rows)
+    f = rules.fields
+    src, ok_s = rules.column(_field(items, f.src), rows=rows)
+    dst, ok_d = rules.column(_field(items, f.dst), rows=rows)
+    ins, ok_o = _ops(_field(items, f.op) if f.op is not None else None, rows=rows)
     ok = ok_s & ok_d & ok_o
     if items.null_count:
         ok &= np.asarray(items.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
@@ -485,7 +501,7 @@ def _csv(fields: int):
             raise _Refused()
         src, ok_s = rules.column(_field(t, "src"), rows=n, text=True)
         dst, ok_d = rules.column(_field(t, "dst"), rows=n, text=True)
-        ins, ok_o = _ops(_field(t, "op") if fields == 3 else None, rows=n)
+        ins, ok_o = _ops(_field(t, "op") if fields == 3 and rules.fields.op is not None else None, rows=n)
         return _result(block, np.arange(n), src, dst, ins, ok_s & ok_d & ok_o)
 
     return read

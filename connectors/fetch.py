@@ -18,6 +18,7 @@ import numpy as np
 from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .batch_decode import decode_values
+from .record_fields import DEFAULT_FIELDS, RecordFields
 from .records import DEFAULT_MAX_MESSAGE_BYTES, BadRecord, EdgeChunk
 
 
@@ -118,7 +119,7 @@ class FetchedRecords:
 
 def fetch_items(records: FetchedRecords, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                 id_type: str = "int", id_lock: IdTypeLock | None = None,
-                max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> list:
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES, fields: RecordFields = DEFAULT_FIELDS) -> list:
     """Decode one fetch into source items.
 
     Parameters
@@ -128,6 +129,8 @@ def fetch_items(records: FetchedRecords, *, max_message_bytes: int = DEFAULT_MAX
     id_type, id_lock, max_id_bytes
         The stream's vertex ids (:func:`connectors.batch_decode.decode_values`): a message whose
         ids are not of the stream's kind is a :class:`BadRecord` with reason ``mixed_id_types``.
+    fields : connectors.records.RecordFields, optional
+        Field names of JSON objects and Arrow columns (default ``src``, ``dst``, ``op``).
 
     Returns
     -------
@@ -138,7 +141,7 @@ def fetch_items(records: FetchedRecords, *, max_message_bytes: int = DEFAULT_MAX
     if not values:
         return []
     dec = decode_values(values, max_bytes=max_message_bytes, id_type=id_type, id_lock=id_lock,
-                        max_id_bytes=max_id_bytes)
+                        max_id_bytes=max_id_bytes, fields=fields)
     offsets, ts = records.offsets, records.timestamps_ms
     edge_end = np.cumsum(dec.counts)
     bad = np.array(sorted(dec.errors), dtype=np.int64)

@@ -17,11 +17,12 @@ import time
 
 import numpy as np
 
-from streamrank.errors import SourceError
+from streamrank.errors import InvalidArgumentError, SourceError
 
 from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock
 
 from .fetch import FetchedRecords, Segment, fetch_items
+from .record_fields import DEFAULT_FIELDS, RecordFields
 from .records import DEFAULT_MAX_MESSAGE_BYTES
 
 #: Longest the broker may hold a fetch without data (both clients). Apache Kafka answers a fetch as
@@ -90,6 +91,8 @@ class KafkaSourceBase:
         reason ``mixed_id_types``. Default: a lock of ``id_type``.
     max_id_bytes : int
         Longest string id (UTF-8 bytes).
+    fields : connectors.records.RecordFields, optional
+        Field names of JSON objects and Arrow columns (default ``src``, ``dst``, ``op``).
     stats_interval_s : float
         confluent-kafka only: every this many seconds the client's statistics, condensed
         (:func:`connectors.kafka_stats.condense`), go to ``on_stats`` from the fetching thread
@@ -102,7 +105,7 @@ class KafkaSourceBase:
                  start_from: str = "earliest", max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  max_poll_records: int = 5000, stop=None, client_id: str = "streamrank-serve",
                  id_type: str = "int", id_lock: IdTypeLock | None = None, max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
-                 stats_interval_s: float = 0.0, on_stats=None):
+                 fields: RecordFields = DEFAULT_FIELDS, stats_interval_s: float = 0.0, on_stats=None):
         self.bootstrap_servers = bootstrap_servers
         self.topics = list(topics)
         self.group_id = group_id
@@ -112,6 +115,9 @@ class KafkaSourceBase:
         self.id_type = id_type  # declared kind, or "auto" (each message detected, the stream kept to one kind)
         self.id_lock = id_lock if id_lock is not None else IdTypeLock(id_type)
         self.max_id_bytes = int(max_id_bytes)
+        if not isinstance(fields, RecordFields):
+            raise InvalidArgumentError(f"fields must be a RecordFields, got {type(fields).__name__}")
+        self.fields = fields
         self.client_id = client_id
         self.stats_interval_s = float(stats_interval_s)
         self.on_stats = on_stats
@@ -154,7 +160,7 @@ class KafkaSourceBase:
         other threads than :meth:`fetch`'s, in any order once the stream's id kind is fixed
         (``self.id_lock.kind`` set); before that, in fetch order."""
         return fetch_items(records, max_message_bytes=self.max_message_bytes, id_type=self.id_type,
-                           id_lock=self.id_lock, max_id_bytes=self.max_id_bytes)
+                           id_lock=self.id_lock, max_id_bytes=self.max_id_bytes, fields=self.fields)
 
 
 class KafkaEdgeSource(KafkaSourceBase):

@@ -16,6 +16,11 @@ integer columns; ``"auto"`` takes the kind of the message's first id, and an id 
 in the same message rejects it (``mixed_id_types``). Keeping one kind across messages is the
 source's job (:class:`streamrank.ids.kinds.IdTypeLock`).
 
+The fields of an edge are named ``src``, ``dst`` and ``op`` unless a :class:`RecordFields` names
+others (``streamrank serve --src from --dst to``): then JSON objects and Arrow IPC columns are
+read by those names; CSV lines and ``[src, dst, op]`` lists, which carry no names, keep their
+order.
+
 A message is accepted or rejected as a whole: a rejected message raises
 :class:`RecordError` whose :attr:`~RecordError.reason` is one of :data:`REASONS`, so that
 the caller can dead-letter the original bytes with the reason and count it.
@@ -30,9 +35,11 @@ import numpy as np
 import pyarrow as pa
 
 from streamrank.batch import MAX_VERTEX_ID, parse_op
-from streamrank.errors import BatchFormatError
+from streamrank.errors import BatchFormatError, InvalidArgumentError
 from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, ID_REASONS, IdError, IdTypeLock, check_string_id,
                                    id_kind, mixed_error, string_id_problems, text_kind, to_string_array)
+
+from .record_fields import DEFAULT_FIELDS, RecordFields
 
 #: Why a message was rejected (the ``reason`` header of a dead letter).
 REASONS = (
@@ -96,7 +103,7 @@ class ParsedEdges:
 
 
 def parse_message(value, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type: str = "int",
-                  max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> ParsedEdges:
+                  max_id_bytes: int = DEFAULT_MAX_ID_BYTES, fields: RecordFields = DEFAULT_FIELDS) -> ParsedEdges:
     """Parse one message into edges.
 
     Parameters
@@ -109,6 +116,8 @@ def parse_message(value, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type:
         Vertex id kind (see the module docs); default ``"int"``.
     max_id_bytes : int, optional
         Longest string id in UTF-8 bytes (``id_too_long`` beyond it).
+    fields : RecordFields, optional
+        Field names of JSON objects and Arrow columns (default ``src``, ``dst``, ``op``).
 
     Returns
     -------
@@ -123,14 +132,16 @@ def parse_message(value, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type:
         raise RecordError("empty", "message has no value")
     if len(value) > max_bytes:
         raise RecordError("oversize", f"message of {len(value)} bytes exceeds the limit of {max_bytes}")
+    if not isinstance(fields, RecordFields):
+        raise InvalidArgumentError(f"fields must be a RecordFields, got {type(fields).__name__}")
     value = bytes(value)
     ids = _MessageIds(id_type, max_id_bytes)
     if value.startswith(_ARROW_STREAM_MAGIC) or value.startswith(_ARROW_FILE_MAGIC):
-        return _parse_arrow(value, ids)
+        return _parse_arrow(value, ids, fields)
     head = value.lstrip()[:1]
     if head in (b"{", b"["):
-        return _parse_json(value, ids)
-    return _parse_csv(value, ids)
+        return _parse_json(value, ids, fields)
+    return _parse_csv(value, ids, fields)
 
 
 # ---------------------------------------------------------------------------- fields
@@ -205,12 +216,15 @@ def _check_op(v) -> bool:
         raise RecordError("unknown_op", str(exc)) from None
 
 
-def _edge_from_obj(obj, ids: _MessageIds):
+def _edge_from_obj(obj, ids: _MessageIds, fields: RecordFields = DEFAULT_FIELDS):
     if isinstance(obj, dict):
-        if "src" not in obj or "dst" not in obj:
-            missing = [k for k in ("src", "dst") if k not in obj]
-            raise RecordError("missing_field", f"edge lacks {', '.join(missing)}")
-        return ids.check(obj["src"], "src"), ids.check(obj["dst"], "dst"), _check_op(obj.get("op"))
+        s, d = fields.src, fields.dst
+        if s not in obj or d not in obj:
+            missing = [k for k in (s, d) if k not in obj]
+            has = ", ".join(map(str, list(obj)[:8])) or "no fields"
+            raise RecordError("missing_field", f"edge lacks {', '.join(missing)} (it has {has})")
+        op = obj.get(fields.op) if fields.op is not None else None
+        return ids.check(obj[s], s), ids.check(obj[d], d), _check_op(op)
     if isinstance(obj, list):
         if len(obj) < 2:
             raise RecordError("missing_field", f"edge list {obj!r} needs [src, dst(, op)]")
@@ -240,21 +254,21 @@ def _edges(rows, ids: _MessageIds) -> ParsedEdges:
 
 
 # ---------------------------------------------------------------------------- formats
-def _parse_json(value: bytes, ids: _MessageIds) -> ParsedEdges:
+def _parse_json(value: bytes, ids: _MessageIds, fields: RecordFields) -> ParsedEdges:
     try:
         obj = json.loads(value)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RecordError("bad_json", str(exc)) from None
     if isinstance(obj, dict):
-        return _edges([_edge_from_obj(obj, ids)], ids)
+        return _edges([_edge_from_obj(obj, ids, fields)], ids)
     if isinstance(obj, list):
         if obj and not isinstance(obj[0], (dict, list)):
-            return _edges([_edge_from_obj(obj, ids)], ids)  # a single [src, dst, op] edge
-        return _edges([_edge_from_obj(o, ids) for o in obj], ids)
+            return _edges([_edge_from_obj(obj, ids, fields)], ids)  # a single [src, dst, op] edge
+        return _edges([_edge_from_obj(o, ids, fields) for o in obj], ids)
     raise RecordError("bad_json", f"expected an object or an array, got {type(obj).__name__}")
 
 
-def _parse_csv(value: bytes, ids: _MessageIds) -> ParsedEdges:
+def _parse_csv(value: bytes, ids: _MessageIds, names: RecordFields) -> ParsedEdges:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -271,13 +285,13 @@ def _parse_csv(value: bytes, ids: _MessageIds) -> ParsedEdges:
             raise RecordError("bad_csv", f"line {line[:80]!r} has more than 3 fields")
         if fields[0] == "" or fields[1] == "":
             raise RecordError("missing_field", f"line {line[:80]!r} has an empty id")
-        op = fields[2] if len(fields) == 3 else None
+        op = fields[2] if len(fields) == 3 and names.op is not None else None
         rows.append((ids.check(fields[0], "src", text=True), ids.check(fields[1], "dst", text=True),
                      _check_op(op)))
     return _edges(rows, ids)
 
 
-def _parse_arrow(value: bytes, ids: _MessageIds) -> ParsedEdges:
+def _parse_arrow(value: bytes, ids: _MessageIds, fields: RecordFields) -> ParsedEdges:
     try:
         if value.startswith(_ARROW_FILE_MAGIC):
             table = pa.ipc.open_file(pa.BufferReader(value)).read_all()
@@ -286,14 +300,15 @@ def _parse_arrow(value: bytes, ids: _MessageIds) -> ParsedEdges:
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise RecordError("bad_arrow", f"unreadable Arrow IPC data ({exc})") from None
     names = set(table.column_names)
-    if not {"src", "dst"} <= names:
-        raise RecordError("missing_field", f"Arrow table needs columns src and dst, has {sorted(names)}")
+    if not {fields.src, fields.dst} <= names:
+        raise RecordError("missing_field", f"Arrow table needs columns {fields.src} and {fields.dst}, "
+                                           f"has {sorted(names)}")
     if table.num_rows == 0:
         raise RecordError("empty", "Arrow table has no rows")
-    src = _arrow_ids(table.column("src"), "src", ids)
-    dst = _arrow_ids(table.column("dst"), "dst", ids)
-    if "op" in names:
-        ins = _arrow_ops(table.column("op"))
+    src = _arrow_ids(table.column(fields.src), fields.src, ids)
+    dst = _arrow_ids(table.column(fields.dst), fields.dst, ids)
+    if fields.op is not None and fields.op in names:
+        ins = _arrow_ops(table.column(fields.op))
     else:
         ins = np.ones(table.num_rows, dtype=bool)
     return ParsedEdges(src, dst, ins)

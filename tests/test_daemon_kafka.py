@@ -207,7 +207,9 @@ def test_sigkill_and_restart_match_uninterrupted(kafka_broker, stream, uninterru
     sent = produce_events(kafka_broker, topic, EVENTS[:produced], seed=1)
     d1 = DaemonProcess(args, tmp_path, env=env)
     ev = d1.wait_edges(produced)
-    while lineage(ev)[0][-1]["seq"] % 4 == 0:  # idle on a checkpoint's batch: one more small part
+    # checkpoints follow batches 1, 5, 9, ... (the first batch, then every 4): idle on a
+    # checkpoint's batch, send one more small part
+    while lineage(ev)[0][-1]["seq"] % 4 == 1:
         sent.update(produce_events(kafka_broker, topic, EVENTS[produced:produced + 10], seed=2))
         produced += 10
         ev = d1.wait_edges(produced)

@@ -14,6 +14,7 @@ from streamrank.batch import EdgeBatch
 from streamrank.config import RankConfig
 from streamrank.engine import Engine
 from streamrank.errors import BatchFormatError, CheckpointError, InvalidArgumentError, StreamrankError
+from streamrank.ids import strings as strings_mod
 from streamrank.ids.strings import StringIdMap, pack_strings, unpack_strings
 from streamrank.ids.kinds import IdError, IdTypeLock, string_id_problems
 
@@ -175,6 +176,18 @@ def test_string_id_problems_column_wise():
                                                      5: "mixed_id_types"}
 
 
+@pytest.mark.parametrize("type_", [pa.string(), pa.large_string()])
+def test_string_id_problems_of_slices(type_):
+    """Lengths are read off the offsets buffer of a slice, not of the array it was cut from."""
+    arr = pa.array(["", "ok", "x" * 11, "ab", "é" * 5, "", "z"], type=type_)
+    assert string_id_problems(arr[1:2], max_bytes=10) == {}
+    assert string_id_problems(arr[3:5], max_bytes=10) == {}  # "é" * 5 is 10 bytes
+    assert string_id_problems(arr[3:5], max_bytes=9)[1].reason == "id_too_long"
+    assert {r: e.reason for r, e in string_id_problems(arr[1:6], max_bytes=10).items()} == \
+        {1: "id_too_long", 4: "empty_id"}
+    assert string_id_problems(arr[6:], max_bytes=1) == {}
+
+
 def test_id_type_lock():
     lock = IdTypeLock("auto")
     assert lock.current == "auto"
@@ -195,6 +208,33 @@ def test_dictionary_encodes_in_first_appearance_order_and_grows():
         m.encode(pa.array([f"v{k}"]))
     assert len(m) == 3003 and m.decode([0, 3002]).tolist() == ["b", "v2999"]
     assert m.lookup(["v10", "nope"]).tolist() == [13, -1]
+
+
+def test_small_batches_encode_as_the_arrow_path_does(monkeypatch):
+    """Small batches are looked up in Python, large ones through Arrow's dictionary_encode: the
+    same stream of batches (new ids, ids only deleted, repeats) gets the same codes both ways."""
+    rng = np.random.default_rng(7)
+    batches = []
+    for _ in range(60):
+        n = int(rng.integers(1, 12))
+        names = [f"v{k}" for k in rng.integers(0, 40, 2 * n)]
+        batches.append((pa.array(names[:n]), pa.array(names[n:], type=pa.large_string()), rng.random(n) < 0.7))
+    results = []
+    for small in (0, strings_mod.SMALL_BATCH_IDS):
+        monkeypatch.setattr(strings_mod, "SMALL_BATCH_IDS", small)
+        m = StringIdMap()
+        codes, transient = [], 0
+        for s, d, ins in batches:
+            codes.append(np.concatenate(m.encode_edges(s, d, ins)))
+            transient += int(codes[-1].max()) >= len(m)
+        codes.append(m.encode(pa.array(["w1", "v3", "w2", "w1"]), add=np.array([False, True, True, False])))
+        codes.append(m.encode(pa.array(["w3", "w3"])))
+        results.append((codes, m.strings.tolist()))
+        assert transient  # ids named only by deletions were met
+    (arrow_codes, arrow_ids), (list_codes, list_ids) = results
+    assert arrow_ids == list_ids and len(arrow_ids) > 20
+    for a, b in zip(arrow_codes, list_codes):
+        assert a.dtype == b.dtype == np.int64 and a.tolist() == b.tolist()
 
 
 def test_dictionary_state_round_trip_and_corruption():

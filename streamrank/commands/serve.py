@@ -85,13 +85,18 @@ _FLAGS = {
         help="when one batch (apply, publish, bookkeeping) takes longer than SECONDS, write every thread's "
              "Python stack to stderr, once per such batch: finds what holds the loop (default 0: off)")),
     "--src": ("src_column", dict(metavar="COL", help="edge files: src column, a header name or a 1-based number "
-                                                     "(default: src or a usual other name; column 1 without a header)")),
+                                                     "(default: src or a usual other name; column 1 without a "
+                                                     "header); Kafka records: the src field of JSON objects and "
+                                                     "Arrow columns (default: src)")),
     "--dst": ("dst_column", dict(metavar="COL", help="edge files: dst column (default: dst or a usual other name; "
-                                                     "column 2 without a header)")),
+                                                     "column 2 without a header); Kafka records: the dst field "
+                                                     "(default: dst)")),
     "--ts": ("ts_column", dict(metavar="COL", help="edge files: timestamp column, or 'none' (default: ts or a usual "
-                                                   "other name); a directory's rows are applied in file order")),
+                                                   "other name); a directory's rows are applied in file order, "
+                                                   "Kafka records in arrival order")),
     "--op": ("op_column", dict(metavar="COL", help="edge files: op column (+/-, insert/delete, 1/-1), or 'none': "
-                                                   "all inserts (default: op or a usual other name)")),
+                                                   "all inserts (default: op or a usual other name); Kafka "
+                                                   "records: the op field, or 'none' (default: op)")),
     "--header": ("header", dict(action="store_const", const=True,
                                 help="edge files: the first line names the columns (default: detected)")),
     "--delimiter": ("delimiter", dict(metavar="SEP", help="edge files: comma, tab, semicolon, pipe or space "

@@ -89,6 +89,13 @@ class DaemonConfig:
         return Layout(header=self.header, delimiter=self.delimiter, src=self.src_column, dst=self.dst_column,
                       ts=self.ts_column, op=self.op_column)
 
+    def record_fields(self):
+        """The :class:`connectors.records.RecordFields` of Kafka records (``src_column``,
+        ``dst_column``, ``op_column`` as field names)."""
+        from connectors.record_fields import RecordFields
+
+        return RecordFields.from_settings(self.src_column, self.dst_column, self.op_column)
+
     def validate(self) -> "DaemonConfig":
         """Check the combination of settings; returns ``self``.
 
@@ -131,6 +138,8 @@ class DaemonConfig:
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
             raise InvalidArgumentError("max_graph_bytes must be >= 1 (or unset: no limit)")
         self.layout()  # raises for a column or delimiter setting outside its domain
+        if self.input_dir is None:
+            self.record_fields()  # Kafka records: field names, not column numbers
         if self.publish_topic and not self.bootstrap_servers:
             raise InvalidArgumentError("--publish-topic needs --bootstrap-servers")
         if self.dead_letter_topic and not self.bootstrap_servers:

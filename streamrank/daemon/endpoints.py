@@ -33,7 +33,8 @@ def make_source(cfg: DaemonConfig, *, stop, id_lock, on_stats):
                              group_id=cfg.group_id, start_from=cfg.start_from,
                              max_message_bytes=cfg.max_message_bytes, max_poll_records=cfg.poll_max_records,
                              stop=stop, id_type=cfg.id_type, id_lock=id_lock, max_id_bytes=cfg.max_id_bytes,
-                             stats_interval_s=cfg.kafka_stats_interval, on_stats=on_stats)
+                             fields=cfg.record_fields(), stats_interval_s=cfg.kafka_stats_interval,
+                             on_stats=on_stats)
 
 
 def make_producer(cfg: DaemonConfig, *, on_stats):

@@ -10,7 +10,9 @@ Encoding a batch is vectorized: Arrow's ``dictionary_encode`` hashes the batch's
 and leaves the distinct values; only those are looked up in the persistent hash table (a Python
 ``dict``), and only the new ones are appended. The cost per batch is in the batch's size and
 its distinct ids, never in the size of the dictionary; appends are amortized (the code ->
-string array doubles its capacity).
+string array doubles its capacity). A small batch (up to :data:`SMALL_BATCH_IDS` ids) skips the
+Arrow kernel, whose fixed cost per call outweighs a few dozen dictionary lookups: its ids are
+looked up one by one, with the same codes as a result.
 
 Codes are given in order of first appearance. An id seen only in deletions (of edges whose
 endpoint the graph does not hold) gets a *transient* code past the end of the dictionary that
@@ -32,6 +34,11 @@ import pyarrow.compute as pc
 from ..errors import CheckpointError, InvalidArgumentError
 
 _MIN_CAPACITY = 1024
+
+#: Up to this many ids (both endpoints of a batch's edges) are encoded with Python dictionary
+#: lookups; above it with Arrow's ``dictionary_encode``, whose fixed cost per call is then paid
+#: back. Both give the same codes.
+SMALL_BATCH_IDS = 512
 
 
 class StringIdMap:
@@ -73,6 +80,8 @@ class StringIdMap:
         n = len(ids)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
+        if n <= SMALL_BATCH_IDS:
+            return self._encode_list(ids.to_pylist(), None if add is None else np.asarray(add, dtype=bool).tolist)
         enc = pc.dictionary_encode(ids)
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
@@ -90,7 +99,7 @@ class StringIdMap:
                 addable &= unknown
             new_pos = np.flatnonzero(addable)
             if new_pos.shape[0]:
-                codes_u[new_pos] = self._append([uniq[i] for i in new_pos.tolist()])
+                codes_u[new_pos] = self._append([uniq[i] for i in new_pos.tolist()]) + np.arange(new_pos.shape[0])
             transient = np.flatnonzero(unknown & ~addable)
             codes_u[transient] = self._n + np.arange(transient.shape[0], dtype=np.int64)
         return codes_u[indices]
@@ -101,10 +110,43 @@ class StringIdMap:
         (:meth:`encode` of both endpoint arrays at once)."""
         n = len(src)
         insert = np.asarray(insert, dtype=bool)
+        if 2 * n <= SMALL_BATCH_IDS:
+            codes = self._encode_list(src.to_pylist() + dst.to_pylist(), lambda: insert.tolist() * 2)
+            return codes[:n], codes[n:]
         codes = self.encode(pa.concat_arrays([src, dst.cast(src.type)]), add=np.concatenate([insert, insert]))
         return codes[:n], codes[n:]
 
-    def _append(self, fresh: list) -> np.ndarray:
+    def _encode_list(self, values: list, adds) -> np.ndarray:
+        """:meth:`encode` of a short list of ``str`` in Python: a few dictionary lookups cost less
+        than the fixed overhead of Arrow's hashing kernel on a small batch. Same codes as the
+        Arrow path: new ids in order of first appearance, transient codes after them. ``adds``:
+        None (add every unknown id) or a function giving the list of per-value ``add`` flags,
+        called only when an id is unknown."""
+        get = self._index.get
+        codes = [get(v, -1) for v in values]
+        if -1 in codes:
+            add = None if adds is None else adds()
+            addable: dict = {}  # unknown id -> whether an insertion names it, in first-appearance order
+            for i, c in enumerate(codes):
+                if c < 0:
+                    v = values[i]
+                    if add is None or add[i]:
+                        addable[v] = True
+                    else:
+                        addable.setdefault(v, False)
+            fresh = [v for v, a in addable.items() if a]
+            start = self._append(fresh) if fresh else self._n
+            new = dict(zip(fresh, range(start, start + len(fresh))))
+            t = self._n
+            for v, a in addable.items():
+                if not a:
+                    new[v] = t
+                    t += 1
+            codes = [c if c >= 0 else new[v] for v, c in zip(values, codes)]
+        return np.array(codes, dtype=np.int64)
+
+    def _append(self, fresh: list) -> int:
+        """Give the new ids ``fresh`` (distinct, unknown) the next codes; returns the first one."""
         start, count = self._n, len(fresh)
         if start + count > self._strings.shape[0]:
             grown = np.empty(max(2 * self._strings.shape[0], start + count), dtype=object)
@@ -113,7 +155,7 @@ class StringIdMap:
         self._strings[start:start + count] = fresh
         self._index.update(zip(fresh, range(start, start + count)))
         self._n = start + count
-        return np.arange(start, start + count, dtype=np.int64)
+        return start
 
     def truncate(self, n: int) -> None:
         """Forget the ids of codes ``n`` and up (those added by a batch the graph refused), so the
