@@ -2,6 +2,8 @@
 Monte Carlo walks, and the micro-kernels the hybrid cost model times.
 
 Graph arrays follow the store contract (offset / degree / int32 indices, gaps allowed).
+The kernels a query spends its time in release the GIL (``nogil``): the daemon answers queries
+on threads of its own, and a query must not hold its ingest thread.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def _power_par(nch, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personaliz
                      part_max)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def power_iterate(in_off, in_deg, in_idx, out_deg, pers, alpha, personalization, leaky, tol, max_iter, store32,
                   num_edges):
     """``p <- alpha X p + alpha (d . p) w + (1 - alpha) v`` from ``p = v`` until the
@@ -111,7 +113,7 @@ def _dangling_to_seeds(r, seeds, seed_w, dmass, seen, cand, m):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def push_round(F, r, p, thr, seen, alpha, out_off, out_deg, out_idx, seeds, seed_w, personalization):
     """One forward-push round over the frontier ``F``: settle, scatter ``alpha r[u] / deg`` to
     the out-neighbours, send dangling mass to the seeds (or return it as lost). Returns
@@ -156,7 +158,7 @@ def push_round(F, r, p, thr, seen, alpha, out_off, out_deg, out_idx, seeds, seed
     return nxt[:k].copy(), edges, lost
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pull_round(F, r, p, c, thr, seen, alpha, out_off, out_deg, out_idx, in_off, in_deg, in_idx, seeds, seed_w,
                personalization):
     """One lock-free forward-pull round: settle the frontier into the contributions ``c``, and
@@ -233,7 +235,7 @@ def _draw_seed(seeds, cum):
     return seeds[min(k, seeds.shape[0] - 1)]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def walks(n, out_off, out_deg, out_idx, seeds, cum, alpha, personalization, num_walks, rng_seed):
     """Complete-path walks: visit counts per vertex and the total number of visits.
 
