@@ -15,7 +15,7 @@ from .common import CHUNK, PARALLEL_EDGES, inverse_degrees, nchunks
 
 
 # ------------------------------------------------------------------------------ power
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _power_chunk(k, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personalization, leaky, store32, p, new,
                  part_max):
     m = 0.0
@@ -33,7 +33,7 @@ def _power_chunk(k, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personaliz
     part_max[k] = m
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _power_par(nch, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personalization, leaky, store32, p, new,
                part_max):
     for k in prange(nch):
@@ -86,7 +86,7 @@ def power_iterate(in_off, in_deg, in_idx, out_deg, pers, alpha, personalization,
 
 
 # ------------------------------------------------------------------------------ push / pull
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _settle(F, r, p, alpha, out_deg, val):
     """Move ``(1 - alpha) r[u]`` into ``p[u]`` for the frontier; ``val`` gets the old residuals.
     Returns the dangling vertices' share ``alpha * sum r``."""
@@ -101,7 +101,7 @@ def _settle(F, r, p, alpha, out_deg, val):
     return dmass
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dangling_to_seeds(r, seeds, seed_w, dmass, seen, cand, m):
     for i in range(seeds.shape[0]):
         s = seeds[i]
@@ -227,7 +227,7 @@ def pull_round(F, r, p, c, thr, seen, alpha, out_off, out_deg, out_idx, in_off, 
 
 
 # ------------------------------------------------------------------------------ Monte Carlo
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _draw_seed(seeds, cum):
     if seeds.shape[0] == 1:
         return seeds[0]
@@ -267,13 +267,13 @@ def walks(n, out_off, out_deg, out_idx, seeds, cum, alpha, personalization, num_
 
 
 # ------------------------------------------------------------------------------ cost model
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scatter_add(a, idx, vals):
     for i in range(idx.shape[0]):
         a[idx[i]] += vals[i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather_sum(a, idx):
     s = 0.0
     for i in range(idx.shape[0]):
@@ -281,7 +281,7 @@ def gather_sum(a, idx):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def store(a, vals):
     for i in range(vals.shape[0]):
         a[i] = vals[i]
