@@ -132,6 +132,8 @@ def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = No
                 "applied_at": view.applied_at, "age_s": round(time.time() - view.applied_at, 3),
                 "last_batch": {k: v for k, v in view.info.items() if k not in ("vertices", "graph_edges")},
                 "checkpoint": ckpt, "uptime_s": round(time.time() - live.started, 3), **describe, **st}
+        if view.n:  # fixed by the first edges when the setting is auto
+            body["id_type"] = "string" if view.ids.dtype == object else "int"
         if ppr is not None:
             body["ppr"] = {"admitted": ppr.admitted, "limit": ppr.limit, "workers": ppr.workers}
         return answer(body, view.seq)
@@ -280,9 +282,12 @@ class HttpServer:
         app = make_app(live, self.ppr, describe=describe)
         try:
             info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-            self._sock = socket.socket(info[0], socket.SOCK_STREAM)
+            # proto IPPROTO_TCP, so that asyncio sets TCP_NODELAY on each connection (with proto 0 it
+            # does not, and a keep-alive client then waits ~40 ms per answer for a delayed ACK)
+            self._sock = socket.socket(info[0], info[1], info[2] or socket.IPPROTO_TCP)
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self._sock.bind(info[4])
+            self._sock.listen(2048)  # connections wait in the backlog until the server's thread takes them
         except OSError as exc:
             raise StreamrankError(f"cannot serve the HTTP API on {host}:{port}: {exc}") from exc
         self.host, self.port = host, self._sock.getsockname()[1]
