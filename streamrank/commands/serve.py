@@ -71,6 +71,14 @@ _FLAGS = {
     "--drift-every": ("drift_every", dict(type=int, metavar="N", help="compare with a static recompute every N batches (0: never)")),
     "--drift-bound": ("drift_bound", dict(type=float, metavar="L1", help="replace the ranks when the L1 error exceeds this (default 1e-5)")),
     "--metrics-port": ("metrics_port", dict(type=int, metavar="PORT", help="serve Prometheus metrics on PORT")),
+    "--http-port": ("http_port", dict(type=int, metavar="PORT",
+                                      help="serve the HTTP query API and the live page on PORT (default: off; "
+                                           "0: any free port, logged); needs streamrank[http]")),
+    "--http-host": ("http_host", dict(metavar="ADDR", help="address of the HTTP API (default 127.0.0.1: this "
+                                                           "machine only; 0.0.0.0: every interface)")),
+    "--http-ppr-queue": ("http_ppr_queue", dict(type=int, metavar="N",
+                                                help="personalized PageRank queries admitted at once, running or "
+                                                     "waiting for the one worker; more get HTTP 429 (default 8)")),
     "--max-message-bytes": ("max_message_bytes", dict(type=int, metavar="BYTES", help="larger messages are dead-lettered (default 8 MiB)")),
     "--id-type": ("id_type", dict(choices=ID_TYPES,
                                    help="vertex ids: int, string, or auto (fixed by the first record; default)")),

@@ -73,6 +73,9 @@ class DaemonConfig:
     id_type: str = "auto"
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     max_graph_bytes: int | None = None
+    http_port: int | None = None
+    http_host: str = "127.0.0.1"
+    http_ppr_queue: int = 8
     # column layout of edge files (input directory, base graph): connectors.files.layout.Layout
     src_column: str | None = None
     dst_column: str | None = None
@@ -137,6 +140,10 @@ class DaemonConfig:
             raise InvalidArgumentError("kafka_stats_interval must be 0 (off) or at least 0.001 s")
         if self.max_graph_bytes is not None and int(self.max_graph_bytes) < 1:
             raise InvalidArgumentError("max_graph_bytes must be >= 1 (or unset: no limit)")
+        if self.http_port is not None and not 0 <= int(self.http_port) <= 65535:
+            raise InvalidArgumentError(f"http_port must be 0..65535 (or unset: no HTTP API), got {self.http_port}")
+        if int(self.http_ppr_queue) < 1:
+            raise InvalidArgumentError("http_ppr_queue must be >= 1")
         self.layout()  # raises for a column or delimiter setting outside its domain
         if self.input_dir is None:
             self.record_fields()  # Kafka records: field names, not column numbers

@@ -22,6 +22,7 @@ decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand ov
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import logging
@@ -43,10 +44,12 @@ from . import endpoints
 from .config import DaemonConfig
 from .drift import DriftGuard
 from .ingest import Ingest
+from .live import LiveState, batch_info
 from .metrics import DaemonMetrics
 from .signals import ShutdownFlag
 from .staleness import staleness_fields
 from .warmup import wants_warm_up, warm_up
+from .http_api import start_http
 
 log = logging.getLogger("streamrank.daemon")
 
@@ -104,6 +107,9 @@ class Daemon:
         self.edges_applied = 0
         self.id_lock: IdTypeLock | None = None  # the stream's vertex id kind, shared by the source
         self._exit_status = 0
+        self.live = LiveState() if config.http_port is not None else None  # what the HTTP API reads
+        self.http = None
+        self._lag_total = None         # records behind the input's end, last measured (Kafka)
 
     # ================================================================== setup
     def _restore(self) -> None:
@@ -239,7 +245,10 @@ class Daemon:
         if id_kind(src) == "string":  # Arrow once, for the engine's encoding and the checkpoint log alike
             src, dst = to_string_array(src), to_string_array(dst)
         batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
-        step = eng.apply(batch)
+        with self.live.engine_lock if self.live is not None else contextlib.nullcontext():
+            step = eng.apply(batch)
+            if self.live is not None:  # the HTTP API's view of this batch, swapped in under the lock
+                self.live.publish(eng, info=batch_info(step, w, {**self.positions, **pos}, self._lag_total))
         self.ckpt.record(step.seq, src, dst, ins)
         self.metrics.observe_step(step)
         self.positions.update(pos)
@@ -289,7 +298,8 @@ class Daemon:
         if self.publisher is None and not snapshot:
             self._ranks = None
             return 0
-        ids, p = self.engine.ranks()
+        view = self.live.view() if self.live is not None else None
+        ids, p = (view.ids, view.p) if view is not None else self.engine.ranks()
         self._ranks = (ids, p)
         sent = 0
         if self.publisher is not None:
@@ -311,7 +321,10 @@ class Daemon:
             if r.l1 > self.drift.bound:
                 log.warning("drift check seq=%d: L1 error %.3e > bound %.1e over %d vertices; replacing ranks "
                             "with a static recompute", r.seq, r.l1, self.drift.bound, r.num_vertices)
-                self.engine.recompute()
+                with self.live.engine_lock if self.live is not None else contextlib.nullcontext():
+                    self.engine.recompute()
+                    if self.live is not None:
+                        self.live.publish(self.engine, info=dict(self.live.view().info, drift_corrected=True))
                 self.ckpt.force_full()  # the log replays batches only
                 self.metrics.drift_corrections.inc()
                 self._dirty = True
@@ -358,6 +371,8 @@ class Daemon:
         # 5. only now may the positions be committed to the group
         self.ingest.call(lambda: self.source.commit(plan.positions))
         dt = time.perf_counter() - t0
+        if self.live is not None:
+            self.live.set_status(checkpoint={"seq": plan.seq, "at": time.time(), "kind": info.kind, "path": info.path})
         self.metrics.stage_seconds.labels(stage="checkpoint").observe(dt)
         self.metrics.checkpoints.inc()
         self._log_event("checkpoint", seq=plan.seq, positions=plan.positions, final=final, kind=info.kind,
@@ -397,6 +412,9 @@ class Daemon:
         self._broker_ok = True
         for (topic, part), lag in lags.items():
             self.metrics.lag.labels(topic=topic, partition=str(part)).set(lag)
+        self._lag_total = int(sum(lags.values()))
+        if self.live is not None:
+            self.live.set_status(lag={f"{t}:{p}": int(v) for (t, p), v in lags.items()}, lag_total=self._lag_total)
 
     # ================================================================== run
     def run(self) -> int:
@@ -438,6 +456,8 @@ class Daemon:
                 log.info("warm-up: the engine's kernels compiled or loaded in %.1f s", secs)
             if cfg.metrics_port:
                 self.metrics.serve(cfg.metrics_port)
+            if self.live is not None:
+                self.http = start_http(cfg, self.live, self.engine, self.positions)
             self._open_io()
             log.info("serving: %s -> %s", cfg.input_dir or f"{cfg.bootstrap_servers} {cfg.topic}",
                      cfg.publish_topic or "(no publish topic)")
@@ -481,6 +501,8 @@ class Daemon:
             return self._exit_status
         finally:
             self.drift.join(1.0)
+            if self.http is not None:
+                self.http.stop()
             if not self._ckpt_worker.join(SHUTDOWN_FLUSH_DEADLINE_S):
                 log.error("a checkpoint is still being written; exiting without waiting for it")
             if self.ingest is not None:

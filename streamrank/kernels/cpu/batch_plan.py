@@ -26,7 +26,7 @@ from .gapped_csr import lower_bound
 MAX_EDGES = 2048
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _argsort(a):
     """Stable argsort of the int64 ``a`` (bottom-up merge sort): the order ``np.argsort(a,
     kind="mergesort")`` gives. Written out because Numba's sorts cost seconds of compile time on a
@@ -87,7 +87,7 @@ def _stored(off, deg, idx, u, w):
     return lo < end and idx[lo] == w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, deg, idx):
     """What a batch changes, as :meth:`streamrank.store.cpu.CpuGraph.apply` plans it.
 
@@ -208,7 +208,7 @@ def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, 
     return (n - m, del_src, del_dst, absent, internal, fresh, uniq, rank, ins_src[:k], ins_dst[:k], n_ins - k)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def insert_sorted(keys, vals, add_keys, add_vals):
     """``(keys, vals)`` with the sorted ``add_keys`` (none of them in ``keys``) and their
     ``add_vals`` merged in, as new arrays: what ``np.insert`` at ``np.searchsorted(keys,
@@ -230,7 +230,7 @@ def insert_sorted(keys, vals, add_keys, add_vals):
     return out_k, out_v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _by_pair(own, nbr):
     """``(own, nbr)`` of distinct pairs of internal ids (below ``2**31``) sorted by (own, nbr)."""
     key = (own << 31) | nbr
@@ -238,7 +238,7 @@ def _by_pair(own, nbr):
     return key >> 31, key & 0x7FFFFFFF
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sorted_sides(del_src, del_dst, ins_src, ins_dst):
     """The deletions and insertions of a batch (distinct edges, internal ids) sorted for the
     out-CSR, by (src, dst), and for the in-CSR, by (dst, src): ``(out deletions' src, dst,

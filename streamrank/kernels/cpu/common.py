@@ -37,7 +37,7 @@ def nchunks(n):
     return (n + CHUNK - 1) // CHUNK
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _inverse_degrees_par(out_deg, selfloop, inv):
     for k in prange(nchunks(inv.shape[0])):
         for v in range(k * CHUNK, min(k * CHUNK + CHUNK, inv.shape[0])):
@@ -45,7 +45,7 @@ def _inverse_degrees_par(out_deg, selfloop, inv):
             inv[v] = 1.0 / d if d > 0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def inverse_degrees(out_deg, n, selfloop, par):
     """``1 / d(v)`` per vertex (0 for a dangling vertex in uniform mode)."""
     inv = np.empty(n)
@@ -134,7 +134,7 @@ def add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def find_loops(in_off, in_deg, in_idx, n, loops):
     """``loops[v] = 1`` where ``v`` is among its own in-neighbours (an explicit self-loop), else 0:
     one pass over the in-edges."""

@@ -38,7 +38,7 @@ DENSE_WEIGHT = 0.5
 PARTS_F, PARTS_I = 2, 9
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol, ftol, ptol, grow, prune, block,
                      jacobi, max_iter, affected):
     """Iterate from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
@@ -193,7 +193,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     return iterations, converged, total, cand
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
     """Leave the workspace as the next batch expects it: the iterate in ``x0`` and ``c0``
     (without sign bits; with ``gs`` also in ``cprev``), every flag in ``flags0`` 0. With
@@ -216,73 +216,73 @@ def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
 # kernel below as compile-time literals (Numba specializes a call on literal arguments). Only
 # the entries used are compiled.
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dt_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
                             None, True, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dt_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
                             block, None, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dt_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
                             None, True, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dt_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
                             block, None, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _df_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
                             None, True, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _df_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
                             block, None, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _df_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
                             None, True, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _df_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
                             block, None, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dfp_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
                             None, True, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dfp_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
                             block, None, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dfp_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
                             None, True, max_iter, affected)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dfp_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
                             block, None, max_iter, affected)

@@ -18,7 +18,7 @@ from numba import njit, prange
 from .common import CHUNK, add_lookaheads, looks_ahead, solved_value
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                  part_count):
     """One dense iteration over the vertices of chunk ``k`` (see the module docstring).
@@ -83,7 +83,7 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
     part_count[k] = count
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                part_count):
     for k in prange(nch):
@@ -91,7 +91,7 @@ def dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfl
                      part_count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dense_serial(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
                   part_count):
     for k in range(nch):
@@ -99,7 +99,7 @@ def dense_serial(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, se
                      part_count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F):
     """After the dense iteration stamped ``stamp``: the frontier list (kept vertices in id order, then the
     unmarked out-neighbours of the spreaders), ``last_spread`` of the spreaders, and ``c``

@@ -46,7 +46,7 @@ MAX_BLOCKS = 1 << 24
 
 
 # ---------------------------------------------------------------------------- sparse step
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
                   alpha, selfloop, ftol, ptol, grow, prune, parts):
     """Update ``F[lo:hi]`` in place (partials into slot ``k``), status bits as the Jacobi step
@@ -120,7 +120,7 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
     part_pruned_in[k] = pruned_in
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
                   alpha, selfloop, ftol, ptol, grow, prune, parts):
     lo = b * block
@@ -134,7 +134,7 @@ def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops,
                       status, flags, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
                 selfloop, ftol, ptol, grow, prune, parts):
     for b in prange(nb):  # b is unsigned here: cast, so that the serial loop's compiled block serves
@@ -142,7 +142,7 @@ def _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, stat
                       stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha, selfloop,
               ftol, ptol, grow, prune, parts):
     """One Gauss-Seidel iteration over ``F[:nf]`` in blocks of ``block`` entries; partials per
@@ -167,7 +167,7 @@ def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flag
 
 
 # ---------------------------------------------------------------------------- list order, marking
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def marked_first(F, tmp, kept, m):
     """Reorder ``F[:m]`` (``kept`` processed vertices still marked, then the newly marked) so
     that the newly marked come first (``tmp``: scratch of at least ``kept`` entries).

@@ -61,7 +61,7 @@ PREFETCH_AHEAD = 16
 BUILT, USED, LIVE = 0, 1, 2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build(n, g, inv, loops, mv):
     """The mirror rows of ``n`` vertices in the sweep order and the per-vertex arrays kept with
     them."""
@@ -104,7 +104,7 @@ def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv):
     """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
     already updated). Nothing while it is invalid (the next dense pass builds it)."""
@@ -137,7 +137,7 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
         outdp[v] = out_deg[v]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
     """Start a run of dense passes: build the mirror if it is invalid, then gather the iterate,
     the contributions (``cprevp == cp``) and the kept flags into position order."""
@@ -158,7 +158,7 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
         keepp[p] = flags[v]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
     """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
     back in id order."""
@@ -178,7 +178,7 @@ def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
         flags[v] = keepp[p]
 
 
-@njit(cache=True, error_model='numpy')
+@njit(cache=True, nogil=True, error_model="numpy")
 def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
                  grow, prune, parts, part_count):
     """Block ``b`` of ``nb`` (positions ``[starts[b], starts[b + 1])``, the last to ``n``), chunk by chunk (partials per chunk), in
@@ -316,7 +316,7 @@ def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, stick
         part_count[k] = count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def spread_out_edges(n, mv, cp):
     """The out-edges of the vertices that spread in the latest dense pass (the sign bits of
     ``cp``, as :func:`dense_order` leaves them). The pass itself does not sum them: their
@@ -331,7 +331,7 @@ def spread_out_edges(n, mv, cp):
     return push
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
                prune, parts, part_count):
     for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
@@ -339,7 +339,7 @@ def _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, al
                      ftol, ptol, grow, prune, parts, part_count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
                prune, parts, part_count):
     """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first), on
@@ -364,7 +364,7 @@ def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha
     return pp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dense_order(n, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
                 part_count):
     """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first);

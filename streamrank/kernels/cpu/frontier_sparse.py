@@ -24,7 +24,7 @@ SPREAD = 2
 NEW = 4
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune,
                 parts):
     """New values of ``F[lo:hi]`` into ``xnew``, their status bits, partials into slot ``k``.
@@ -89,7 +89,7 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
     part_pruned_in[k] = pruned_in
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, stamp):
     """Write the new values (after every read of the iteration), unmark the pruned, stamp the
     spreaders' ``last_spread``."""
@@ -105,7 +105,7 @@ def commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, stamp):
             last_spread[v] = stamp
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def sparse_par(nch, nf, F, g, inv, loops, c, x, xnew, status, flags, last_spread, stamp, alpha, selfloop, ftol,
                 ptol, grow, prune, parts):
     for k in prange(nch):
@@ -117,7 +117,7 @@ def sparse_par(nch, nf, F, g, inv, loops, c, x, xnew, status, flags, last_spread
         commit_range(lo, min(lo + CHUNK, nf), F, inv, c, x, xnew, status, flags, last_spread, stamp)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _push_marks(lo, hi, F, g, status, sel, flags, out, p, claim):
     """The unmarked out-neighbours of ``F[i]`` for ``i`` in ``[lo, hi)`` with status bit ``sel``,
     appended to ``out`` from ``p``; ``claim`` marks them (else the caller merges)."""
@@ -136,7 +136,7 @@ def _push_marks(lo, hi, F, g, status, sel, flags, out, p, claim):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _repull_pruned(lo, hi, F, g, status, flags, last_spread, stamp, out, p, claim):
     """The vertices pruned in this iteration (``F[i]``, ``i`` in ``[lo, hi)``) that are unmarked
     and have an in-neighbour that spread in this iteration, appended to ``out`` from ``p``."""
@@ -157,7 +157,7 @@ def _repull_pruned(lo, hi, F, g, status, flags, last_spread, stamp, out, p, clai
     return p
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _candidates_par(nch, nf, F, g, status, sel, flags, last_spread, stamp, incremental, cand, cand_start, cand_count,
                     pulled, pulled_count):
     """Per chunk of the frontier, its push candidates into its region of ``cand`` and (when
@@ -172,7 +172,7 @@ def _candidates_par(nch, nf, F, g, status, sel, flags, last_spread, stamp, incre
             pulled_count[k] = _repull_pruned(lo, hi, F, g, status, flags, last_spread, stamp, pulled, lo, False) - lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, parts, cand, cand_start, cand_count,
                  pulled, pulled_count):
     """Next frontier list: the processed vertices still marked (in order), then the newly

@@ -29,7 +29,7 @@ def lower_bound(idx, lo, hi, w):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def has_edges(off, deg, idx, own, nbr):
     """Whether each ``own[i] -> nbr[i]`` is stored (binary search in the sorted segment)."""
     out = np.zeros(own.shape[0], dtype=np.bool_)
@@ -42,7 +42,7 @@ def has_edges(off, deg, idx, own, nbr):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def net_changes(deg, d_own, i_own):
     """The touched vertices (sorted, unique) and their new degrees ``(touched, new_deg)``, from
     the sorted deletion / insertion owners."""
@@ -69,7 +69,7 @@ def net_changes(deg, d_own, i_own):
     return touched[:t], new_deg[:t]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def room_needed(cap, touched, new_deg):
     """Slots past the used end that :func:`update` will take (relocated segments), for the
     :func:`net_changes` of the update and the rooms ``cap`` it will find."""
@@ -80,7 +80,7 @@ def room_needed(cap, touched, new_deg):
     return need
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr):
     """Delete ``d_own[i] -> d_nbr[i]`` (all stored) and insert ``i_own[i] -> i_nbr[i]`` (none
     stored), both sorted by (own, nbr); ``(touched, new_deg)`` is their :func:`net_changes`.
@@ -124,7 +124,7 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
     return end, garbage
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rooms(n, deg, vcap, slack_num, slack_add):
     """Offsets and rooms of a fresh layout of the first ``n`` vertices in id order, room
     ``deg + deg * slack_num // 8 + slack_add`` each (arrays for ``vcap`` vertices, zero past
@@ -139,7 +139,7 @@ def _rooms(n, deg, vcap, slack_num, slack_add):
     return off, cap, end
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def compact(n, off, deg, idx, slack_num, slack_add):
     """A fresh gapped layout of the first ``n`` vertices in id order (:func:`_rooms`):
     ``(off, cap, idx, end)``."""
@@ -150,7 +150,7 @@ def compact(n, off, deg, idx, slack_num, slack_add):
     return new_off, new_cap, new_idx, end
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def layout_sorted(n, vcap, own, nbr, slack_num, slack_add):
     """The gapped layout of edges sorted by (own, nbr), no duplicates: ``(off, deg, cap, idx, end)``."""
     deg = np.zeros(vcap, dtype=np.int64)
@@ -166,7 +166,7 @@ def layout_sorted(n, vcap, own, nbr, slack_num, slack_add):
     return off, deg, cap, idx, end
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def edge_list(n, off, deg, idx, num_edges):
     """All stored edges ``(own, nbr)`` as int64 arrays, in (own, nbr) order."""
     own = np.empty(num_edges, dtype=np.int64)

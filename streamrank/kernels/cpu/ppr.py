@@ -2,6 +2,8 @@
 Monte Carlo walks, and the micro-kernels the hybrid cost model times.
 
 Graph arrays follow the store contract (offset / degree / int32 indices, gaps allowed).
+The kernels a query spends its time in release the GIL (``nogil``): the daemon answers queries
+on threads of its own, and a query must not hold its ingest thread.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from .common import CHUNK, PARALLEL_EDGES, inverse_degrees, nchunks
 
 
 # ------------------------------------------------------------------------------ power
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _power_chunk(k, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personalization, leaky, store32, p, new,
                  part_max):
     m = 0.0
@@ -31,7 +33,7 @@ def _power_chunk(k, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personaliz
     part_max[k] = m
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _power_par(nch, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personalization, leaky, store32, p, new,
                part_max):
     for k in prange(nch):
@@ -39,7 +41,7 @@ def _power_par(nch, n, in_off, in_deg, in_idx, c, pers, alpha, extra, personaliz
                      part_max)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def power_iterate(in_off, in_deg, in_idx, out_deg, pers, alpha, personalization, leaky, tol, max_iter, store32,
                   num_edges):
     """``p <- alpha X p + alpha (d . p) w + (1 - alpha) v`` from ``p = v`` until the
@@ -84,7 +86,7 @@ def power_iterate(in_off, in_deg, in_idx, out_deg, pers, alpha, personalization,
 
 
 # ------------------------------------------------------------------------------ push / pull
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _settle(F, r, p, alpha, out_deg, val):
     """Move ``(1 - alpha) r[u]`` into ``p[u]`` for the frontier; ``val`` gets the old residuals.
     Returns the dangling vertices' share ``alpha * sum r``."""
@@ -99,7 +101,7 @@ def _settle(F, r, p, alpha, out_deg, val):
     return dmass
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dangling_to_seeds(r, seeds, seed_w, dmass, seen, cand, m):
     for i in range(seeds.shape[0]):
         s = seeds[i]
@@ -111,7 +113,7 @@ def _dangling_to_seeds(r, seeds, seed_w, dmass, seen, cand, m):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def push_round(F, r, p, thr, seen, alpha, out_off, out_deg, out_idx, seeds, seed_w, personalization):
     """One forward-push round over the frontier ``F``: settle, scatter ``alpha r[u] / deg`` to
     the out-neighbours, send dangling mass to the seeds (or return it as lost). Returns
@@ -156,7 +158,7 @@ def push_round(F, r, p, thr, seen, alpha, out_off, out_deg, out_idx, seeds, seed
     return nxt[:k].copy(), edges, lost
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pull_round(F, r, p, c, thr, seen, alpha, out_off, out_deg, out_idx, in_off, in_deg, in_idx, seeds, seed_w,
                personalization):
     """One lock-free forward-pull round: settle the frontier into the contributions ``c``, and
@@ -225,7 +227,7 @@ def pull_round(F, r, p, c, thr, seen, alpha, out_off, out_deg, out_idx, in_off, 
 
 
 # ------------------------------------------------------------------------------ Monte Carlo
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _draw_seed(seeds, cum):
     if seeds.shape[0] == 1:
         return seeds[0]
@@ -233,7 +235,7 @@ def _draw_seed(seeds, cum):
     return seeds[min(k, seeds.shape[0] - 1)]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def walks(n, out_off, out_deg, out_idx, seeds, cum, alpha, personalization, num_walks, rng_seed):
     """Complete-path walks: visit counts per vertex and the total number of visits.
 
@@ -265,13 +267,13 @@ def walks(n, out_off, out_deg, out_idx, seeds, cum, alpha, personalization, num_
 
 
 # ------------------------------------------------------------------------------ cost model
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scatter_add(a, idx, vals):
     for i in range(idx.shape[0]):
         a[idx[i]] += vals[i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather_sum(a, idx):
     s = 0.0
     for i in range(idx.shape[0]):
@@ -279,7 +281,7 @@ def gather_sum(a, idx):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def store(a, vals):
     for i in range(vals.shape[0]):
         a[i] = vals[i]

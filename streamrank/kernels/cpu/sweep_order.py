@@ -60,7 +60,7 @@ def work(d):
     return VERTEX_WORK + d
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def block_count(n, block):
     """The blocks of ``n`` vertices: as many as blocks of at most ``block`` vertices need (``block``
     a multiple of ``CHUNK``), at most one per chunk, so that every block but the last can hold
@@ -73,7 +73,7 @@ def _bucket(d):
     return ORDER_BUCKETS - 1 - min(d, ORDER_BUCKETS - 1)  # descending in-degree
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
     """The sweep order of ``n`` vertices into ``order`` (position -> id) and ``pos`` (its inverse)
     and the starts of its blocks (returned: int64, ``starts[0] == 0``, whole chunks): descending
@@ -139,7 +139,7 @@ def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
     return starts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cut_blocks(in_deg, order, end, starts):
     """Cut the positions ``[0, end)`` of ``order`` into ``starts.shape[0]`` blocks of equal work
     (:func:`work`) at whole chunks: ``starts[b]`` the first position of block ``b`` (``starts[0]
@@ -163,7 +163,7 @@ def cut_blocks(in_deg, order, end, starts):
         b += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def recut(in_deg, order, n, block):
     """The block starts of ``n`` vertices in the sweep order ``order`` kept from an earlier layout
     (vertices added since at the end): as many blocks as blocks of at most ``block`` vertices

@@ -19,7 +19,7 @@ from .common import CHUNK, PARALLEL_EDGES, closed_form, find_loops, inverse_degr
 from .frontier_order import build, dense_order
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling):
     lo = k * CHUNK
     hi = min(lo + CHUNK, n)
@@ -35,13 +35,13 @@ def _contrib_chunk(k, n, out_deg, inv, x, c, part_sum, part_dangling):
     part_dangling[k] = dm
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _contrib_par(nch, n, out_deg, inv, x, c, part_sum, part_dangling):
     for k in prange(nch):  # k is unsigned here: cast, so that the serial loop's compiled chunk serves
         _contrib_chunk(np.int64(k), n, out_deg, inv, x, c, part_sum, part_dangling)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def contributions(out_deg, inv, x, c, part_sum, part_dangling, par):
     """``c = x * inv`` for every vertex; returns ``(sum(x), sum of x over dangling vertices)``."""
     n = x.shape[0]
@@ -59,7 +59,7 @@ def contributions(out_deg, inv, x, c, part_sum, part_dangling, par):
     return s, dm
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     lo = k * CHUNK
@@ -81,13 +81,13 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
     part_sum[k] = s
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
     for k in prange(nch):  # k cast as above
         _sweep_chunk(np.int64(k), n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts):
     """Gauss-Seidel sweeps of the local form from ``x`` until ``max|dx| / sum(x_new) < tol``.
 
@@ -148,7 +148,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order,
     return x, iterations, converged, total, 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, affected):
     """Synchronous sweeps over all vertices until ``max|dx| / sum(x_new) < tol``.
 
@@ -218,12 +218,12 @@ def _entry(kernel, *modes):
 # crashed. A sweep branches on the mode per vertex, predictably.)
 # The Gauss-Seidel sweeps keep literal entries: the dense Gauss-Seidel pass they share with the
 # frontier loop runs 1.7 times faster specialized on the dangling mode (Static on CollegeMsg).
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _local_uniform_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts):
     return gs_iterate(g, num_edges, x, alpha, False, tol, max_iter, affected, order, pos, starts)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _local_selfloop_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts):
     return gs_iterate(g, num_edges, x, alpha, True, tol, max_iter, affected, order, pos, starts)
 

@@ -22,7 +22,7 @@ def _inverse(deg, selfloop):
     return 1.0 / d if d > 0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def load(x_prev, n, out_deg, selfloop, x, c, cprev, inv):
     """``x`` = ``x_prev`` grown to ``n`` vertices (new ones at 1), ``inv``, ``c`` and ``cprev``
     for all of them. Returns ``sum(x)``."""
@@ -39,7 +39,7 @@ def load(x_prev, n, out_deg, selfloop, x, c, cprev, inv):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def admit(n_before, n_after, out_deg, selfloop, ins_src, del_src, x, c, cprev, inv):
     """The vertices ``n_before .. n_after - 1`` at ``x = 1``, and ``inv``, ``c``, ``cprev`` of
     the sources of changed edges (their out-degree changed). Returns how much ``sum(x)`` grew."""
@@ -58,7 +58,7 @@ def admit(n_before, n_after, out_deg, selfloop, ins_src, del_src, x, c, cprev, i
     return float(n_after - n_before)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def admit_loops(n_before, n_after, ins_src, ins_dst, del_src, del_dst, loops):
     """``loops`` after a batch: the new vertices, then the self-loops it inserted and deleted."""
     for v in range(n_before, n_after):

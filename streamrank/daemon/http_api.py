@@ -1,0 +1,324 @@
+"""The daemon's HTTP query API and live page (Starlette on uvicorn, in a thread of its own).
+
+Routes (docs/http.md): ``GET /`` (the live page), ``/static/*``, ``GET /status``,
+``GET /history?seconds=S``, ``GET /ranks/top?k=K``, ``GET /ranks?vertex=V&vertex=W`` and
+``POST /ranks`` (``{"vertices": [...]}``), ``GET /ranks/{vertex}``, ``GET /ppr?seed=V&k=K&method=M``.
+Every answer names the batch it reflects (``seq``, and the ``X-Streamrank-Seq`` header); rank
+answers come as JSON, or as an Arrow IPC stream with ``format=arrow`` (or
+``Accept: application/vnd.apache.arrow.stream``). Bad requests get a 4xx JSON answer
+``{"error": reason, "status": code}``.
+
+Requests are answered from the last published :class:`~streamrank.daemon.live.RankView` on the
+server's thread (they never take the loop's lock); PPR queries run on the
+:class:`~streamrank.daemon.ppr_pool.PprPool`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import threading
+import time
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, StreamrankError
+from .live import LiveState
+from .ppr_pool import PPR_OPTIONS, PprPool, QueueFull, UnknownSeed
+
+log = logging.getLogger("streamrank.daemon")
+
+#: Largest ``k`` of ``/ranks/top`` and ``/ppr``, and most vertices in one batch query.
+K_MAX = 100_000
+ARROW_TYPE = "application/vnd.apache.arrow.stream"
+STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
+
+
+class HttpError(Exception):
+    """A request answered with ``status`` and ``reason``."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _json_id(v):
+    return v if isinstance(v, str) else int(v)
+
+
+def _parse_int(name: str, text, *, lo: int, hi: int) -> int:
+    try:
+        v = int(text)
+    except (TypeError, ValueError):
+        raise HttpError(400, f"{name} must be an integer, got {text!r}") from None
+    if not lo <= v <= hi:
+        raise HttpError(400, f"{name} must be between {lo} and {hi}, got {v}")
+    return v
+
+
+def parse_vertex(view, raw):
+    """The vertex id a request names: an integer for an integer-id graph (a JSON number or its
+    decimal text), the text itself for a string-id graph."""
+    if view.ids.dtype == object:
+        if not isinstance(raw, str):
+            raise HttpError(400, f"this graph has string vertex ids; got {raw!r}")
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        raise HttpError(400, f"this graph has integer vertex ids; got {raw!r}")
+    try:
+        v = int(raw)
+    except ValueError:
+        raise HttpError(400, f"malformed vertex id {raw!r}: this graph has integer vertex ids") from None
+    if not 0 <= v < 2**63:
+        raise HttpError(400, f"vertex id {raw!r} is out of range (0 .. 2**63-1)")
+    return v
+
+
+def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = None):
+    """The Starlette application over ``live`` (and ``ppr`` for ``/ppr``; None: 503 there).
+
+    ``describe``: static facts for ``/status`` (device, algorithm setting, id type, source).
+    """
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.responses import FileResponse, JSONResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    describe = dict(describe or {})
+
+    def current():
+        view = live.view()
+        if view is None:
+            raise HttpError(503, "the daemon has not loaded its graph yet")
+        return view
+
+    def answer(body: dict, view_seq: int, status: int = 200):
+        return JSONResponse(body, status_code=status, headers={"X-Streamrank-Seq": str(view_seq)})
+
+    def wants_arrow(request) -> bool:
+        fmt = request.query_params.get("format", "json")
+        if fmt not in ("json", "arrow"):
+            raise HttpError(400, f"format must be json or arrow, got {fmt!r}")
+        return fmt == "arrow" or ARROW_TYPE in request.headers.get("accept", "")
+
+    def arrow(view, vertices, ranks, extra=None):
+        import pyarrow as pa
+
+        cols = {"vertex": pa.array(vertices), "rank": pa.array(ranks, type=pa.float64())}
+        if extra:
+            cols.update(extra)
+        table = pa.table(cols).replace_schema_metadata({"seq": str(view.seq), "vertices": str(view.n)})
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        return Response(sink.getvalue().to_pybytes(), media_type=ARROW_TYPE,
+                        headers={"X-Streamrank-Seq": str(view.seq)})
+
+    async def index(request):
+        return FileResponse(os.path.join(STATIC_DIR, "index.html"))
+
+    async def status(request):
+        view = current()
+        st = live.status()
+        ckpt = st.pop("checkpoint", None)
+        if ckpt is not None:
+            ckpt = dict(ckpt, age_s=round(time.time() - ckpt["at"], 3))
+        body = {"seq": view.seq, "vertices": view.n, "edges": view.info.get("graph_edges"),
+                "applied_at": view.applied_at, "age_s": round(time.time() - view.applied_at, 3),
+                "last_batch": {k: v for k, v in view.info.items() if k not in ("vertices", "graph_edges")},
+                "checkpoint": ckpt, "uptime_s": round(time.time() - live.started, 3), **describe, **st}
+        if view.n:  # fixed by the first edges when the setting is auto
+            body["id_type"] = "string" if view.ids.dtype == object else "int"
+        if ppr is not None:
+            body["ppr"] = {"admitted": ppr.admitted, "limit": ppr.limit, "workers": ppr.workers}
+        return answer(body, view.seq)
+
+    async def history(request):
+        view = current()
+        secs = _parse_int("seconds", request.query_params.get("seconds", "300"), lo=1, hi=86400)
+        rows = live.history(secs)
+        keys = ("t", "seq", "edges", "graph_ms", "rank_ms", "wait_ms", "lag")
+        return answer({"seq": view.seq, "columns": list(keys), "rows": [list(r) for r in rows]}, view.seq)
+
+    async def top(request):
+        view = current()
+        k = _parse_int("k", request.query_params.get("k", "100"), lo=1, hi=K_MAX)
+        idx = view.top(k)
+        if wants_arrow(request):
+            import pyarrow as pa
+
+            return arrow(view, view.ids[idx].tolist(), view.p[idx],
+                         {"position": pa.array(np.arange(1, idx.shape[0] + 1), type=pa.int64())})
+        rows = [{"position": i + 1, "vertex": _json_id(v), "rank": float(r)}
+                for i, (v, r) in enumerate(zip(view.ids[idx].tolist(), view.p[idx].tolist()))]
+        return answer({"seq": view.seq, "vertices": view.n, "k": k, "top": rows}, view.seq)
+
+    def ranks_of(request, view, raw: list):
+        if not raw:
+            raise HttpError(400, "give at least one vertex (vertex=ID, repeatable, or POST {\"vertices\": [...]})")
+        if len(raw) > K_MAX:
+            raise HttpError(400, f"at most {K_MAX} vertices per query, got {len(raw)}")
+        keys = [parse_vertex(view, r) for r in raw]
+        internal = live.index.lookup(view, keys)
+        found = internal >= 0
+        ranks = np.full(len(keys), np.nan)
+        ranks[found] = view.p[internal[found]]
+        if wants_arrow(request):
+            return arrow(view, keys, ranks)
+        rows = [{"vertex": k, "rank": float(r) if f else None} for k, r, f in zip(keys, ranks.tolist(), found)]
+        return answer({"seq": view.seq, "vertices": view.n, "ranks": rows,
+                       "unknown": [k for k, f in zip(keys, found) if not f]}, view.seq)
+
+    async def ranks_get(request):
+        view = current()
+        return ranks_of(request, view, request.query_params.getlist("vertex"))
+
+    async def ranks_post(request):
+        view = current()
+        try:
+            body = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise HttpError(400, f"the body must be JSON: {exc}") from None
+        if not isinstance(body, dict) or not isinstance(body.get("vertices"), list):
+            raise HttpError(400, 'the body must be {"vertices": [id, ...]}')
+        return ranks_of(request, view, body["vertices"])
+
+    async def one_rank(request):
+        view = current()
+        key = parse_vertex(view, request.path_params["vertex"])
+        i = int(live.index.lookup(view, [key])[0])
+        if i < 0:
+            raise HttpError(404, f"unknown vertex {key!r} (not in the graph at batch {view.seq})")
+        return answer({"seq": view.seq, "vertex": key, "rank": float(view.p[i]), "vertices": view.n}, view.seq)
+
+    async def ppr_query(request):
+        view = current()
+        if ppr is None:
+            raise HttpError(503, "personalized PageRank queries are off")
+        q = request.query_params
+        seeds = [parse_vertex(view, s) for s in q.getlist("seed")]
+        if not seeds:
+            raise HttpError(400, "give at least one seed (seed=ID, repeatable: one query on the seed set)")
+        k = _parse_int("k", q.get("k", "20"), lo=1, hi=K_MAX)
+        unknown = set(q.keys()) - set(PPR_OPTIONS) - {"seed", "k"}
+        if unknown:
+            raise HttpError(400, f"unknown parameter(s): {sorted(unknown)}; PPR takes seed, k and {sorted(PPR_OPTIONS)}")
+        options = {}
+        for name, typ in PPR_OPTIONS.items():
+            if name in q:
+                try:
+                    options[name] = typ(q[name])
+                except ValueError:
+                    raise HttpError(400, f"{name} must be a {typ.__name__}, got {q[name]!r}") from None
+        try:
+            fut = ppr.submit(seeds, k=k, options=options)
+        except QueueFull as exc:
+            raise HttpError(429, str(exc)) from None
+        try:
+            body = await asyncio.wrap_future(fut)
+        except UnknownSeed as exc:
+            raise HttpError(404, str(exc)) from None
+        except InvalidArgumentError as exc:
+            raise HttpError(400, str(exc)) from None
+        return answer(body, body["seq"])
+
+    async def http_error(request, exc):
+        return JSONResponse({"error": exc.reason, "status": exc.status}, status_code=exc.status)
+
+    async def starlette_error(request, exc):
+        return JSONResponse({"error": exc.detail, "status": exc.status_code}, status_code=exc.status_code)
+
+    async def internal_error(request, exc):
+        log.error("HTTP %s %s failed: %r", request.method, request.url.path, exc)
+        reason = str(exc) if isinstance(exc, StreamrankError) else f"internal error: {type(exc).__name__}"
+        return JSONResponse({"error": reason, "status": 500}, status_code=500)
+
+    routes = [
+        Route("/", index),
+        Route("/status", status),
+        Route("/history", history),
+        Route("/ranks/top", top),
+        Route("/ranks", ranks_get, methods=["GET"]),
+        Route("/ranks", ranks_post, methods=["POST"]),
+        Route("/ranks/{vertex:path}", one_rank),
+        Route("/ppr", ppr_query),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={HttpError: http_error, HTTPException: starlette_error,
+                                                        Exception: internal_error})
+
+
+class HttpServer:
+    """The API served by uvicorn on a thread of its own.
+
+    Parameters
+    ----------
+    live : LiveState
+    host, port : str, int
+        Where to listen (port 0: any free port; :attr:`port` tells which).
+    ppr_queue : int
+        PPR queries admitted at once (:class:`~streamrank.daemon.ppr_pool.PprPool`).
+    describe : dict, optional
+        Static facts for ``/status``.
+
+    Raises
+    ------
+    StreamrankError
+        When uvicorn or Starlette is not installed (``pip install "streamrank[http]"``), or the
+        address cannot be bound.
+    """
+
+    def __init__(self, live: LiveState, *, host: str, port: int, ppr_queue: int, describe: dict | None = None):
+        try:
+            import uvicorn
+        except ImportError as exc:
+            raise StreamrankError('the HTTP API needs uvicorn and starlette: pip install "streamrank[http]"') from exc
+        self.ppr = PprPool(live, limit=ppr_queue)
+        app = make_app(live, self.ppr, describe=describe)
+        try:
+            info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+            # proto IPPROTO_TCP, so that asyncio sets TCP_NODELAY on each connection (with proto 0 it
+            # does not, and a keep-alive client then waits ~40 ms per answer for a delayed ACK)
+            self._sock = socket.socket(info[0], info[1], info[2] or socket.IPPROTO_TCP)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._sock.bind(info[4])
+            self._sock.listen(2048)  # connections wait in the backlog until the server's thread takes them
+        except OSError as exc:
+            raise StreamrankError(f"cannot serve the HTTP API on {host}:{port}: {exc}") from exc
+        self.host, self.port = host, self._sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._serve, name="streamrank-http", daemon=True)
+
+    def _serve(self) -> None:
+        try:
+            self._server.run(sockets=[self._sock])
+        except BaseException as exc:  # the daemon goes on without its API; the log says why
+            log.error("the HTTP API stopped: %r", exc)
+
+    def start(self) -> "HttpServer":
+        self._thread.start()
+        log.info("HTTP API and live page on http://%s:%d/", self.host, self.port)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        self.ppr.close()
+        self._sock.close()
+
+
+def start_http(cfg, live: LiveState, engine, positions: dict) -> HttpServer:
+    """Publish the restored (or empty) graph's view and start the API of ``cfg`` (a DaemonConfig)."""
+    with live.engine_lock:
+        live.publish(engine, info={"edges": None, "algorithm": None, "positions": dict(positions), "restored": True})
+    source = cfg.input_dir if cfg.input_dir is not None else f"kafka {cfg.bootstrap_servers} {','.join(cfg.topic)}"
+    describe = {"device": engine.backend.name, "algorithm_setting": cfg.algorithm, "id_type": engine.id_type,
+                "source": source, "batch_size": cfg.batch_size}
+    return HttpServer(live, host=cfg.http_host, port=int(cfg.http_port), ppr_queue=cfg.http_ppr_queue,
+                      describe=describe).start()
