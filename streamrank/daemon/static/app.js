@@ -20,6 +20,7 @@
       width: Math.max(el.clientWidth || 600, 300), height: 150,
       scales: { x: { time: true, range: () => { const now = Date.now() / 1000; return [now - WINDOW_S, now]; } } },
       series: [{}, { label: label, stroke: color, width: 1.5, points: { show: false } }],
+      axes: [{}, { size: 70 }],  // room for six-digit labels (edges/s) beside the y axis
       legend: { show: false },
     };
     return new uPlot(opts, [[], []], el);
