@@ -20,6 +20,8 @@ import pytest
 from http_helpers import Readers, check_monotonic, check_snapshots, get, oracle_l1, quote, wait_http
 from kafka_broker import DaemonProcess, free_port, lineage, make_events
 
+from streamrank.backend import gpu_available
+
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
@@ -109,7 +111,7 @@ def test_status_reports_the_batch_positions_and_checkpoint(live):
     assert b["graph_ms"] >= 0 and b["rank_ms"] >= 0
     assert b["positions"]["dir"]["file"] == f"f{FILES - 1:03d}.csv" and b["positions"]["dir"]["done"]
     assert s["checkpoint"]["seq"] >= 1 and s["checkpoint"]["age_s"] >= 0
-    assert s["device"] == "cpu" and s["ppr"]["limit"] == 2
+    assert s["device"] == ("gpu" if gpu_available() else "cpu") and s["ppr"]["limit"] == 2  # --device auto
     st, h = get(live["port"], "/history?seconds=600")
     rows = [dict(zip(h["columns"], r)) for r in h["rows"]]
     assert [r["seq"] for r in rows] == list(range(1, last["seq"] + 1))
