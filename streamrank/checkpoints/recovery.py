@@ -86,7 +86,8 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
         Longest string id of the restored engine.
     set_aside : bool
         Move full checkpoints that did not read into ``damaged/`` once an older one restored,
-        and copy a log with a corrupt frame there (for the owner of the directory; readers
+        copy a log with a corrupt frame there, and move there the logs after a gap in the
+        sequence numbers, which nothing can apply (for the owner of the directory; readers
         such as ``streamrank query`` leave it as it is).
 
     Returns
@@ -138,7 +139,8 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
     gap = False
     for base, path in logs:
         if gap:
-            _set_aside(path, f"it follows a gap at seq {seq}")
+            if set_aside:
+                move_aside(path, why=f"it follows a gap at seq {seq}")
             continue
         contents = read_log(path)
         if contents.corrupt and set_aside:
@@ -199,15 +201,6 @@ def _rebuild(snap: Checkpoint, *, device, algorithm, config, id_type, max_id_byt
         raise CheckpointError(f"checkpoint {snap.path}: engine seq {engine.seq} != {snap.seq}")
     snap.engine_state = {}
     return engine
-
-
-def _set_aside(path: str, why: str) -> None:
-    dest = path + ".orphan"
-    log.warning("checkpoint log %s set aside as %s: %s", path, dest, why)
-    try:
-        os.replace(path, dest)
-    except OSError as exc:
-        log.warning("cannot set aside %s: %s", path, exc)
 
 
 def load_latest_state(directory, *, device="cpu") -> Checkpoint | None:

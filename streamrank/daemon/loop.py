@@ -108,6 +108,8 @@ class Daemon:
         self.id_lock: IdTypeLock | None = None  # the stream's vertex id kind, shared by the source
         self._exit_status = 0
         self.live = LiveState() if config.http_port is not None else None  # what the HTTP API reads
+        #: held while the engine changes, so the HTTP API never reads a half-applied batch
+        self._engine_guard = self.live.engine_lock if self.live is not None else contextlib.nullcontext()
         self.http = None
         self._lag_total = None         # records behind the input's end, last measured (Kafka)
 
@@ -245,7 +247,7 @@ class Daemon:
         if id_kind(src) == "string":  # Arrow once, for the engine's encoding and the checkpoint log alike
             src, dst = to_string_array(src), to_string_array(dst)
         batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
-        with self.live.engine_lock if self.live is not None else contextlib.nullcontext():
+        with self._engine_guard:
             step = eng.apply(batch)
             if self.live is not None:  # the HTTP API's view of this batch, swapped in under the lock
                 self.live.publish(eng, info=batch_info(step, w, {**self.positions, **pos}, self._lag_total))
@@ -321,7 +323,7 @@ class Daemon:
             if r.l1 > self.drift.bound:
                 log.warning("drift check seq=%d: L1 error %.3e > bound %.1e over %d vertices; replacing ranks "
                             "with a static recompute", r.seq, r.l1, self.drift.bound, r.num_vertices)
-                with self.live.engine_lock if self.live is not None else contextlib.nullcontext():
+                with self._engine_guard:
                     self.engine.recompute()
                     if self.live is not None:
                         self.live.publish(self.engine, info=dict(self.live.view().info, drift_corrected=True))
