@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streamrank.batch import EdgeBatch
-from streamrank.checkpoints.log import BatchLog, LoggedBatch, encode_frame, read_log
+from streamrank.checkpoints.log import BatchLog, LoggedBatch, encode_frame, log_path, read_log
 from streamrank.daemon.checkpoints import CheckpointStage
 from streamrank.engine import Engine
 from streamrank.checkpoints.recovery import list_logs, load_latest_state, restore_latest
@@ -235,3 +235,17 @@ def test_stage_keeps_logs_of_kept_full_checkpoints_only(tmp_path, full_every):
     assert len(fulls) == 2
     assert all(base >= fulls[0] for base, _ in list_logs(tmp_path))
     assert restore_latest(tmp_path, device="cpu").seq == 16
+
+
+def test_log_after_a_gap_is_left_to_readers_and_set_aside_by_the_owner(tmp_path):
+    batches = random_batches(3, 8, 20, 300)
+    eng, _kinds, _states = run_stage(tmp_path, batches, full_every=2, checkpoint_every=2)
+    # a log whose batches start past what was logged (the gap), and a log after it
+    strays = [log_path(tmp_path, eng.seq + k) for k in (5, 7)]
+    for k, path in zip((6, 8), strays):
+        BatchLog(path).append([LoggedBatch(eng.seq + k, np.array([1]), np.array([2]), np.array([True]))], {"p": k})
+    r = restore_latest(tmp_path, device="cpu")  # a reader: applies up to the gap, moves nothing
+    assert r.seq == eng.seq and all(os.path.exists(p) for p in strays)
+    r = restore_latest(tmp_path, device="cpu", set_aside=True)  # the directory's owner
+    assert r.seq == eng.seq and os.path.exists(strays[0]) and not os.path.exists(strays[1])
+    assert os.path.exists(os.path.join(tmp_path, "damaged", os.path.basename(strays[1])))
