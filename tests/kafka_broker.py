@@ -340,7 +340,7 @@ def full_checkpoints(directory) -> list:
 
 
 def damage_checkpoint(path, how: str = "npy header") -> None:
-    """One byte of ``path`` flipped where reading used to crash instead of falling back:
+    """One byte of ``path`` flipped where an unchecked reader crashes instead of falling back:
     ``"npy header"`` (the closing brace of the ``.npy`` header of ``engine/src``, a member larger
     than zipfile's 4 KiB read-ahead, so that NumPy's parser raised ``tokenize.TokenError`` before
     the member's CRC was checked) or ``"compression method"``

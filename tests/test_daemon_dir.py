@@ -204,8 +204,10 @@ def checkpointed(tmp_path_factory):
     work = tmp_path_factory.mktemp("dir-checkpointed")
     (work / "in" / "d.csv").parent.mkdir()
     (work / "in" / "d.csv").write_text(write_files(work / "in"))
+    # the CPU backend: its restore is bit for bit (the GPU's in-place sweeps vary in the last digits)
     d = DaemonProcess(["--input-dir", work / "in", "--checkpoint-dir", work / "ckpt", "--batch-size", 100,
-                       "--checkpoint-every", 1, "--full-checkpoint-every", 3, "--exit-when-done"], work)
+                       "--checkpoint-every", 1, "--full-checkpoint-every", 3, "--exit-when-done",
+                       "--device", "cpu"], work)
     assert d.wait(timeout=120) == 0, d.log_tail()
     assert len(full_checkpoints(work / "ckpt")) == 3
     return {"work": work, "ckpt": load_latest(work / "ckpt")}
@@ -222,13 +224,13 @@ def _copy(checkpointed, tmp_path):
 
     shutil.copytree(checkpointed["work"] / "in", tmp_path / "in")
     shutil.copytree(checkpointed["work"] / "ckpt", tmp_path / "ckpt")
-    return ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--exit-when-done"]
+    return ["--input-dir", tmp_path / "in", "--checkpoint-dir", tmp_path / "ckpt", "--exit-when-done", "--device", "cpu"]
 
 
 @pytest.mark.parametrize("how", ["npy header", "compression method"])
 def test_directory_mode_damaged_newest_checkpoint_falls_back(checkpointed, tmp_path, how, capsys):
-    """A flipped byte in the newest full checkpoint (where `serve` and `query` used to crash with a
-    traceback): both fall back to the older checkpoint plus the logs, to the same state bit for bit;
+    """A flipped byte in the newest full checkpoint (the npy header, the zip's compression method):
+    `serve` and `query` both fall back to the older checkpoint plus the logs, to the same state bit for bit;
     the daemon moves the damaged file into damaged/."""
     from streamrank.cli import main as cli_main
 
@@ -251,8 +253,8 @@ def test_directory_mode_damaged_newest_checkpoint_falls_back(checkpointed, tmp_p
 
 
 def test_directory_mode_no_readable_checkpoint_stops_until_the_operator_resets(checkpointed, tmp_path):
-    """Every full checkpoint unreadable: the daemon used to start from an empty graph and crash at
-    its first checkpoint (retention pruned the new one), on every restart. Now it stops with exit
+    """Every full checkpoint unreadable: rather than start from an empty graph (whose first
+    checkpoint retention would prune in favour of the unreadable ones), the daemon stops with exit
     status 4 naming the files and the choices, touching nothing; --reset-unreadable-state moves
     the state into damaged/ and starts afresh; the restart after that restores normally."""
     from streamrank.cli import main as cli_main

@@ -398,7 +398,8 @@ def checkpointed(kafka_broker, stream, tmp_path_factory):
     their logs), stopped by SIGTERM; the default Kafka client."""
     work = tmp_path_factory.mktemp("kafka-checkpointed")
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--topic", stream["topic"], "--batch-size", 200,
-            "--batch-wait-ms", 20, "--checkpoint-every", 1, "--full-checkpoint-every", 3]
+            "--batch-wait-ms", 20, "--checkpoint-every", 1, "--full-checkpoint-every", 3,
+            "--device", "cpu"]  # the CPU backend: its restore is bit for bit
     d = DaemonProcess(args + ["--checkpoint-dir", work / "ckpt"], work)
     d.wait_edges(len(EVENTS))
     assert d.terminate() == 0, d.log_tail()
@@ -424,8 +425,8 @@ def _serving(d):
 
 
 def test_kafka_damaged_newest_checkpoint_falls_back(checkpointed, tmp_path):
-    """A flipped byte in the newest full checkpoint's .npy header (the daemon used to crash with
-    tokenize.TokenError): it restores the older checkpoint plus the logs, moves the damaged file
+    """A flipped byte in the newest full checkpoint's .npy header (a tokenize.TokenError inside
+    NumPy's header parser unless the member is checked first): it restores the older checkpoint plus the logs, moves the damaged file
     into damaged/ and serves on from the same positions and state."""
     args = _copy_state(checkpointed, tmp_path)
     newest = full_checkpoints(tmp_path / "ckpt")[-1]
@@ -444,8 +445,8 @@ def test_kafka_damaged_newest_checkpoint_falls_back(checkpointed, tmp_path):
 
 def test_kafka_no_readable_checkpoint_stops_until_the_operator_resets(kafka_broker, stream, checkpointed, tmp_path):
     """Every full checkpoint unreadable: exit status 4 naming the files and the choices, nothing
-    read or moved (it used to start from an empty graph and crash at every first checkpoint);
-    --reset-unreadable-state moves the state aside and reads the topic again from the start; the
+    read or moved (never an empty graph of its own accord, whose first checkpoint retention would
+    prune); --reset-unreadable-state moves the state aside and reads the topic again from the start; the
     restart after that restores its own checkpoints."""
     from streamrank.daemon.loop import EXIT_STATE_UNREADABLE
 

@@ -5,7 +5,7 @@ Where the content checksum lives
 A checkpoint is a ZIP archive (stored, not compressed) of ``.npy`` members, readable by
 ``numpy.load``. The ZIP format already keeps a CRC-32 of every member, in the member's local
 header and in the central directory; :mod:`zipfile` checks the data against the central
-directory's CRC once a member has been read to its end. Two things escaped that check before:
+directory's CRC once a member has been read to its end. Two things escape that check alone:
 ``numpy.load`` stops reading a member where its ``.npy`` header says the array ends (a flipped
 shape reads less and is never checked), and a flipped central directory (a renamed member, a
 compression method, an offset) fails with whatever exception :mod:`zipfile` or NumPy raises, or,
