@@ -61,6 +61,40 @@ def decode_rank_batch(value: bytes):
     return seq, table.column("vertex").to_numpy(zero_copy_only=False), table.column("rank").to_numpy()
 
 
+class MovedRanks:
+    """Which vertices' ranks moved by more than ``threshold`` since they were last sent.
+
+    The publishing rule of the daemon's sinks, usable by any sink: :meth:`moved` gives the
+    internal ids to send (new vertices included: their last sent rank is 0), :meth:`mark`
+    records what was sent once it was.
+
+    Parameters
+    ----------
+    threshold : float
+        A vertex is due when ``|p - p_sent| > threshold``.
+    """
+
+    def __init__(self, threshold: float = 1e-6):
+        self.threshold = float(threshold)
+        self._sent = np.zeros(0, dtype=np.float64)
+
+    def prime(self, p) -> None:
+        """Take ``p`` as already sent (after a restore: only later moves are due)."""
+        self._sent = np.array(p, dtype=np.float64, copy=True)
+
+    def moved(self, p, *, threshold: float | None = None) -> np.ndarray:
+        """Internal ids whose rank moved by more than the threshold (or ``threshold``)."""
+        n_old = self._sent.shape[0]
+        if p.shape[0] > n_old:
+            self._sent = np.concatenate([self._sent, np.zeros(p.shape[0] - n_old)])
+        t = self.threshold if threshold is None else threshold
+        return np.flatnonzero(np.abs(p - self._sent) > t)
+
+    def mark(self, idx, p) -> None:
+        """Record the ranks of ``idx`` as sent."""
+        self._sent[idx] = p[idx]
+
+
 class RankPublisher:
     """Publishes rank changes of each batch to a Kafka topic.
 
@@ -89,19 +123,16 @@ class RankPublisher:
         self.threshold = float(threshold)
         self.top_k = int(top_k)
         self.top_k_every = int(top_k_every)
-        self._published = np.zeros(0, dtype=np.float64)
+        self._moved = MovedRanks(threshold)
         self.sent = {"vertex": 0, "batch": 0, "top_k": 0}
 
     def prime(self, p) -> None:
         """Take ``p`` as already published (after a restore: only later moves are sent)."""
-        self._published = np.array(p, dtype=np.float64, copy=True)
+        self._moved.prime(p)
 
     def moved(self, p) -> np.ndarray:
         """Internal ids whose rank moved by more than the threshold (new vertices included)."""
-        n_old = self._published.shape[0]
-        if p.shape[0] > n_old:
-            self._published = np.concatenate([self._published, np.zeros(p.shape[0] - n_old)])
-        return np.flatnonzero(np.abs(p - self._published) > self.threshold)
+        return self._moved.moved(p)
 
     def publish(self, seq: int, ids, p, *, force_top_k: bool = False) -> dict:
         """Send the moved vertices of batch ``seq`` (and the top-k when due).
@@ -148,7 +179,7 @@ class RankPublisher:
             body = {"seq": int(seq), "k": int(k), "top": [[_vertex(ids[i]), float(p[i])] for i in top]}
             send(topic, key=TOP_K_KEY, value=json.dumps(body, ensure_ascii=False).encode(), headers=headers)
             sent["top_k"] = 1
-        self._published[idx] = p[idx]
+        self._moved.mark(idx, p)
         for k, n in sent.items():
             self.sent[k] += n
         return sent

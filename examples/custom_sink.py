@@ -9,7 +9,8 @@ checkpoints. To feed another store from the daemon, consume its rank topic or re
 snapshots. To push rank updates straight from Python, drive the :class:`~streamrank.Engine`
 yourself, as here: read an edge file in batches (:func:`connectors.files.iter_batches`), apply
 each batch, and hand the vertices whose rank moved by more than ``--threshold`` since they were
-last sent (new vertices included: the daemon's publishing rule) to each sink. After the last
+last sent (new vertices included: the daemon's publishing rule, :class:`connectors.kafka_sink.MovedRanks`)
+to each sink. After the last
 batch every vertex that moved at all is sent, so the sinks end exactly at the engine's ranks.
 
 A sink here is any object with ``write(seq, vertices, ranks)`` and ``close()``.
@@ -27,25 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from connectors.files import iter_batches  # noqa: E402
+from connectors.kafka_sink import MovedRanks  # noqa: E402
 from streamrank import Engine, RankConfig  # noqa: E402
 from streamrank.replay.run import BUNDLED_GRAPH  # noqa: E402
-
-
-class MovedRanks:
-    """The vertices whose rank moved by more than ``threshold`` since they were last sent."""
-
-    def __init__(self, threshold: float):
-        self.threshold = float(threshold)
-        self._sent = np.zeros(0)  # last rank sent, by the engine's internal id (0: never sent)
-
-    def take(self, p, *, threshold: float | None = None) -> np.ndarray:
-        """Internal ids to send now (and mark as sent)."""
-        if p.shape[0] > self._sent.shape[0]:  # new vertices
-            self._sent = np.concatenate([self._sent, np.zeros(p.shape[0] - self._sent.shape[0])])
-        t = self.threshold if threshold is None else threshold
-        idx = np.flatnonzero(np.abs(p - self._sent) > t)
-        self._sent[idx] = p[idx]
-        return idx
 
 
 class TopKSink:
@@ -114,16 +99,18 @@ def main(argv=None) -> int:
         for batch in iter_batches(args.file, batch_size=args.batch_size):
             step = engine.apply(batch)
             ids, p = engine.ranks()
-            idx = moved.take(p)
+            idx = moved.moved(p)
             for sink in sinks:
                 sink.write(step.seq, ids[idx], p[idx])
+            moved.mark(idx, p)
             sent += idx.size
         if step is None:
             sys.exit(f"{args.file}: no edges")
         ids, p = engine.ranks()
-        idx = moved.take(p, threshold=0.0)  # the end of the stream: send whatever still differs
+        idx = moved.moved(p, threshold=0.0)  # the end of the stream: send whatever still differs
         for sink in sinks:
             sink.write(step.seq, ids[idx], p[idx])
+        moved.mark(idx, p)
         sent += idx.size
         print(f"\n{step.seq} batches, {engine.num_vertices:,} vertices on {engine.backend.name}: "
               f"{sent:,} rank updates sent to each sink ({sent / step.seq:,.0f} per batch)")
