@@ -199,22 +199,22 @@ def main(argv=None) -> int:
     backend = resolve_backend(args.device)
     report = {"device": device_name(backend), "link_gbs": args.link_gbs, "latency_us": args.latency_us,
               "args": {k: v for k, v in vars(args).items()}, "rows": [], "graphs": []}
-    for scale in args.scales:
+    print(f"device: {report['device']}; link {args.link_gbs:g} GB/s per direction per GPU, {args.latency_us:g} us "
+          f"per exchange; medians over {args.batches} batch(es) per fraction", flush=True)
+    for scale in args.scales:  # each scale's table as soon as it is done
         rows, info = run_scale(scale, args, backend)
         report["rows"] += rows
         report["graphs"].append(info)
         if backend.is_gpu:
             backend.xp.get_default_memory_pool().free_all_blocks()
-    med = _median_rows(report["rows"])
-    report["median_rows"] = med
-    print(f"device: {report['device']}; link {args.link_gbs:g} GB/s per direction per GPU, {args.latency_us:g} us "
-          f"per exchange; medians over {args.batches} batch(es) per fraction")
-    for vb in args.value_bytes:
-        print(f"\ncontributions of {vb} bytes:")
-        print(format_table([r for r in med if r["value_bytes"] == vb], COLUMNS))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=1, default=str)
+        med = _median_rows(rows)
+        report.setdefault("median_rows", []).extend(med)
+        for vb in args.value_bytes:
+            print(f"\nR-MAT {scale}, contributions of {vb} bytes:")
+            print(format_table([r for r in med if r["value_bytes"] == vb], COLUMNS), flush=True)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report, fh, indent=1, default=str)
     return 0
 
 
