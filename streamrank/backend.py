@@ -110,6 +110,16 @@ def gpu_available() -> bool:
     return _probe_gpu()[0]
 
 
+def _cupy_with_limit():
+    """CuPy, its memory pool capped by ``STREAMRANK_GPU_MEMORY_LIMIT`` when that is set."""
+    import cupy
+
+    from .store.memory import apply_device_limit_setting
+
+    apply_device_limit_setting(cupy)
+    return cupy
+
+
 def resolve_backend(device: str = "auto") -> Backend:
     """Resolve a device name to a :class:`Backend`.
 
@@ -141,11 +151,7 @@ def resolve_backend(device: str = "auto") -> Backend:
             hint = (" (install the GPU extra: pip install 'streamrank[gpu]')" if "not importable" in why
                     else " (check the NVIDIA driver and CUDA_VISIBLE_DEVICES)")
             raise BackendUnavailableError(f"--device gpu: {why}{hint}")
-        import cupy
-
-        return Backend("gpu", cupy, why)
+        return Backend("gpu", _cupy_with_limit(), why)
     if ok:
-        import cupy
-
-        return Backend("gpu", cupy, f"auto: {why}")
+        return Backend("gpu", _cupy_with_limit(), f"auto: {why}")
     return Backend("cpu", np, f"auto: {why}; using the CPU backend")

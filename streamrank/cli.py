@@ -61,6 +61,12 @@ def main(argv=None) -> int:
     except StreamrankError as exc:
         print(f"streamrank {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except MemoryError as exc:  # an allocation no check foresaw (CuPy's OutOfMemoryError, thrust's bad_alloc)
+        from .store.memory import ADVICE
+
+        print(f"streamrank {args.command}: error: out of memory ({exc or type(exc).__name__}). {ADVICE}",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"streamrank {args.command}: interrupted", file=sys.stderr)
         return 130

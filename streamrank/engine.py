@@ -17,7 +17,7 @@ from .batch import EdgeBatch
 from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
-from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
+from .errors import DeviceMemoryError, GraphCapacityError, InvalidArgumentError, StreamrankError
 from .rank.published import published_ranks
 from .rank.result import RankResult
 from .ids.strings import StringIdMap
@@ -182,8 +182,17 @@ class Engine:
         if vertices is not None:
             self.add_vertices(vertices)
         batch = EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp, max_id_bytes=self.max_id_bytes)
-        self.graph.apply(self._encode(batch))
+        self.graph.apply(self._encode(batch), **self._headroom())
         return self.recompute()
+
+    def _headroom(self) -> dict:
+        """``graph.apply``'s keyword that checks the rank update's device memory with the batch's
+        growth (GPU), so that a batch whose ranks would not fit is refused before it changes the
+        graph; nothing on the CPU."""
+        if not self.backend.is_gpu:
+            return {}
+        rank, graph, dtype = self._rank, self.graph, self.config.dtype
+        return {"headroom": lambda n_after: rank.rank_headroom(graph, n_after, dtype)}
 
     def add_vertices(self, ids) -> int:
         """Create the vertices ``ids`` (external ids, in this order) that the graph lacks, without
@@ -246,9 +255,14 @@ class Engine:
         IdError
             For ids of the other kind than the engine's (reason ``mixed_id_types``).
         GraphCapacityError
-            When the batch does not fit the graph store (free device memory or
-            :attr:`max_graph_bytes`): the graph, the ranks, :attr:`seq` and the string-id
+            When the batch does not fit the graph store (free device memory, its cap
+            ``STREAMRANK_GPU_MEMORY_LIMIT``, or :attr:`max_graph_bytes`) or, on the GPU, its rank
+            update would not fit beside it: the graph, the ranks, :attr:`seq` and the string-id
             dictionary stay as they were, so a smaller batch (or a checkpoint) can follow.
+        DeviceMemoryError
+            When the device ran out of memory inside the rank update all the same (memory taken
+            by another process meanwhile): the graph holds the batch, the ranks are those of
+            before; recompute them or restore the last checkpoint.
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
@@ -260,9 +274,9 @@ class Engine:
                 step = self._stepper.apply(self.graph, encoded, self.x, self.algorithm, self.config, self._rank, t0)
                 if step is not None:
                     return self._finish_step(step.changes, step.rank, step.graph_ms, step.total_ms - step.graph_ms)
-                changes = self.graph.apply(encoded, fast=False)  # the fast launch did not fit: re-plan
+                changes = self.graph.apply(encoded, fast=False, **self._headroom())  # the fast launch did not fit
             else:
-                changes = self.graph.apply(encoded)  # the store moves the batch to its backend
+                changes = self.graph.apply(encoded, **self._headroom())  # the store moves the batch to its backend
         except GraphCapacityError:
             if self.string_ids is not None:
                 self.string_ids.truncate(known)  # the refused batch's new ids get no codes
@@ -270,7 +284,14 @@ class Engine:
         self.backend.synchronize()  # so that the stage timings include the device work
         t1 = time.perf_counter()
         algorithm = self.policy.choose(changes) if self.policy else self.algorithm
-        res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config, **self._rank_kw)
+        try:
+            res = self._rank.update_pagerank(algorithm, self.graph, changes, self.x, config=self.config,
+                                             **self._rank_kw)
+        except DeviceMemoryError as exc:
+            raise DeviceMemoryError(
+                f"{exc} The batch after seq={self.seq} was applied to the graph but its ranks were not "
+                f"updated: recompute them (Engine.recompute) or restore the last checkpoint",
+                needed=exc.needed, available=exc.available) from exc
         self.backend.synchronize()
         t2 = time.perf_counter()
         return self._finish_step(changes, res, (t1 - t0) * 1e3, (t2 - t1) * 1e3)

@@ -57,6 +57,29 @@ class GraphCapacityError(StreamrankError, MemoryError):
         self.available = int(available)
 
 
+class DeviceMemoryError(KernelError, MemoryError):
+    """The device ran out of memory inside a rank computation (CuPy's ``OutOfMemoryError`` or
+    thrust's ``std::bad_alloc``), after the memory checks that guard the graph store passed.
+
+    Unlike :class:`GraphCapacityError` it can come after the batch changed the graph: the engine
+    then holds the batch's graph with the ranks of before (the message says so), and the caller
+    recomputes the ranks or restores the last checkpoint; the daemon stops without writing a
+    checkpoint, so the last one stands. The message says what was free and what to do.
+
+    Attributes
+    ----------
+    needed : int
+        Bytes of the allocation that failed, when known (else 0).
+    available : int
+        Bytes free when it failed.
+    """
+
+    def __init__(self, message: str, *, needed: int = 0, available: int = 0):
+        super().__init__(message)
+        self.needed = int(needed)
+        self.available = int(available)
+
+
 class StateUnreadableError(CheckpointError):
     """A checkpoint directory holds state (full checkpoints, batch logs, a manifest), but no full
     checkpoint in it reads: restoring would have to guess, starting afresh would drop the state.

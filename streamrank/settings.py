@@ -16,10 +16,12 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
+import numpy as np
+
 from .errors import InvalidArgumentError
 
-__all__ = ["PREFIX", "Setting", "CPU_THREADS", "CUDF", "CUDA_GRAPHS", "SETTINGS", "cpu_threads", "cudf",
-           "cuda_graphs", "daemon_values"]
+__all__ = ["PREFIX", "Setting", "CPU_THREADS", "CUDF", "CUDA_GRAPHS", "GPU_MEMORY_LIMIT", "SETTINGS",
+           "cpu_threads", "cudf", "cuda_graphs", "gpu_memory_limit", "parse_bytes", "daemon_values"]
 
 #: Prefix of every variable streamrank reads.
 PREFIX = "STREAMRANK_"
@@ -43,12 +45,16 @@ class Setting:
         takes ``false/true``, ``no/yes`` and ``off/on``.
     why : str
         One line: why a user would change it.
+    parse : callable, optional
+        For a setting that takes a quantity rather than one of :attr:`choices` (which then only
+        describe it): ``parse(text)`` validates the value and raises ``InvalidArgumentError``.
     """
 
     name: str
     default: str
     choices: tuple
     why: str
+    parse: object = None
 
     @property
     def is_switch(self) -> bool:
@@ -65,6 +71,14 @@ class Setting:
         """
         env = os.environ if environ is None else environ
         value = str(env.get(self.name, "")).strip().lower() or self.default
+        if self.parse is not None:
+            if value in self.choices:
+                return value
+            try:
+                self.parse(value)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"{self.name}: {exc}") from None
+            return value
         if self.is_switch:
             if value in _TRUE:
                 return "1"
@@ -92,8 +106,56 @@ CUDA_GRAPHS = Setting(
     "0 queues a small GPU batch's launches call by call instead of replaying captured CUDA graphs: "
     "for debuggers and profilers that follow single launches; slower on the host")
 
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+          "tib": 1 << 40}
+
+
+def parse_bytes(text, *, name: str = "value") -> int | None:
+    """A byte count from ``text``: an integer or a number with a binary unit (``8G``, ``512MiB``,
+    ``1.5g``; K, M, G and T are powers of 1024); ``none``, ``0`` or empty: None (no cap).
+
+    Raises
+    ------
+    InvalidArgumentError
+        For anything else, naming ``name``.
+    """
+    if text is None:
+        return None
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        if int(text) < 0:
+            raise InvalidArgumentError(f"{name} must be a byte count >= 0, got {text!r}")
+        return int(text) or None
+    raw = str(text).strip().lower().replace("_", "")
+    if raw in ("", "none", "0"):
+        return None
+    num = raw.rstrip("kmgtib")
+    unit = raw[len(num):].strip()
+    try:
+        value = float(num)
+    except ValueError:
+        value = -1.0
+    if unit not in _UNITS or not 0 < value < 2.0**63:
+        raise InvalidArgumentError(f"{name} must be a byte count such as 8G, 512M or 2000000000 (or none), "
+                                   f"got {text!r}")
+    return max(1, int(value * _UNITS[unit]))
+
+
+def _byte_count(text: str) -> None:
+    parse_bytes(text, name="the value")
+
+
+#: Cap of the device memory the GPU backend may use (CuPy's pool limit).
+GPU_MEMORY_LIMIT = Setting(
+    "STREAMRANK_GPU_MEMORY_LIMIT", "none", ("none", "a byte count: 40G, 512M, 2000000000"),
+    "caps the device memory the GPU backend takes (every array and sort buffer goes through CuPy's "
+    "pool, capped there): a GPU shared with other processes, or to test what fits a smaller GPU; a load "
+    "or batch that would pass it stops with GraphCapacityError before changing anything",
+    parse=_byte_count)
+
 #: Every engine setting (the rows of docs/settings.md, with ``STREAMRANK_<SETTING>`` for the daemon).
-SETTINGS = (CPU_THREADS, CUDF, CUDA_GRAPHS)
+SETTINGS = (CPU_THREADS, CUDF, CUDA_GRAPHS, GPU_MEMORY_LIMIT)
 
 
 def cpu_threads(environ: Mapping[str, str] | None = None) -> str:
@@ -109,6 +171,12 @@ def cudf(environ: Mapping[str, str] | None = None) -> bool:
 def cuda_graphs(environ: Mapping[str, str] | None = None) -> bool:
     """Whether small GPU batches replay captured CUDA graphs (:data:`CUDA_GRAPHS`)."""
     return CUDA_GRAPHS.raw(environ) == "1"
+
+
+def gpu_memory_limit(environ: Mapping[str, str] | None = None) -> str:
+    """``"none"`` or the byte count's text (:data:`GPU_MEMORY_LIMIT`; parsed by
+    :func:`streamrank.store.memory.parse_bytes`)."""
+    return GPU_MEMORY_LIMIT.raw(environ)
 
 
 def daemon_values(environ: Mapping[str, str] | None = None) -> dict:

@@ -33,7 +33,7 @@ import numpy as np
 from ..rank.auto_policy import AutoPolicy
 from ..backend import device_name, resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
-from ..store.memory import DeviceMemoryTracker
+from ..store.memory import DeviceMemoryTracker, PoolPeak, out_of_memory, set_device_limit
 from ..errors import InvalidArgumentError
 from ..oracle.metrics import l1_error
 from ..rank.published import published_ranks
@@ -53,6 +53,7 @@ class BenchOptions:
     seed: int = 0
     config: RankConfig = field(default_factory=RankConfig)
     baselines: bool = True
+    gpu_memory_limit: object = None  # bytes or text ("40G"); None: STREAMRANK_GPU_MEMORY_LIMIT
 
 
 def _stats(values) -> tuple:
@@ -81,6 +82,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     backend = resolve_backend(opts.device)
     xp = backend.xp
     cfg = opts.config
+    if backend.is_gpu and opts.gpu_memory_limit is not None:
+        set_device_limit(xp, opts.gpu_memory_limit)
     if backend.is_gpu:
         from ..rank.gpu import pagerank as rank
         from ..store.gpu import GpuGraph as Graph
@@ -98,14 +101,22 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     report["cugraph"] = "installed" if use_cugraph else "not installed"
 
     t = time.perf_counter()
-    base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
+    with PoolPeak(xp) as gen_peak:
+        try:
+            base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
+        except MemoryError as exc:  # the generator's arrays (R-MAT: about 40 bytes per drawn edge)
+            raise out_of_memory(exc, xp=xp, what=f"generating the edges of {spec['name']}",
+                                changed="no graph was built") from exc
     backend.synchronize()
     report["graph"]["generate_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    graph = Graph.from_edges(base_src, base_dst)
-    backend.synchronize()
+    with PoolPeak(xp) as load_peak:  # every allocation of the build, the sorts' buffers included
+        graph = Graph.from_edges(base_src, base_dst)
+        backend.synchronize()
     report["graph"].update(vertices=graph.num_vertices, edges=graph.num_edges,
                            build_s=time.perf_counter() - t)
+    load = {"generate_peak_pool_bytes": gen_peak.bytes, "load_peak_pool_bytes": load_peak.bytes,
+            "load_start_pool_bytes": load_peak.start_bytes}
     # Device memory: the store's own arrays, and the peak over the engine's stages (sampled after
     # the build and after every rank update; the bench's base edge arrays, 16 B per edge, and one
     # rank vector per algorithm are live then too).
@@ -247,18 +258,28 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 + ", ".join(f"{k} {v:.3f} ms" for k, v in profile.items()))
         log(f"fraction {frac:g} (batch of {size} edges) done")
     report["rows"] = rows
-    report["memory"] = _memory_report(graph, track)  # printed by report.format_report
+    x_rank = x.get("auto", x.get("dfp", next(iter(x.values())))) if rows else res0.x
+    report["memory"] = _memory_report(graph, track, load, rank, x_rank)  # printed by report.format_report
     return report
 
 
-def _memory_report(graph, track) -> dict:
+def _memory_report(graph, track, load: dict, rank, x) -> dict:
     e = max(int(graph.num_edges), 1)
     out = track.report(e)
-    store = int(graph.nbytes) if track.backend.is_gpu else None  # device bytes: the GPU store only
+    gpu = track.backend.is_gpu
+    store = int(graph.nbytes) if gpu else None  # device bytes: the GPU store only
     out["store_bytes"] = store
     out["store_bytes_per_edge"] = store / e if store is not None else None
+    # the rank state kept between batches: the workspaces (every dtype used) and one iterate
+    state = int(rank.rank_state_bytes(graph, x)) if gpu else None
+    out["rank_state_bytes"] = state
+    out["rank_state_bytes_per_edge"] = state / e if state is not None else None
     pool = out.get("peak_pool_used_bytes")
     out["peak_pool_used_bytes_per_edge"] = pool / e if pool is not None else None
+    out.update(load)
+    # the build's own working set: its peak over what was live before it (the bench's edge arrays)
+    peak, start = load.get("load_peak_pool_bytes"), load.get("load_start_pool_bytes")
+    out["load_peak_bytes_per_edge"] = (peak - start) / e if peak is not None else None
     return out
 
 

@@ -43,6 +43,14 @@ def format_report(report: dict) -> str:
                      f"({mem['store_bytes_per_edge']:.1f} B/edge); peak live arrays during the engine's batches "
                      f"{mem['peak_pool_used_bytes'] / 2**20:.0f} MiB ({mem['peak_pool_used_bytes_per_edge']:.1f} B/edge, "
                      f"bench inputs included); peak device use {mem['peak_device_bytes'] / 2**20:.0f} MiB")
+    if mem.get("rank_state_bytes") is not None:
+        lines.append(f"device memory: rank state {mem['rank_state_bytes'] / 2**20:.0f} MiB "
+                     f"({mem['rank_state_bytes_per_edge']:.1f} B/edge: workspaces and the iterate)")
+    if mem.get("load_peak_pool_bytes") is not None:
+        lines.append(f"device memory while loading: peak {mem['load_peak_pool_bytes'] / 2**20:.0f} MiB of live "
+                     f"arrays ({mem['load_start_pool_bytes'] / 2**20:.0f} MiB of them the bench's edge arrays; "
+                     f"the build's own {mem['load_peak_bytes_per_edge']:.1f} B/edge, the store included); "
+                     f"generating the edges: peak {mem['generate_peak_pool_bytes'] / 2**20:.0f} MiB")
     sw = report.get("sweeps")
     if sw:
         lines.append(f"one full sweep ({sw['sweeps_timed']} timed per run; device copy {sw['copy_gb_s']:.0f} GB/s):")

@@ -76,6 +76,9 @@ def add_arguments(p):
                    help="CPU local-form iterations: Gauss-Seidel in fixed blocks (default) or Jacobi "
                         "(the GPU always iterates Jacobi)")
     p.add_argument("--no-baselines", action="store_true", help="skip the cuSPARSE/cuGraph baselines")
+    p.add_argument("--gpu-memory-limit", default=None, metavar="BYTES",
+                   help="cap the device memory the GPU backend may use (8G, 512M, bytes; default: "
+                        "STREAMRANK_GPU_MEMORY_LIMIT, else none): a load or batch past it stops with an error")
 
 
 def run(args) -> int:
@@ -106,7 +109,7 @@ def run(args) -> int:
             raise InvalidArgumentError("--vertices and --reference-log belong to --protocol temporal")
         opts = BenchOptions(graph=args.graph, fractions=fractions, algorithms=algorithms,
                             batches=args.batches or 5, device=args.device, seed=args.seed, config=cfg,
-                            baselines=not args.no_baselines)
+                            baselines=not args.no_baselines, gpu_memory_limit=args.gpu_memory_limit)
         report = run_bench(opts, log=log)
         text, plot = format_report(report), plot_report
     print(text)

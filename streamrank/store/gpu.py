@@ -33,8 +33,9 @@ import numpy as np
 
 from ..batch import EdgeBatch
 from .changes import AppliedChanges, SectionChanges
-from .memory import check_max_bytes, mib
-from ..errors import GraphCapacityError, InvalidArgumentError
+from . import gpu_build
+from .memory import check_max_bytes, is_out_of_memory, mib, out_of_memory
+from ..errors import InvalidArgumentError
 from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
 from .gpu_fast import FastUpdate, FastUpdater, PendingFast
 
@@ -47,13 +48,10 @@ from .normalize import collapse_last_op
 
 
 def _build_bytes(n: int, e: int) -> int:
-    """Upper bound of the device bytes :meth:`GpuGraph._build` allocates for ``n`` vertices and
-    ``e`` edges: sort keys and their halves (40 per edge), and per direction its rows, gapped
-    ``idx`` (at most ``e + e/8 + 2n`` slots plus a quarter) and the build's temporaries."""
-    vcap = n + max(16, n // 4)
-    end = e + e // 8 + 2 * n
-    per_direction = 40 * (n + 1) + 16 * vcap + 20 * e + 4 * (end + max(1 << 16, end // 4))
-    return 40 * e + 2 * per_direction
+    """Upper bound of the device bytes a build of ``n`` vertices and ``e`` distinct edges
+    allocates (:mod:`streamrank.store.gpu_build`): the store's arrays and the packed keys with
+    the sort's buffer."""
+    return gpu_build.store_bytes(n, e) + gpu_build.WORK_BYTES_PER_EDGE * int(e)
 
 
 # ---------------------------------------------------------------------- the store
@@ -141,32 +139,44 @@ class GpuGraph(RoomKeeping):
 
         Internal ids follow the CPU store's rule (:func:`streamrank.ids.plan.plan_new_ids`: descending
         degree for more than 4,096 vertices, else first appearance in (src, dst) order). Host or
-        device arrays are accepted; the build sorts the edges once on the device.
-        ``fast_update`` and ``max_bytes`` as for the constructor.
+        device arrays are accepted. Dense integer ids (all below ``4 |E| + 2**20``) build with a
+        bounded working set (:mod:`streamrank.store.gpu_build`: 16 bytes per edge beyond the
+        final store, 25 for an input that is not sorted and distinct), checked against the free
+        device memory and ``max_bytes`` before anything is allocated; other ids take the general
+        path (sorts of all endpoints). ``fast_update`` and ``max_bytes`` as for the constructor.
 
         Raises
         ------
         GraphCapacityError
-            When the build does not fit the free device memory or ``max_bytes``.
+            When the build does not fit the free device memory (or its cap,
+            ``STREAMRANK_GPU_MEMORY_LIMIT``) or ``max_bytes``; the message says what it needs,
+            what is free and what to do.
         """
         cp = _cupy()
         g = cls(fast_update=fast_update, max_bytes=max_bytes)
         try:
             batch = EdgeBatch.from_arrays(cp.asarray(src), cp.asarray(dst), xp=cp)
             g._from_edges(batch.src, batch.dst)
-        except cp.cuda.memory.OutOfMemoryError as exc:
-            raise GraphCapacityError(f"out of device memory building a graph of {len(src):,} edges: {exc}; "
-                                     f"use a device with more memory or the CPU (--device cpu)") from exc
+        except Exception as exc:
+            if not is_out_of_memory(exc, cp):
+                raise
+            raise out_of_memory(exc, xp=cp, what=f"building a graph of {len(src):,} edges", held=g.nbytes,
+                                changed="no graph was built") from exc
         return g
 
-    def _from_edges(self, s, d) -> None:
-        """Fill an empty store with the edges ``s -> d`` (external ids, device)."""
+    def _from_edges(self, s, d, *, dense: bool = True) -> None:
+        """Fill an empty store with the edges ``s -> d`` (external ids, device); ``dense=False``
+        takes the general path whatever the ids (the reference the bounded build is tested against)."""
         cp = self.xp
-        if s.shape[0] == 0:
+        e_in = int(s.shape[0])
+        if e_in == 0:
+            return
+        hi_id = int(cp.maximum(s.max(), d.max()).get())  # sync: chooses the path
+        if dense and gpu_build.dense_ids(hi_id, e_in):
+            self._from_dense_edges(s, d, hi_id)
             return
         # Sorted distinct pairs, as collapse_last_op would leave them (all ops are insertions).
         # Packing into one key needs ids below 2**31; otherwise sort by (src, dst) with lexsort.
-        hi_id = int(cp.maximum(s.max(), d.max()).get())  # sync: chooses the sort path
         if hi_id < 2**31:
             keys = cp.unique((s << 32) | d)
             s, d = keys >> 32, keys & _MASK32
@@ -183,21 +193,44 @@ class GpuGraph(RoomKeeping):
         self.ids.commit_add(plan)
         self._build(plan.internal[0::2], plan.internal[1::2], checked=True)
 
+    def _from_dense_edges(self, s, d, hi_id: int) -> None:
+        """:meth:`_from_edges` for ids in ``[0, hi_id]``, a dense range: the bounded build of
+        :mod:`streamrank.store.gpu_build`, its memory checked before the first allocation."""
+        cp = self.xp
+        e_in = int(s.shape[0])
+        what = f"loading a graph of {e_in:,} edges (ids below {hi_id + 1:,})"
+        n_most = min(hi_id + 1, 2 * e_in)
+        self._check(self.ids.growth_bytes(n_most) + gpu_build.store_bytes(n_most, e_in), what,
+                    scratch=gpu_build.load_work_bytes(hi_id, e_in, dedup=False))
+        keys = gpu_build.packed_keys(cp, s, d)
+        if not gpu_build.sorted_distinct(cp, keys):
+            self._check(0, what, scratch=gpu_build.load_work_bytes(hi_id, e_in, dedup=True) + keys.nbytes)
+            keys = gpu_build.distinct_sorted(cp, keys)
+        plan, to_internal = gpu_build.dense_plan(cp, keys, hi_id)
+        n, e = plan.count, int(keys.shape[0])
+        if n > MAX_VERTICES:
+            raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
+        gpu_build.to_internal_keys(cp, keys, to_internal)
+        del to_internal
+        self.ids.commit_add(plan)
+        self._build_keys(keys, n)
+
     def _build(self, s, d, *, checked: bool = False) -> None:
         """Rebuild both directions from distinct internal edges ``s -> d`` (int64, device);
         ``checked``: the caller has checked the memory (:func:`_build_bytes`)."""
-        cp = self.xp
         n = len(self.ids)
         if n > MAX_VERTICES:
             raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
         if not checked:
             e = int(s.shape[0])
             self._check(_build_bytes(n, e), f"building a graph of {n:,} vertices and {e:,} edges")
+        self._build_keys(gpu_build.packed_keys(self.xp, s, d), n)
+
+    def _build_keys(self, keys, n: int) -> None:
+        """Both directions from the distinct internal keys ``src << 32 | dst`` (consumed: sorted
+        and rewritten in place)."""
         self._vcap = n + max(16, n // 4)
-        keys = cp.sort((s << 32) | d)
-        self._out = Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
-        keys = cp.sort((d << 32) | s)
-        self._in = Direction.build(cp, n, self._vcap, keys >> 32, keys & _MASK32)
+        self._out, self._in = gpu_build.build_both(self.xp, n, self._vcap, keys)
         self._num_edges = int(keys.shape[0])
         self._ensure_room()
 
@@ -281,7 +314,7 @@ class GpuGraph(RoomKeeping):
         return found.astype(bool)
 
     # ------------------------------------------------------------------ updates
-    def apply(self, batch: EdgeBatch, *, fast: bool = True) -> AppliedChanges:
+    def apply(self, batch: EdgeBatch, *, fast: bool = True, headroom=None) -> AppliedChanges:
         """Apply a batch under set semantics on the device and return what really changed.
 
         Parameters
@@ -292,6 +325,12 @@ class GpuGraph(RoomKeeping):
         fast : bool, optional
             False: skip the fast path (for a batch whose fast launch already reported that it
             does not fit the reserved room).
+        headroom : callable, optional
+            ``headroom(num_vertices_after)``: device bytes the caller will allocate after the
+            batch (the engine's rank update), checked with the batch's own growth on the slow
+            path, so that a batch whose rank update would not fit is refused before it changes
+            the graph. A fast-path batch (at most 4,096 new vertices, within the reserved room)
+            is not checked: the rank update then reuses the blocks the previous one freed.
 
         Returns
         -------
@@ -312,14 +351,15 @@ class GpuGraph(RoomKeeping):
                 changes = self._apply_fast(batch)  # a host batch goes up through pinned staging
                 if changes is not None:
                     return changes
-            return self._apply_slow(batch.to(cp))
-        except cp.cuda.memory.OutOfMemoryError as exc:
+            return self._apply_slow(batch.to(cp), headroom)
+        except Exception as exc:
             # every allocation of apply() comes before its commit (or only adds spare room), so
             # the graph is as it was before the batch
-            raise GraphCapacityError(
-                f"out of device memory applying a batch of {len(batch):,} edges to a graph store of "
-                f"{mib(self.nbytes)}: {exc}; nothing was changed. Use a device with more memory, or the "
-                f"CPU (--device cpu), or apply smaller batches") from exc
+            if not is_out_of_memory(exc, cp):
+                raise
+            raise out_of_memory(exc, xp=cp, what=f"applying a batch of {len(batch):,} edges to a graph store of "
+                                f"{mib(self.nbytes)}", held=self.nbytes,
+                                changed="nothing was changed (apply smaller batches)") from exc
 
     def fast_eligible(self, m: int) -> bool:
         """Whether a batch of ``m`` edges takes the fast path (one fused kernel)."""
@@ -422,8 +462,8 @@ class GpuGraph(RoomKeeping):
         """New vertices the fused kernel may add to a store of ``n`` vertices (rows and id map)."""
         return min(self._vcap - n, self.ids.room)
 
-    def _apply_slow(self, batch: EdgeBatch) -> AppliedChanges:
-        return apply_slow(self, batch)
+    def _apply_slow(self, batch: EdgeBatch, headroom=None) -> AppliedChanges:
+        return apply_slow(self, batch, headroom=headroom)
 
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
@@ -451,7 +491,9 @@ class GpuGraph(RoomKeeping):
             s = cp.asarray(np.asarray(state["src"], dtype=np.int64))
             d = cp.asarray(np.asarray(state["dst"], dtype=np.int64))
             g._build(s, d)
-        except cp.cuda.memory.OutOfMemoryError as exc:
-            raise GraphCapacityError(f"out of device memory restoring a graph of {len(state['src']):,} edges: "
-                                     f"{exc}; use a device with more memory or the CPU (--device cpu)") from exc
+        except Exception as exc:
+            if not is_out_of_memory(exc, cp):
+                raise
+            raise out_of_memory(exc, xp=cp, what=f"restoring a graph of {len(state['src']):,} edges",
+                                held=g.nbytes, changed="no graph was built") from exc
         return g

@@ -107,26 +107,6 @@ class Direction:
         self.idx = cp.zeros(1024, dtype=cp.int32)
         self.end = 0  # host copy of the first never-used slot of idx
 
-    @classmethod
-    def build(cls, cp, n: int, vcap: int, u, t) -> "Direction":
-        """From edges ``u -> t`` (int64 device arrays, sorted by (u, t), distinct)."""
-        d = cls(cp, vcap)
-        e = int(u.shape[0])
-        deg = cp.bincount(u, minlength=n).astype(cp.int64) if e else cp.zeros(n, cp.int64)
-        cap = deg + _slack(cp, deg)
-        off = _exclusive_cumsum(cp, cap)
-        start = _exclusive_cumsum(cp, deg)
-        end = int(off[n].get()) if n else 0  # sync: the host sizes idx
-        d.idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
-        if e:
-            pos = off[u] + (cp.arange(e, dtype=cp.int64) - start[u])
-            d.idx[pos] = t.astype(cp.int32)
-        d.off[:n] = off[:n]
-        d.deg[:n] = deg.astype(cp.int32)
-        d.cap[:n] = cap.astype(cp.int32)
-        d.end = end
-        return d
-
     @property
     def nbytes(self) -> int:
         """Bytes of this direction's arrays (spare rows and slots included)."""

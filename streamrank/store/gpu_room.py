@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from .memory import check_fits, check_max_bytes
+from .memory import check_fits, check_max_bytes, out_of_memory
 from ..errors import GraphCapacityError
 from .gpu_lists import Direction
 
@@ -83,14 +83,13 @@ class RoomKeeping:
     def _try_grow(self, nbytes: int, grow, what: str) -> bool:
         """Run ``grow`` (an allocation that changes no vertex or edge) if ``nbytes`` fit; False
         when they do not (nothing changed)."""
-        cp = self.xp
         try:
             self._check(nbytes, what)
             grow()
         except GraphCapacityError as exc:
             log.debug("skipped: %s", exc)
             return False
-        except cp.cuda.memory.OutOfMemoryError as exc:
+        except MemoryError as exc:  # CuPy's OutOfMemoryError, or thrust's std::bad_alloc
             log.debug("skipped %s: %s", what, exc)
             return False
         return True
@@ -122,7 +121,10 @@ class RoomKeeping:
             self._check(Direction.compact_bytes(n, self._num_edges), "compacting the graph store")
             try:
                 d.compact(n)
-            except self.xp.cuda.memory.OutOfMemoryError as exc:
-                raise GraphCapacityError(f"out of device memory compacting the graph store: {exc}") from exc
+            except GraphCapacityError:
+                raise
+            except MemoryError as exc:  # CuPy's OutOfMemoryError, or thrust's std::bad_alloc
+                raise out_of_memory(exc, xp=self.xp, what="compacting the graph store", held=self.nbytes,
+                                    changed="no vertex or edge changed") from exc
         self.compactions += 1
 

@@ -25,8 +25,9 @@ TEMP_BYTES_PER_EDGE = 320
 PACKED_COLLAPSE_MIN = 4096
 
 
-def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
-    """Apply ``batch`` (device arrays) to the :class:`~streamrank.store.gpu.GpuGraph` ``g``.
+def apply_slow(g, batch: EdgeBatch, *, headroom=None) -> AppliedChanges:
+    """Apply ``batch`` (device arrays) to the :class:`~streamrank.store.gpu.GpuGraph` ``g``;
+    ``headroom(n_after)``: bytes the caller allocates after the batch, checked with its growth.
 
     Raises
     ------
@@ -37,6 +38,9 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     g._stage("")
     received = len(batch)
     n_before = g.num_vertices
+    what = f"a batch of {received:,} edges"
+    temp = TEMP_BYTES_PER_EDGE * received + n_before // 4  # + the deletions' target masks
+    g._check(0, what, scratch=temp)  # the planning below allocates before the growth is known
     # One small sync chooses the collapse's sort (one radix sort of packed keys when every id
     # fits 31 bits, else a three-key lexsort); collapse_last_op syncs once (nonzero) to size
     # the collapsed batch.
@@ -74,7 +78,8 @@ def apply_slow(g, batch: EdgeBatch) -> AppliedChanges:
     if n_after > MAX_VERTICES:
         raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
     what = f"a batch of {received:,} edges ({plan.count:,} new vertices)"
-    temp = TEMP_BYTES_PER_EDGE * received + n_before // 4  # + the deletions' target masks
+    if headroom is not None:
+        temp += int(headroom(n_after))
     id_bytes = g.ids.growth_bytes(plan.count)
     vcap = max(n_after, 2 * g._vcap, 16) if n_after > g._vcap else g._vcap
     g._check(id_bytes + g._rows_bytes(vcap), what, scratch=temp)

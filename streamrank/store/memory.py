@@ -11,16 +11,27 @@ blocks the pool keeps for reuse, which the device counts as taken but this proce
   the store's own limit (``max_bytes``), so a batch that cannot fit fails before it changes
   anything.
 - :class:`DeviceMemoryTracker` samples those numbers after each stage of a benchmark and keeps
-  the peaks (``peak_bytes``); on the CPU backend it reports None.
+  the peaks (``peak_bytes``); on the CPU backend it reports None. :class:`PoolPeak` records the
+  exact high-water mark of CuPy's pool over a stretch of work (every allocation, thrust's sort
+  buffers included, goes through it), where sampling between stages would miss a transient peak.
+- :func:`set_device_limit` caps the device memory the process may use (CuPy's pool limit, which
+  every array of the engine and the sorts' scratch go through); :func:`apply_device_limit_setting`
+  sets it from ``STREAMRANK_GPU_MEMORY_LIMIT`` / ``--gpu-memory-limit``. :func:`check_fits` counts
+  the cap as the end of the device.
+- :func:`out_of_memory` turns an out-of-memory error raised anyway deep inside CuPy
+  (``cupy.cuda.memory.OutOfMemoryError``, or ``MemoryError: std::bad_alloc`` from thrust) into a
+  :class:`GraphCapacityError` with the same advice.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import GraphCapacityError, InvalidArgumentError
+from ..settings import gpu_memory_limit, parse_bytes
 
 _MIB = float(1 << 20)
 
@@ -35,12 +46,15 @@ class DeviceMemory:
         ``cudaMemGetInfo``: the whole device, all processes.
     pool_used, pool_total : int
         CuPy's default pool: bytes in live arrays, and bytes the pool holds (used + cached free).
+    pool_limit : int
+        The pool's cap (:func:`set_device_limit`); 0: none.
     """
 
     device_total: int
     device_free: int
     pool_used: int
     pool_total: int
+    pool_limit: int = 0
 
     @property
     def device_used(self) -> int:
@@ -54,15 +68,56 @@ class DeviceMemory:
 
     @property
     def available(self) -> int:
-        """Bytes this process can still allocate: free on the device plus free in the pool."""
-        return self.device_free + self.pool_free
+        """Bytes this process can still allocate: free on the device plus free in the pool, and
+        no more than the pool's cap leaves (the cap minus the bytes in live arrays)."""
+        free = self.device_free + self.pool_free
+        if self.pool_limit > 0:
+            free = min(free, max(0, self.pool_limit - self.pool_used))
+        return free
 
 
 def read_device_memory(xp) -> DeviceMemory:
     """The current :class:`DeviceMemory` of the current device (``xp`` is :mod:`cupy`)."""
     free, total = xp.cuda.runtime.memGetInfo()
     pool = xp.get_default_memory_pool()
-    return DeviceMemory(int(total), int(free), int(pool.used_bytes()), int(pool.total_bytes()))
+    limit = pool.get_limit() if hasattr(pool, "get_limit") else 0
+    return DeviceMemory(int(total), int(free), int(pool.used_bytes()), int(pool.total_bytes()), int(limit))
+
+
+def set_device_limit(xp, nbytes) -> int | None:
+    """Cap the device memory this process may use at ``nbytes`` (None or 0: no cap).
+
+    The cap is CuPy's default memory pool's limit: every array of the graph store, the ranks and
+    the builds' sort buffers is allocated through that pool, so no allocation passes it (the CUDA
+    context, loaded kernels and library handles, some hundreds of MiB, lie outside it).
+    :func:`check_fits` treats the cap as the end of the device, so a load or a batch that would
+    pass it raises :class:`GraphCapacityError` before changing anything. Returns the cap set.
+    """
+    limit = parse_bytes(nbytes, name="the device memory limit")
+    if _is_numpy(xp):
+        return limit
+    xp.get_default_memory_pool().set_limit(size=int(limit or 0))
+    return limit
+
+
+def device_limit(xp) -> int | None:
+    """The cap :func:`set_device_limit` set (None: none, or the CPU)."""
+    if _is_numpy(xp):
+        return None
+    pool = xp.get_default_memory_pool()
+    return int(pool.get_limit()) or None
+
+
+def apply_device_limit_setting(xp, value=None) -> int | None:
+    """Set the cap from ``value`` (a flag's text or bytes) or, when None, from
+    ``STREAMRANK_GPU_MEMORY_LIMIT`` (:data:`streamrank.settings.GPU_MEMORY_LIMIT`); an unset
+    setting leaves the cap as it is. Returns the cap in force."""
+    if value is None:
+        text = gpu_memory_limit()
+        if text == "none":
+            return device_limit(xp)
+        value = text
+    return set_device_limit(xp, value)
 
 
 def check_max_bytes(value) -> int | None:
@@ -123,12 +178,49 @@ def check_fits(needed: int, *, xp, held: int, limit: int | None, what: str, scra
     mem = read_device_memory(xp)
     needed += scratch
     if needed > mem.available:
-        raise GraphCapacityError(
-            f"{what} needs {mib(needed)} of device memory but only {mib(mem.available)} is free "
-            f"({mib(mem.device_free)} on the device + {mib(mem.pool_free)} cached by CuPy's pool; the "
-            f"graph store holds {mib(held)} of the device's {mib(mem.device_total)}); nothing was "
-            f"changed. Use a device with more memory, free memory held by other processes, or run "
-            f"on the CPU (--device cpu)", needed=needed, available=mem.available)
+        raise GraphCapacityError(f"{what} needs {mib(needed)} of device memory but only {_free_text(mem, held)}; "
+                                 f"nothing was changed. {ADVICE}", needed=needed, available=mem.available)
+
+
+#: What to do when the device is too small (the end of every device-memory message).
+ADVICE = ("Use a GPU with more memory (or raise --gpu-memory-limit / STREAMRANK_GPU_MEMORY_LIMIT, or free "
+          "memory other processes hold), a graph with fewer vertices and edges, or the CPU (--device cpu); "
+          "graphs beyond one GPU need the multi-GPU engine of docs/architecture.md")
+
+
+def _free_text(mem: DeviceMemory, held: int) -> str:
+    cap = f", capped at {mib(mem.pool_limit)} by the device memory limit" if mem.pool_limit else ""
+    return (f"{mib(mem.available)} is free ({mib(mem.device_free)} on the device + {mib(mem.pool_free)} "
+            f"cached by CuPy's pool{cap}; the graph store holds {mib(held)} of the device's "
+            f"{mib(mem.device_total)})")
+
+
+def is_out_of_memory(exc: BaseException, xp) -> bool:
+    """Whether ``exc`` is a device allocation failure: CuPy's ``OutOfMemoryError``, or the
+    ``MemoryError`` (``std::bad_alloc``) thrust raises through CuPy when its scratch does not fit;
+    never a :class:`GraphCapacityError` (already the package's error)."""
+    if isinstance(exc, GraphCapacityError):
+        return False
+    oom = getattr(getattr(getattr(xp, "cuda", None), "memory", None), "OutOfMemoryError", None)
+    return isinstance(exc, MemoryError) or (oom is not None and isinstance(exc, oom))
+
+
+def out_of_memory(exc: BaseException, *, xp, what: str, held: int = 0, changed: str = "nothing was changed",
+                  error=GraphCapacityError):
+    """The ``error`` (:class:`GraphCapacityError`, or :class:`~streamrank.errors.DeviceMemoryError`
+    where state may have changed) for an allocation failure ``exc`` raised inside ``what`` (raise
+    it ``from exc``). ``changed`` says what state the failure left."""
+    try:
+        mem = read_device_memory(xp)
+        free = _free_text(mem, held)
+        avail = mem.available
+    except Exception:  # reading the counters must not hide the real error
+        free, avail = "the free memory could not be read", 0
+    detail = str(exc) or type(exc).__name__
+    asked = re.search(r"allocating ([\d,]+) bytes", detail)  # CuPy's message names the request
+    needed = int(asked.group(1).replace(",", "")) if asked else 0
+    return error(f"{what} ran out of device memory ({detail}); now {free}; {changed}. {ADVICE}",
+                 needed=needed, available=avail)
 
 
 class DeviceMemoryTracker:
@@ -187,3 +279,44 @@ class DeviceMemoryTracker:
         if num_edges is not None:
             out["peak_device_bytes_per_edge"] = self.per_edge(num_edges)
         return out
+
+
+class PoolPeak:
+    """The high-water mark of CuPy's pool over a block of work: ``with PoolPeak(xp) as peak: ...``,
+    then ``peak.bytes`` (most bytes in live arrays at once, what the block needed the device to
+    hold for this process) and ``peak.start_bytes``.
+
+    Every device allocation of CuPy, thrust's sort buffers included, goes through the current
+    allocator, which this replaces for the block by one that reads the pool's used bytes after
+    each allocation: exact, where sampling between stages misses a transient peak. On the CPU
+    (``xp`` is NumPy) both stay None.
+    """
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.bytes: int | None = None
+        self.start_bytes: int | None = None
+        self._previous = None
+
+    def __enter__(self) -> "PoolPeak":
+        xp = self.xp
+        if _is_numpy(xp):
+            return self
+        pool = xp.get_default_memory_pool()
+        self.start_bytes = self.bytes = int(pool.used_bytes())
+        self._previous = xp.cuda.memory.get_allocator()
+
+        def allocate(size):
+            mem = pool.malloc(size)
+            used = pool.used_bytes()
+            if used > self.bytes:
+                self.bytes = int(used)
+            return mem
+
+        xp.cuda.memory.set_allocator(allocate)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            self.xp.cuda.memory.set_allocator(self._previous)
+            self._previous = None

@@ -36,19 +36,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import RankConfig, check_algorithm
-from ...errors import InvalidArgumentError, KernelError, StreamrankError
+from ...errors import DeviceMemoryError, InvalidArgumentError, KernelError, StreamrankError
+from ...store.memory import is_out_of_memory, out_of_memory
 from ...kernels.cuda.launch import _cupy, launch, sm_count
 from ...store.gpu import GpuGraph
 from . import armed_loop, frontier_loop
 from .frontier_loop import _frontier_loop, launch_loop, loop_outcome, pending_batch
 from .iterations import _Iterations
+from .state import rank_headroom, rank_state_bytes  # noqa: F401  (part of this module's API)
 from .state import (_CTYPE, _FINISH_THREADS, _THREADS, _args_bytes, _as_prev, _clear_marks, _grid,
                              _init, _kernel, _mark_direct, _mark_out_neighbours, _partition,
                              _restart, _result, _upload, _workspace, compile_kernels)
 from .sweeps import standard_sweeps
 from ..result import RankResult
 
-__all__ = ["compile_kernels", "device_linf", "static_pagerank", "update_pagerank", "launch_update", "arm_update",
+__all__ = ["compile_kernels", "device_linf", "rank_headroom", "rank_state_bytes", "static_pagerank", "update_pagerank", "launch_update", "arm_update",
            "finish_update", "PendingRank"]
 
 log = logging.getLogger(__name__)
@@ -90,12 +92,16 @@ def _check(graph, config):
 
 
 def _wrap(fn):
-    """Run ``fn`` re-raising CuPy/CUDA errors as KernelError."""
+    """Run ``fn`` re-raising CuPy/CUDA errors as KernelError, and running out of device memory
+    (CuPy's OutOfMemoryError, thrust's MemoryError) as DeviceMemoryError."""
     try:
         return fn()
     except StreamrankError:
         raise
     except Exception as exc:  # cupy.cuda.runtime.CUDARuntimeError, OutOfMemoryError, ...
+        if is_out_of_memory(exc, _cupy()):
+            raise out_of_memory(exc, xp=_cupy(), what="the GPU rank update", error=DeviceMemoryError,
+                                changed="the ranks were not updated") from exc
         if type(exc).__module__.startswith("cupy"):
             raise KernelError(f"GPU PageRank failed: {exc}") from exc
         raise

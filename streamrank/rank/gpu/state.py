@@ -137,6 +137,38 @@ class _Workspace:
         return self.lists[2 * which], self.lists[2 * which + 1], self.cnt[c: c + 2]
 
 
+#: Device bytes per workspace vertex beyond the two contribution arrays: affected flags (4), the
+#: eight vertex lists (32) and the frontier loop's two stamps (8).
+_WS_BYTES_PER_VERTEX = 44
+
+
+def rank_headroom(graph: GpuGraph, n_after: int, dtype: str) -> int:
+    """Device bytes a rank update of ``dtype`` may allocate on ``graph`` grown to ``n_after``
+    vertices: the new iterate and a converted or extended previous one, and a larger workspace
+    (:func:`_workspace`: 1.25 times the vertices) when the present one is too small. The engine
+    checks them with a batch's growth (:meth:`GpuGraph.apply`'s ``headroom``)."""
+    n_after = int(n_after)
+    item = np.dtype(dtype).itemsize
+    need = 2 * item * n_after
+    ws = graph.__dict__.get("_rank_workspaces", {}).get(dtype)
+    if ws is None or ws.n < n_after:
+        m = max(n_after + n_after // 4, 16)
+        need += m * (2 * item + _WS_BYTES_PER_VERTEX)
+    return need
+
+
+def rank_state_bytes(graph: GpuGraph, x=None) -> int:
+    """Device bytes of the rank state kept between batches: every workspace of ``graph`` (all
+    its device arrays) and the iterate ``x``."""
+    cp = graph.xp
+    total = int(x.nbytes) if x is not None else 0
+    for ws in graph.__dict__.get("_rank_workspaces", {}).values():
+        for value in vars(ws).values():
+            arrays = value if isinstance(value, (list, tuple)) else (value,)
+            total += sum(int(a.nbytes) for a in arrays if isinstance(a, cp.ndarray))
+    return total
+
+
 def _workspace(graph: GpuGraph, dtype: str, n: int | None = None) -> _Workspace:
     """The graph's workspace for ``dtype``, holding at least ``n`` vertices (default: the
     graph's)."""

@@ -28,6 +28,7 @@ from ... import settings
 from ...batch import EdgeBatch
 from ...store.changes import AppliedChanges
 from ...errors import GraphCapacityError, KernelError
+from ...store.memory import out_of_memory
 from .capture import BatchGraphs
 from ..result import RankResult
 
@@ -128,13 +129,15 @@ class OneSyncStepper:
             self.start.record(stream)
             t_graph = time.perf_counter()
             pending = graph.launch_fast(batch, replay=replay)
-        except cp.cuda.memory.OutOfMemoryError as exc:  # before the kernel was queued
-            raise GraphCapacityError(f"out of device memory queueing a batch of {len(batch):,} edges: {exc}; "
-                                     "nothing was changed") from exc
+        except GraphCapacityError:
+            raise
+        except MemoryError as exc:  # CuPy's OutOfMemoryError or thrust's bad_alloc, before the kernel was queued
+            raise out_of_memory(exc, xp=cp, what=f"queueing a batch of {len(batch):,} edges",
+                                held=graph.nbytes) from exc
         self.graph_done.record(stream)
         try:
             rank = rank_module.launch_update(algorithm, graph, pending, x_prev, config=config, replay=replay)
-        except cp.cuda.memory.OutOfMemoryError:
+        except MemoryError:  # DeviceMemoryError (or a raw allocation failure)
             rank = None  # the graph update is queued: finish it, then rank the usual way
         except BaseException:
             stream.synchronize()  # sync: the queued graph update completes; its bookkeeping follows
