@@ -17,7 +17,7 @@ from .batch import EdgeBatch
 from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
 from .config import RankConfig, check_algorithm
-from .errors import GraphCapacityError, InvalidArgumentError, StreamrankError
+from .errors import BatchFormatError, ConfigError, GraphCapacityError, InvalidArgumentError, StreamrankError
 from .rank.published import published_ranks
 from .rank.result import RankResult
 from .ids.strings import StringIdMap
@@ -76,6 +76,30 @@ def _modules(backend: Backend):
     return graph.CpuGraph, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace()}
 
 
+MULTI_EDGES = ("set", "sum")
+
+_GPU_WEIGHTED = ("weighted graphs run on the CPU backend for now: create the engine with "
+                 "device='cpu' (--device cpu)")
+
+
+def check_weighting(weighted, multi_edges) -> tuple[bool, str]:
+    """``(weighted, multi_edges)`` validated.
+
+    Raises
+    ------
+    ConfigError
+        For a non-boolean ``weighted``, ``multi_edges`` outside ``{"set", "sum"}``, or ``"sum"``
+        without ``weighted=True``.
+    """
+    if not isinstance(weighted, (bool, np.bool_)):
+        raise ConfigError(f"weighted must be True or False, got {weighted!r}")
+    if multi_edges not in MULTI_EDGES:
+        raise ConfigError(f"multi_edges must be one of {MULTI_EDGES}, got {multi_edges!r}")
+    if multi_edges == "sum" and not weighted:
+        raise ConfigError("multi_edges='sum' needs weighted=True (--multi-edges sum turns --weighted on)")
+    return bool(weighted), str(multi_edges)
+
+
 class Engine:
     """Dynamic PageRank over a changing graph.
 
@@ -95,6 +119,22 @@ class Engine:
     max_graph_bytes : int, optional
         Most bytes the graph store may hold while it grows (:attr:`max_graph_bytes`); default: no
         limit but the free device memory (GPU).
+    weighted : bool
+        Keep a weight per edge (default False: today's unweighted graph, no weight array). A
+        vertex's out-weight then replaces its out-degree: ``u`` sends ``r[u] * w(u, v) / W[u]``
+        along ``(u, v)``. CPU backend only for now.
+    multi_edges : {"set", "sum"}
+        How a repeated pair combines. ``"set"`` (default): an insertion makes the edge present
+        with its weight (replacing the old one), a deletion removes it. ``"sum"`` (needs
+        ``weighted=True``): an insertion adds its weight (1 when the batch is unweighted or the
+        weight absent), a deletion with a weight subtracts it (the edge goes when its weight
+        reaches zero), a deletion without one removes the edge.
+
+    Raises
+    ------
+    ConfigError
+        For a bad ``weighted`` or ``multi_edges`` value, ``"sum"`` without ``weighted=True``, or
+        ``weighted=True`` on the GPU backend (also when ``device="auto"`` picks the GPU).
 
     Notes
     -----
@@ -106,13 +146,18 @@ class Engine:
 
     def __init__(self, device="auto", algorithm: str = "auto", *, config: RankConfig = RankConfig(),
                  id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
-                 max_graph_bytes: int | None = None):
+                 max_graph_bytes: int | None = None, weighted: bool = False, multi_edges: str = "set"):
         if not isinstance(config, RankConfig):
             raise InvalidArgumentError("config must be a RankConfig")
+        self._weighted, self._multi_edges = check_weighting(weighted, multi_edges)
         self._ids_lock = IdTypeLock(check_id_type(id_type))
         self.max_id_bytes = check_max_id_bytes(max_id_bytes)
         self.string_ids: StringIdMap | None = StringIdMap() if id_type == "string" else None
+        if weighted and (device == "gpu" or (isinstance(device, Backend) and device.is_gpu)):
+            raise ConfigError(_GPU_WEIGHTED)
         self.backend = resolve_backend(device)
+        if weighted and self.backend.is_gpu:
+            raise ConfigError(_GPU_WEIGHTED + " (device='auto' picked the GPU)")
         self.algorithm = check_algorithm(algorithm)
         self.config = config
         graph_cls, self._rank, self._rank_kw = _modules(self.backend)
@@ -137,6 +182,22 @@ class Engine:
     @max_graph_bytes.setter
     def max_graph_bytes(self, value) -> None:
         self.graph.max_bytes = value
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the graph keeps a weight per edge."""
+        return self._weighted
+
+    @property
+    def multi_edges(self) -> str:
+        """``"set"`` or ``"sum"``: how a repeated pair combines."""
+        return self._multi_edges
+
+    def _check_weights(self, batch: EdgeBatch) -> None:
+        """Refuse a weighted batch on an unweighted engine."""
+        if batch.weight is not None and not self._weighted:
+            raise BatchFormatError("this engine is unweighted: create it with weighted=True / --weighted "
+                                   "to apply weighted batches")
 
     # ------------------------------------------------------------------ ids
     @property
@@ -164,24 +225,26 @@ class Engine:
             self.string_ids = StringIdMap()
         insert = self.backend.to_host(batch.insert)
         src, dst = self.string_ids.encode_edges(to_string_array(batch.src), to_string_array(batch.dst), insert)
-        return EdgeBatch(src, dst, insert)
+        return EdgeBatch(src, dst, insert, batch.weight)
 
     def _external(self, codes):
         """External ids (host) of the graph store's external ids ``codes`` (host int64)."""
         return codes if self.string_ids is None else self.string_ids.decode(codes)
 
     # ------------------------------------------------------------------ building
-    def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
+    def load_edges(self, src, dst, insert=None, *, weight=None, vertices=None) -> RankResult:
         """Apply base edges (external ids) and recompute the ranks statically.
 
-        ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
-        :meth:`EdgeBatch.from_arrays`; ids are integers or strings. ``vertices`` (external ids)
-        are created first, in their order, edges or not (:meth:`add_vertices`). Does not advance
-        :attr:`seq`.
+        ``insert`` (default: all insertions) gives per-edge ops in arrival order, and ``weight``
+        (weighted engines only) per-edge weights, as for :meth:`EdgeBatch.from_arrays`; ids are
+        integers or strings. ``vertices`` (external ids) are created first, in their order, edges
+        or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
         """
         if vertices is not None:
             self.add_vertices(vertices)
-        batch = EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp, max_id_bytes=self.max_id_bytes)
+        batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight, xp=self.backend.xp,
+                                      max_id_bytes=self.max_id_bytes)
+        self._check_weights(batch)
         self.graph.apply(self._encode(batch))
         return self.recompute()
 
@@ -245,6 +308,8 @@ class Engine:
         ------
         IdError
             For ids of the other kind than the engine's (reason ``mixed_id_types``).
+        BatchFormatError
+            For a weighted batch given to an unweighted engine.
         GraphCapacityError
             When the batch does not fit the graph store (free device memory or
             :attr:`max_graph_bytes`): the graph, the ranks, :attr:`seq` and the string-id
@@ -252,6 +317,8 @@ class Engine:
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
+        if batch.weight is not None:
+            self._check_weights(batch)
         t0 = time.perf_counter()  # the graph time includes encoding string ids
         known = len(self.string_ids) if self.string_ids is not None else 0
         try:
@@ -368,7 +435,8 @@ class Engine:
     @classmethod
     def from_state(cls, state: dict, *, device="auto", algorithm: str = "auto",
                    config: RankConfig = RankConfig(), id_type: str = "auto",
-                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None) -> "Engine":
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None,
+                   weighted: bool = False, multi_edges: str = "set") -> "Engine":
         """Rebuild an engine saved by :meth:`state` (on any backend); ``max_graph_bytes`` applies
         to the batches after.
 
@@ -387,7 +455,8 @@ class Engine:
         if id_type != "auto" and saved != "auto" and saved != id_type:
             raise StreamrankError(f"the saved engine has {saved} vertex ids but id_type={id_type!r} was asked")
         eng = cls(device, algorithm, config=config, id_type=saved if saved != "auto" else id_type,
-                  max_id_bytes=max_id_bytes, max_graph_bytes=max_graph_bytes)
+                  max_id_bytes=max_id_bytes, max_graph_bytes=max_graph_bytes, weighted=weighted,
+                  multi_edges=multi_edges)
         if saved == "string":
             eng.string_ids = StringIdMap.from_state(state)
         try:
