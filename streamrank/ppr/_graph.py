@@ -117,13 +117,13 @@ class DeviceGraphView:
     backend_name = "gpu"
 
     def __init__(self, graph):
-        import cupy as cp
-
         if getattr(graph, "weighted", False):
             from ..errors import ConfigError
 
             raise ConfigError("personalized PageRank of a weighted graph runs on the CPU backend for now "
                               "(--device cpu)")
+        import cupy as cp
+
         self.xp = cp
         self.ids = graph.ids  # host id map: seeds are looked up on the host
         self.num_vertices = int(graph.num_vertices)
