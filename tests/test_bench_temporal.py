@@ -92,3 +92,27 @@ def test_host_probe_times_the_fixed_work():
     assert isinstance(us, float) and 0 < us < 1e6
     with pytest.raises(InvalidArgumentError):
         host_probe_us(rounds=0)
+
+
+@pytest.mark.parametrize("mode", ["set", "sum"])
+def test_temporal_protocol_weighted(mode):
+    """Weighted replays (CPU): set mode weighs every edge 1, the unweighted ranks; sum mode counts
+    repeated lines, which become reweights, and the oracle takes the counts."""
+    opts = TemporalOptions(path=str(DATA), fractions=(1e-3,), algorithms=("dfp",), batches=3, device="cpu",
+                           config=RankConfig(dangling="self-loop"), weighted=True, multi_edges=mode)
+    report = run_temporal(opts, log=lambda m: None)
+    (row,) = report["rows"]
+    assert report["weighted"] and report["multi_edges"] == mode
+    assert row["converged"] and row["l1_max"] < 2e-6
+    if mode == "sum":  # CollegeMsg repeats most messages: most lines of a batch are reweights
+        assert row["reweighted_median"] > row["inserted_median"] > 0
+    else:
+        assert row["reweighted_median"] == 0
+    assert "weighted: multi-edges " + mode in format_temporal(report)
+
+
+def test_bench_cli_weighted_options_belong_to_the_temporal_protocol(capsys):
+    from streamrank.cli import main
+
+    assert main(["bench", "--graph", "rmat:8", "--multi-edges", "sum", "--device", "cpu"]) == 1
+    assert "belong to --protocol temporal" in capsys.readouterr().err

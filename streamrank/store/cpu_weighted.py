@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..batch import EdgeBatch
+from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.cpu import IdMap
 from ..kernels.cpu import common as kernel_common
@@ -29,8 +30,6 @@ from ..kernels.cpu.sweep_order import block_count, recut
 from .changes import AppliedChanges
 from .cpu import MAX_VERTICES, SLACK_ADD, SLACK_NUM, CpuGraph, _Side
 from .memory import check_fits
-
-MULTI_EDGES = ("set", "sum")
 
 
 class _WeightedSide(_Side):
