@@ -27,7 +27,8 @@ without normalizing (``l1_unnormalized_median``, what the reference publishes), 
 ``x / sum(x)`` (``l1_sum_normalized_median``, streamrank's earlier published form). The
 reference's figures, when its output (``--reference-log``) comes from the same device call, are
 put beside ours with the ratio (reference ms per batch over ours; its timer covers the rank
-computation only, ours the graph update too).
+computation only, ours the graph update too): its CUDA DF-P on the GPU backend, its OpenMP DF-P
+(``pagerankPruneDynamicFrontierOmp``) on the CPU backend.
 
 ``weighted`` runs the same replay on a weighted engine (CPU backend): with ``multi_edges="set"``
 every edge weighs 1 (the unweighted ranks, through the weighted code), with ``"sum"`` a repeated
@@ -51,8 +52,11 @@ DEFAULT_FRACTIONS = (1e-5, 1e-4, 1e-3)
 #: Lines of seed-dfp-bench's summary: fraction, method, batches, ms, iterations, error.
 _SEED_LINE = re.compile(r"fraction\s+(\S+)\s+(\w+)\s+batches\s+(\d+)\s+ms\s+([\d.]+)\s+iterations\s+([\d.]+)"
                         r"\s+error\s+([\d.eE+-]+)")
-#: The reference's DF-P methods (without and with the degree partition); the faster is the baseline.
+#: The reference's DF-P methods on the GPU (without and with the degree partition); the faster is the
+#: baseline of a GPU run.
 SEED_DFP = ("pagerankPruneDynamicFrontierCuda", "pagerankPruneDynamicFrontierCudaPartition")
+#: The reference's DF-P method on the CPU (OpenMP): the baseline of a CPU run.
+SEED_DFP_CPU = ("pagerankPruneDynamicFrontierOmp",)
 
 
 @dataclass
@@ -215,7 +219,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                         x = np.asarray(check.backend.to_host(check.x), dtype=np.float64)  # device-to-host copy
                         rec["l1_unnormalized"].append(l1_error(x * ((1.0 - cfg.alpha) / x.shape[0]), exact))
                         rec["l1_sum_normalized"].append(l1_error(x / x.sum(), exact))
-            rows.append(_row(frac, size, algo, rec, seed))
+            rows.append(_row(frac, size, algo, rec, seed, SEED_DFP if backend.is_gpu else SEED_DFP_CPU))
             r = rows[-1]
             r["same_iterations"] = bool(same)
             r["host_probe_us"] = host_us
@@ -243,7 +247,7 @@ def _batch(s, d):
     return EdgeBatch.from_arrays(s, d)
 
 
-def _row(frac, size, algo, rec, seed) -> dict:
+def _row(frac, size, algo, rec, seed, methods=SEED_DFP) -> dict:
     med = lambda k: float(np.median(rec[k])) if rec[k] else math.nan  # noqa: E731
     total = np.asarray(rec["graph_ms"]) + np.asarray(rec["rank_ms"])
     row = {"fraction": float(frac), "batch_lines": size, "algorithm": algo,
@@ -257,7 +261,7 @@ def _row(frac, size, algo, rec, seed) -> dict:
            "converged": all(rec["converged"]),
            "batches": len(rec["converged"]), "error_checks": len(rec["l1"]),
            "ran": {k: rec["ran"].count(k) for k in sorted(set(rec["ran"]))}}
-    ref = _reference_for(seed, frac)
+    ref = _reference_for(seed, frac, methods)
     if ref is not None:
         row.update(reference_method=ref[0], reference_ms=ref[1]["ms"],
                    reference_iterations=ref[1]["iterations"], reference_error=ref[1]["error"],
@@ -265,14 +269,14 @@ def _row(frac, size, algo, rec, seed) -> dict:
     return row
 
 
-def _reference_for(seed, frac):
-    """The faster of the reference's DF-P methods at ``frac`` as ``(method, figures)``, or None."""
+def _reference_for(seed, frac, methods=SEED_DFP):
+    """The faster of the reference's DF-P ``methods`` at ``frac`` as ``(method, figures)``, or None."""
     if not seed:
         return None
     at = next((v for k, v in seed.items() if math.isclose(k, float(frac), rel_tol=1e-6)), None)
     if not at:
         return None
-    found = [(m, at[m]) for m in SEED_DFP if m in at]
+    found = [(m, at[m]) for m in methods if m in at]
     return min(found, key=lambda mf: mf[1]["ms"]) if found else None
 
 

@@ -23,10 +23,8 @@ from ..batch import EdgeBatch
 from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.cpu import IdMap
-from ..kernels.cpu import common as kernel_common
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import weighted_csr as wcsr
-from ..kernels.cpu.sweep_order import block_count, recut
 from .changes import AppliedChanges
 from .cpu import MAX_VERTICES, SLACK_ADD, SLACK_NUM, CpuGraph, _Side
 from .memory import check_fits
@@ -214,8 +212,8 @@ class WeightedCpuGraph(CpuGraph):
         if not rebuild:
             touched = np.unique(np.concatenate([ins_src, del_src, rew_src]))
             wcsr.sum_weights(self._out.off, self._out.deg, self._out.wt, touched, self._w_out)
-        if not rebuild and n_after > n_before and block_count(n_after, kernel_common.GS_BLOCK) != self._starts.shape[0]:
-            self._starts = recut(self._in.deg, self._order, n_after, kernel_common.GS_BLOCK)
+        if not rebuild:
+            self._keep_sweep_end(ins_src, ins_dst)
         if changed or rew_src.shape[0] or n_after > n_before:
             self.version += 1
             self._arrays = None
