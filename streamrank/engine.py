@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import Backend, resolve_backend
-from .batch import EdgeBatch
+from .backend import Backend, resolve_backend, to_host
+from .batch import EdgeBatch, check_weights
 from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
 # MULTI_EDGES is re-exported (the daemon's settings read it from here)
@@ -180,10 +180,14 @@ class Engine:
         return self._multi_edges
 
     def _check_weights(self, batch: EdgeBatch) -> None:
-        """Refuse a weighted batch on an unweighted engine."""
-        if batch.weight is not None and not self._weighted:
+        """Refuse a weighted batch on an unweighted engine, and bad weights (a batch built by the
+        constructor was not validated) before the batch changes anything, string ids included."""
+        if batch.weight is None:
+            return
+        if not self._weighted:
             raise BatchFormatError("this engine is unweighted: create it with weighted=True / --weighted "
                                    "to apply weighted batches")
+        check_weights(np, to_host(batch.weight), to_host(batch.insert))
 
     # ------------------------------------------------------------------ ids
     @property

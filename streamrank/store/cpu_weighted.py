@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch import EdgeBatch
+from ..batch import EdgeBatch, check_weights
 from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.cpu import IdMap
@@ -161,6 +161,11 @@ class WeightedCpuGraph(CpuGraph):
         AppliedChanges
             With :attr:`~AppliedChanges.reweighted_src` / ``reweighted_dst`` set: the edges
             present before and after whose weight changed.
+
+        Raises
+        ------
+        BatchFormatError
+            For a bad weight (as :meth:`EdgeBatch.from_arrays` would have), before anything changes.
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
@@ -224,7 +229,8 @@ class WeightedCpuGraph(CpuGraph):
         """``(id plan, deletions, insertions, reweights, dropped)`` of a batch: what it changes."""
         n = len(batch)
         src, dst, ins = np.asarray(batch.src, dtype=np.int64), np.asarray(batch.dst, dtype=np.int64), batch.insert
-        w = np.where(ins, 1.0, np.nan) if batch.weight is None else np.asarray(batch.weight, dtype=np.float64)
+        # a batch built by the constructor was not validated: a bad weight must not reach the ranks
+        w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
         order = np.lexsort((np.arange(n), dst, src))  # by pair, then arrival
         s, d, ins, w = src[order], dst[order], np.ascontiguousarray(ins[order]), w[order]
         first = np.ones(n, dtype=bool)
