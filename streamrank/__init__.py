@@ -14,14 +14,14 @@ from .batch import EdgeBatch
 from .store.changes import AppliedChanges
 from .config import ALGORITHMS, RankConfig
 from .engine import Engine, StepResult
-from .errors import (BackendUnavailableError, BatchFormatError, CheckpointError, InvalidArgumentError,
-                     KernelError, SourceError, StreamrankError)
+from .errors import (BackendUnavailableError, BatchFormatError, CheckpointError, ConfigError,
+                     InvalidArgumentError, KernelError, SourceError, StreamrankError)
 from .rank.result import RankResult
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ALGORITHMS", "AppliedChanges", "Backend", "BackendUnavailableError", "BatchFormatError",
-    "CheckpointError", "EdgeBatch", "Engine", "InvalidArgumentError", "KernelError", "RankConfig",
+    "CheckpointError", "ConfigError", "EdgeBatch", "Engine", "InvalidArgumentError", "KernelError", "RankConfig",
     "RankResult", "SourceError", "StepResult", "StreamrankError", "gpu_available", "resolve_backend",
 ]

@@ -7,6 +7,11 @@ integers (NumPy or CuPy arrays) or strings (Arrow string arrays, on the host; se
 string ids to integer codes (:mod:`streamrank.ids.strings`) before a batch reaches the graph
 store. Batches cross between the host and the device, and between processes, as Arrow tables with
 columns ``src``, ``dst`` (``int64`` or ``string``) and ``op: int8`` (+1 insert, -1 delete).
+
+A weighted batch has a fourth array, ``weight`` (float64, same array module as ``src``): a positive
+finite weight per insertion; per deletion a positive finite weight or NaN ("no weight given").
+Its Arrow form has a ``weight: float64`` column, null where a deletion has no weight; an
+unweighted batch has ``weight=None`` and no such column.
 """
 
 from __future__ import annotations
@@ -114,6 +119,56 @@ def _ids_of(values, xp):
     return "int", xp.asarray(values).reshape(-1)
 
 
+def _weight_problem(value: float) -> str:
+    """Why a weight value is bad."""
+    if np.isnan(value):
+        return "NaN (an insertion needs a weight)"
+    if np.isinf(value):
+        return f"infinite ({value!r})"
+    if value == 0:
+        return "zero"
+    return f"negative ({value!r})"
+
+
+def check_weights(xp, weight, insert):
+    """``weight`` as a validated float64 array of ``xp`` (the batch's weights).
+
+    Insertions need a finite positive weight; deletions a finite positive weight or NaN (no weight
+    given: the whole edge goes).
+
+    Raises
+    ------
+    BatchFormatError
+        For a non-numeric or wrongly shaped array, or naming the first bad row and why (zero,
+        negative, NaN on an insertion, infinite).
+    """
+    if isinstance(weight, (pa.Array, pa.ChunkedArray)):
+        weight = weight.to_numpy(zero_copy_only=False)
+    try:
+        if isinstance(weight, (list, tuple)) or (isinstance(weight, np.ndarray) and weight.dtype.kind == "O"):
+            weight = np.asarray(weight, dtype=np.float64)  # None -> NaN
+        weight = xp.asarray(weight)
+    except (TypeError, ValueError) as exc:
+        raise BatchFormatError(f"weight must hold numbers ({exc})") from None
+    weight = weight.reshape(-1)
+    if weight.dtype.kind not in "fiu":
+        raise BatchFormatError(f"weight must hold numbers, got dtype {weight.dtype}")
+    weight = weight.astype(xp.float64, copy=False)
+    n = int(insert.shape[0])
+    if weight.shape[0] != n:
+        raise BatchFormatError(f"weight and src differ in length ({weight.shape[0]} vs {n})")
+    if n:
+        with np.errstate(invalid="ignore"):
+            ok = (weight > 0) & (weight < np.inf)
+            ok |= ~insert & xp.isnan(weight)
+        if not bool(xp.all(ok)):  # syncs on the GPU: validation only
+            row = int(xp.argmin(ok))
+            op = "insertion" if bool(insert[row]) else "deletion"
+            raise BatchFormatError(f"row {row}: the {op}'s weight is {_weight_problem(float(weight[row]))}; "
+                                   "weights are finite and > 0")
+    return weight
+
+
 def _check_string_ids(ids: pa.Array, name: str, max_id_bytes: int) -> pa.Array:
     if ids.null_count:
         raise BatchFormatError(f"{name} holds {ids.null_count} missing (null) vertex ids")
@@ -135,6 +190,9 @@ class EdgeBatch:
         by :meth:`from_arrays`), string ids may also be NumPy ``object`` arrays of ``str``.
     insert : array of bool
         ``True`` for an insertion, ``False`` for a deletion.
+    weight : array of float64 or None
+        None for an unweighted batch; else the weight of each row (finite, > 0; NaN on a deletion
+        means no weight given). Validated by :meth:`from_arrays`, not by the constructor.
     id_kind : {"int", "string"}
         The kind of the vertex ids (set when the batch is built, not passed).
     """
@@ -142,6 +200,7 @@ class EdgeBatch:
     src: Any
     dst: Any
     insert: Any
+    weight: Any = None
     # read on the host's critical path of every GPU batch (Engine.apply, len()), so known from the
     # start rather than computed at the first read
     id_kind: str = field(init=False, repr=False, compare=False)
@@ -150,7 +209,8 @@ class EdgeBatch:
         object.__setattr__(self, "id_kind", id_kind(self.src))
 
     @classmethod
-    def from_arrays(cls, src, dst, insert=None, *, xp=np, max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> "EdgeBatch":
+    def from_arrays(cls, src, dst, insert=None, *, weight=None, xp=np,
+                    max_id_bytes: int = DEFAULT_MAX_ID_BYTES) -> "EdgeBatch":
         """Build a validated batch.
 
         Parameters
@@ -160,6 +220,9 @@ class EdgeBatch:
             ``str``, a NumPy ``str``/``object`` array or an Arrow string array). Both of one kind.
         insert : array_like of bool, optional
             Per-edge op, ``True`` = insert. Default: all insertions.
+        weight : array_like of float, optional
+            Per-edge weight (a weighted batch): finite and > 0 on insertions; on deletions finite
+            and > 0, or NaN (or None in a list) for "no weight given". Default: unweighted.
         xp : module, optional
             :mod:`numpy` (default) or :mod:`cupy`: where the batch lives. String ids stay on the
             host whatever ``xp`` is (the engine encodes them before the batch moves).
@@ -171,7 +234,8 @@ class EdgeBatch:
         BatchFormatError
             For mismatched lengths, non-integer, negative or too large integer ids; for empty,
             too long or non-UTF-8 string ids, and for ids mixing the two kinds
-            (:class:`~streamrank.ids.kinds.IdError`, with its ``reason``).
+            (:class:`~streamrank.ids.kinds.IdError`, with its ``reason``); for a bad weight
+            (naming its row: zero, negative, NaN on an insertion, infinite).
         """
         max_id_bytes = check_max_id_bytes(max_id_bytes)
         kind_s, src = _ids_of(src, xp)
@@ -200,44 +264,62 @@ class EdgeBatch:
                 insert = insert > 0
             if insert.shape != (n,):
                 raise BatchFormatError("insert and src differ in length")
-        return cls(src, dst, insert)
+        if weight is not None:
+            weight = check_weights(xp, weight, insert)
+        return cls(src, dst, insert, weight)
 
     @classmethod
-    def empty(cls, *, xp=np) -> "EdgeBatch":
-        """A batch with no edges."""
+    def empty(cls, *, xp=np, weighted: bool = False) -> "EdgeBatch":
+        """A batch with no edges (with an empty weight array when ``weighted``)."""
         z = xp.zeros(0, dtype=xp.int64)
-        return cls(z, z.copy(), xp.zeros(0, dtype=bool))
+        return cls(z, z.copy(), xp.zeros(0, dtype=bool), xp.zeros(0, dtype=xp.float64) if weighted else None)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the batch carries weights."""
+        return self.weight is not None
 
     @classmethod
     def from_arrow(cls, table, *, xp=np) -> "EdgeBatch":
         """Build a batch from an Arrow table (``src``, ``dst`` integers or strings, optional ``op``
-        int8 +1/-1)."""
+        int8 +1/-1, optional ``weight`` float64).
+
+        A ``weight`` column makes a weighted batch: a null weight on a deletion means no weight
+        given, on an insertion weight 1 (an insertion without a weight counts 1).
+        """
         names = set(table.column_names)
         if not {"src", "dst"} <= names:
             raise BatchFormatError(f"an edge table needs columns src and dst, has {sorted(names)}")
+        op = table.column("op").to_numpy(zero_copy_only=False) if "op" in names else None
+        weight = arrow_weights(table.column("weight"), op) if "weight" in names else None
         src_type = table.column("src").type
         if not (pa.types.is_integer(src_type) or pa.types.is_floating(src_type)):
-            op = table.column("op").to_numpy(zero_copy_only=False) if "op" in names else None
-            return cls.from_arrays(table.column("src"), table.column("dst"), op)
-        if xp is not np:
+            return cls.from_arrays(table.column("src"), table.column("dst"), op, weight=weight)
+        if xp is not np and weight is None:
             from .cudf_support import arrow_to_device, cudf_enabled
 
             if cudf_enabled():
                 return cls.from_arrays(*arrow_to_device(table), xp=xp)
         src = table.column("src").to_numpy(zero_copy_only=False)
         dst = table.column("dst").to_numpy(zero_copy_only=False)
-        op = table.column("op").to_numpy(zero_copy_only=False) if "op" in names else None
         if xp is not np:
             src, dst = xp.asarray(src), xp.asarray(dst)
             op = None if op is None else xp.asarray(op)
-        return cls.from_arrays(src, dst, op, xp=xp)
+            weight = None if weight is None else xp.asarray(weight)
+        return cls.from_arrays(src, dst, op, weight=weight, xp=xp)
 
     def to_arrow(self):
-        """The batch as an Arrow table (``src``, ``dst``, ``op`` int8); copies to the host."""
+        """The batch as an Arrow table (``src``, ``dst``, ``op`` int8, and ``weight`` float64 when
+        weighted, null where a deletion has no weight); copies to the host."""
         op = np.where(to_host(self.insert), 1, -1).astype(np.int8)
         if self.id_kind == "string":
-            return pa.table({"src": to_string_array(self.src), "dst": to_string_array(self.dst), "op": op})
-        return pa.table({"src": to_host(self.src), "dst": to_host(self.dst), "op": op})
+            cols = {"src": to_string_array(self.src), "dst": to_string_array(self.dst), "op": op}
+        else:
+            cols = {"src": to_host(self.src), "dst": to_host(self.dst), "op": op}
+        if self.weight is not None:
+            w = np.asarray(to_host(self.weight), dtype=np.float64)
+            cols["weight"] = pa.array(w, type=pa.float64(), mask=np.isnan(w))
+        return pa.table(cols)
 
     def __len__(self) -> int:
         return len(self.src) if self.id_kind == "string" else int(self.src.shape[0])
@@ -256,9 +338,28 @@ class EdgeBatch:
             raise BatchFormatError("a batch of string ids stays on the host; Engine.apply encodes it first")
         if _xp_of(self.src) is xp:
             return self
+        w = self.weight
         if xp is np:
-            return EdgeBatch(self.src.get(), self.dst.get(), self.insert.get())
-        return EdgeBatch(xp.asarray(self.src), xp.asarray(self.dst), xp.asarray(self.insert))
+            return EdgeBatch(self.src.get(), self.dst.get(), self.insert.get(), None if w is None else w.get())
+        return EdgeBatch(xp.asarray(self.src), xp.asarray(self.dst), xp.asarray(self.insert),
+                         None if w is None else xp.asarray(w))
+
+
+def arrow_weights(column, op) -> np.ndarray:
+    """Host float64 weights of an Arrow ``weight`` column: null -> NaN on a deletion, 1 on an
+    insertion (``op`` None: all insertions)."""
+    t = column.type
+    if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
+        raise BatchFormatError(f"the weight column must be numeric, got {t}")
+    w = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)  # nulls -> NaN
+    if column.null_count:
+        nulls = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        inserts = np.ones(len(w), dtype=bool) if op is None else np.asarray(op).reshape(-1) > 0
+        if inserts.shape == w.shape:
+            w = w.copy()
+            w[nulls & inserts] = 1.0
+            w[nulls & ~inserts] = np.nan
+    return w
 
 
 def _xp_of(array):

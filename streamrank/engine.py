@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import Backend, resolve_backend
-from .batch import EdgeBatch
+from .backend import Backend, resolve_backend, to_host
+from .batch import EdgeBatch, check_weights
 from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
-from .config import RankConfig, check_algorithm
-from .errors import DeviceMemoryError, GraphCapacityError, InvalidArgumentError, StreamrankError
+# MULTI_EDGES is re-exported (the daemon's settings read it from here)
+from .config import GPU_WEIGHTED, MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
+from .errors import (BatchFormatError, ConfigError, DeviceMemoryError, GraphCapacityError, InvalidArgumentError,
+                     StreamrankError)
 from .rank.published import published_ranks
 from .rank.result import RankResult
 from .ids.strings import StringIdMap
@@ -62,14 +64,23 @@ class StepResult:
         return self.graph_ms + self.rank_ms
 
 
-def _modules(backend: Backend):
-    """``(graph store class, rank module, rank keyword arguments)`` of a backend: the CPU rank
-    code takes a workspace that lives as long as the engine."""
+def _modules(backend: Backend, weighted: bool = False, multi_edges: str = "set"):
+    """``(graph store factory, rank module, rank keyword arguments)`` of a backend: the CPU rank
+    code takes a workspace that lives as long as the engine. A weighted graph (CPU only) has its
+    own store and rank code; the unweighted ones never see a weight."""
     if backend.is_gpu:
         from .store import gpu as graph_gpu
         from .rank.gpu import pagerank as pagerank_gpu
 
         return graph_gpu.GpuGraph, pagerank_gpu, {}
+    if weighted:
+        from functools import partial
+
+        from .store.cpu_weighted import WeightedCpuGraph
+        from .rank.cpu import weighted as pagerank_w
+
+        store = partial(WeightedCpuGraph, multi_edges=multi_edges)
+        return store, pagerank_w, {"workspace": pagerank_w.WeightedWorkspace()}
     from .store import cpu as graph
     from .rank.cpu import pagerank as pagerank_cpu
 
@@ -95,6 +106,22 @@ class Engine:
     max_graph_bytes : int, optional
         Most bytes the graph store may hold while it grows (:attr:`max_graph_bytes`); default: no
         limit but the free device memory (GPU).
+    weighted : bool
+        Keep a weight per edge (default False: today's unweighted graph, no weight array). A
+        vertex's out-weight then replaces its out-degree: ``u`` sends ``r[u] * w(u, v) / W[u]``
+        along ``(u, v)``. CPU backend only for now.
+    multi_edges : {"set", "sum"}
+        How a repeated pair combines. ``"set"`` (default): an insertion makes the edge present
+        with its weight (replacing the old one), a deletion removes it. ``"sum"`` (needs
+        ``weighted=True``): an insertion adds its weight (1 when the batch is unweighted or the
+        weight absent), a deletion with a weight subtracts it (the edge goes when its weight
+        reaches zero), a deletion without one removes the edge.
+
+    Raises
+    ------
+    ConfigError
+        For a bad ``weighted`` or ``multi_edges`` value, ``"sum"`` without ``weighted=True``, or
+        ``weighted=True`` on the GPU backend (also when ``device="auto"`` picks the GPU).
 
     Notes
     -----
@@ -106,16 +133,21 @@ class Engine:
 
     def __init__(self, device="auto", algorithm: str = "auto", *, config: RankConfig = RankConfig(),
                  id_type: str = "auto", max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
-                 max_graph_bytes: int | None = None):
+                 max_graph_bytes: int | None = None, weighted: bool = False, multi_edges: str = "set"):
         if not isinstance(config, RankConfig):
             raise InvalidArgumentError("config must be a RankConfig")
+        self._weighted, self._multi_edges = check_weighting(weighted, multi_edges)
         self._ids_lock = IdTypeLock(check_id_type(id_type))
         self.max_id_bytes = check_max_id_bytes(max_id_bytes)
         self.string_ids: StringIdMap | None = StringIdMap() if id_type == "string" else None
+        if weighted and (device == "gpu" or (isinstance(device, Backend) and device.is_gpu)):
+            raise ConfigError(GPU_WEIGHTED)
         self.backend = resolve_backend(device)
+        if weighted and self.backend.is_gpu:
+            raise ConfigError(GPU_WEIGHTED + " (device='auto' picked the GPU)")
         self.algorithm = check_algorithm(algorithm)
         self.config = config
-        graph_cls, self._rank, self._rank_kw = _modules(self.backend)
+        graph_cls, self._rank, self._rank_kw = _modules(self.backend, self._weighted, self._multi_edges)
         self.graph = graph_cls(max_bytes=max_graph_bytes)
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
@@ -137,6 +169,26 @@ class Engine:
     @max_graph_bytes.setter
     def max_graph_bytes(self, value) -> None:
         self.graph.max_bytes = value
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the graph keeps a weight per edge."""
+        return self._weighted
+
+    @property
+    def multi_edges(self) -> str:
+        """``"set"`` or ``"sum"``: how a repeated pair combines."""
+        return self._multi_edges
+
+    def _check_weights(self, batch: EdgeBatch) -> None:
+        """Refuse a weighted batch on an unweighted engine, and bad weights (a batch built by the
+        constructor was not validated) before the batch changes anything, string ids included."""
+        if batch.weight is None:
+            return
+        if not self._weighted:
+            raise BatchFormatError("this engine is unweighted: create it with weighted=True / --weighted "
+                                   "to apply weighted batches")
+        check_weights(np, to_host(batch.weight), to_host(batch.insert))
 
     # ------------------------------------------------------------------ ids
     @property
@@ -164,24 +216,26 @@ class Engine:
             self.string_ids = StringIdMap()
         insert = self.backend.to_host(batch.insert)
         src, dst = self.string_ids.encode_edges(to_string_array(batch.src), to_string_array(batch.dst), insert)
-        return EdgeBatch(src, dst, insert)
+        return EdgeBatch(src, dst, insert, batch.weight)
 
     def _external(self, codes):
         """External ids (host) of the graph store's external ids ``codes`` (host int64)."""
         return codes if self.string_ids is None else self.string_ids.decode(codes)
 
     # ------------------------------------------------------------------ building
-    def load_edges(self, src, dst, insert=None, *, vertices=None) -> RankResult:
+    def load_edges(self, src, dst, insert=None, *, weight=None, vertices=None) -> RankResult:
         """Apply base edges (external ids) and recompute the ranks statically.
 
-        ``insert`` (default: all insertions) gives per-edge ops in arrival order, as for
-        :meth:`EdgeBatch.from_arrays`; ids are integers or strings. ``vertices`` (external ids)
-        are created first, in their order, edges or not (:meth:`add_vertices`). Does not advance
-        :attr:`seq`.
+        ``insert`` (default: all insertions) gives per-edge ops in arrival order, and ``weight``
+        (weighted engines only) per-edge weights, as for :meth:`EdgeBatch.from_arrays`; ids are
+        integers or strings. ``vertices`` (external ids) are created first, in their order, edges
+        or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
         """
         if vertices is not None:
             self.add_vertices(vertices)
-        batch = EdgeBatch.from_arrays(src, dst, insert, xp=self.backend.xp, max_id_bytes=self.max_id_bytes)
+        batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight, xp=self.backend.xp,
+                                      max_id_bytes=self.max_id_bytes)
+        self._check_weights(batch)
         self.graph.apply(self._encode(batch), **self._headroom())
         return self.recompute()
 
@@ -254,6 +308,8 @@ class Engine:
         ------
         IdError
             For ids of the other kind than the engine's (reason ``mixed_id_types``).
+        BatchFormatError
+            For a weighted batch given to an unweighted engine.
         GraphCapacityError
             When the batch does not fit the graph store (free device memory, its cap
             ``STREAMRANK_GPU_MEMORY_LIMIT``, or :attr:`max_graph_bytes`) or, on the GPU, its rank
@@ -266,6 +322,8 @@ class Engine:
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
+        if batch.weight is not None:
+            self._check_weights(batch)
         t0 = time.perf_counter()  # the graph time includes encoding string ids
         known = len(self.string_ids) if self.string_ids is not None else 0
         try:
@@ -380,6 +438,9 @@ class Engine:
         st["x"] = self.backend.to_host(self.x).astype(np.float64)
         st["seq"] = np.int64(self.seq)
         st["id_type"] = self.id_type
+        if self._weighted:  # the graph's state holds the weights
+            st["weighted"] = True
+            st["multi_edges"] = self._multi_edges
         if self.string_ids is not None:
             st.update(self.string_ids.state())
         if self.policy is not None:
@@ -389,30 +450,48 @@ class Engine:
     @classmethod
     def from_state(cls, state: dict, *, device="auto", algorithm: str = "auto",
                    config: RankConfig = RankConfig(), id_type: str = "auto",
-                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None) -> "Engine":
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None,
+                   weighted: bool | None = None, multi_edges: str | None = None) -> "Engine":
         """Rebuild an engine saved by :meth:`state` (on any backend); ``max_graph_bytes`` applies
         to the batches after.
 
         ``id_type`` other than ``"auto"`` must agree with the saved one (a state without one,
         written before string ids existed, holds integer ids when it holds any vertex).
+        ``weighted`` and ``multi_edges`` default to the saved ones (unweighted, ``"set"`` for a
+        state written before weights existed); ``weighted=True`` restores an unweighted state
+        with weight 1 on every edge.
 
         Raises
         ------
         StreamrankError
-            When the state is incomplete or inconsistent, or its id type differs from ``id_type``.
+            When the state is incomplete or inconsistent, or its id type differs from ``id_type``,
+            or it is weighted and ``weighted=False`` was asked (its weights would be lost).
+        ConfigError
+            For bad ``weighted`` / ``multi_edges`` values (as for the constructor).
         """
         check_id_type(id_type)
+        saved_weighted = bool(state.get("weighted", False)) or "weight" in state
+        if weighted is None:
+            weighted = saved_weighted
+        elif saved_weighted and not weighted:
+            raise ConfigError("the saved engine is weighted: restore it with weighted=True (--weighted)")
+        if multi_edges is None:
+            multi_edges = str(state.get("multi_edges", "set")) if weighted else "set"
         saved = str(state.get("id_type", "int" if len(state.get("external", ())) else "auto"))
         if saved not in ("auto", "int", "string"):
             raise StreamrankError(f"engine state: unknown id_type {saved!r}")
         if id_type != "auto" and saved != "auto" and saved != id_type:
             raise StreamrankError(f"the saved engine has {saved} vertex ids but id_type={id_type!r} was asked")
         eng = cls(device, algorithm, config=config, id_type=saved if saved != "auto" else id_type,
-                  max_id_bytes=max_id_bytes, max_graph_bytes=max_graph_bytes)
+                  max_id_bytes=max_id_bytes, max_graph_bytes=max_graph_bytes, weighted=weighted,
+                  multi_edges=multi_edges)
         if saved == "string":
             eng.string_ids = StringIdMap.from_state(state)
         try:
-            eng.graph = type(eng.graph).from_state(state, max_bytes=max_graph_bytes)
+            if eng.weighted:
+                eng.graph = type(eng.graph).from_state(state, multi_edges=eng.multi_edges, max_bytes=max_graph_bytes)
+            else:
+                eng.graph = type(eng.graph).from_state(state, max_bytes=max_graph_bytes)
             x = np.asarray(state["x"], dtype=np.float64)
             seq = int(state["seq"])
         except KeyError as exc:

@@ -16,6 +16,11 @@ class InvalidArgumentError(StreamrankError, ValueError):
     """A public function was called with an argument outside its documented domain."""
 
 
+class ConfigError(InvalidArgumentError):
+    """A combination of engine or daemon settings that cannot work together (for example
+    ``multi_edges="sum"`` without ``weighted=True``, or a weighted graph on the GPU backend)."""
+
+
 class BackendUnavailableError(StreamrankError, RuntimeError):
     """The requested backend (for example ``device="gpu"``) cannot be used on this machine."""
 
