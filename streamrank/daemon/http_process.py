@@ -35,6 +35,8 @@ log = logging.getLogger("streamrank.daemon")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: First and longest wait before restarting a server process that exited.
 RESTART_BACKOFF_S = (0.2, 30.0)
+#: Longest the daemon waits at start-up for its server to answer before it starts ingesting.
+READY_TIMEOUT_S = 30.0
 
 
 class PprBridge(threading.Thread):
@@ -44,6 +46,7 @@ class PprBridge(threading.Thread):
     def __init__(self, sock: socket.socket, pool: PprPool):
         super().__init__(name="streamrank-ppr-link", daemon=True)
         self.sock, self.pool = sock, pool
+        self.ready = threading.Event()  # set when the server says it answers requests
         self._lock = threading.Lock()
 
     def run(self) -> None:
@@ -57,6 +60,9 @@ class PprBridge(threading.Thread):
             self.sock.close()
 
     def _one(self, req: dict) -> None:
+        if req.get("ready"):
+            self.ready.set()
+            return
         qid = req["id"]
         try:
             fut = self.pool.submit(req["seeds"], k=int(req["k"]), options=req["options"])
@@ -138,7 +144,8 @@ class HttpServer:
         self._lock = threading.Lock()
         self._watcher = threading.Thread(target=self._watch, name="streamrank-http-watch", daemon=True)
 
-    def _spawn(self) -> subprocess.Popen:
+    def _spawn(self) -> tuple:
+        """A new server process and the bridge of its PPR link."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         level = logging.getLevelName(logging.getLogger("streamrank").getEffectiveLevel())
         cmd = [sys.executable, "-m", "streamrank.daemon.http_serve", "--snapshot", self.live.shared.name,
@@ -154,8 +161,9 @@ class HttpServer:
             raise StreamrankError(f"cannot start the HTTP server's process: {exc}") from exc
         finally:
             theirs.close()
-        PprBridge(mine, self.ppr).start()
-        return proc
+        bridge = PprBridge(mine, self.ppr)
+        bridge.start()
+        return proc, bridge
 
     def _watch(self) -> None:
         delay = RESTART_BACKOFF_S[0]
@@ -176,7 +184,7 @@ class HttpServer:
                 if self._stopping.is_set():
                     return
                 try:
-                    self.proc = self._spawn()
+                    self.proc = self._spawn()[0]
                 except StreamrankError as exc:
                     log.error("%s", exc)
                     continue  # proc stays the exited one: wait() returns at once, and the delay grows
@@ -184,9 +192,17 @@ class HttpServer:
             self.live.set_status(http_server={"pid": self.proc.pid, "restarts": self.restarts})
 
     def start(self) -> "HttpServer":
+        """Start the server's process and wait (at most :data:`READY_TIMEOUT_S`) until it answers,
+        so that the API is up before the first batch."""
         with self._lock:
-            self.proc = self._spawn()
+            self.proc, bridge = self._spawn()
         self.live.set_status(http_server={"pid": self.proc.pid, "restarts": 0})
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not bridge.ready.wait(0.05) and self.proc.poll() is None and time.monotonic() < deadline:
+            pass
+        if not bridge.ready.is_set():
+            log.warning("the HTTP server's process is not answering yet (%s); going on without waiting",
+                        f"exit status {self.proc.returncode}" if self.proc.poll() is not None else "still starting")
         self._watcher.start()
         log.info("HTTP API and live page on http://%s:%d/ (server process %d)", self.host, self.port, self.proc.pid)
         return self
@@ -212,8 +228,35 @@ class HttpServer:
         self.live.detach_shared().close()
 
 
+def leave_a_core(engine) -> int | None:
+    """On the CPU engine, cap the calling thread's Numba threads at one fewer than the cores this
+    process may use, leaving a core to the HTTP server's process; returns the new count (None:
+    unchanged, on a GPU or a single core).
+
+    On two cores, the rank update's second thread and the server took turns on the same core:
+    each answer delayed the update's fork-join by its own time, and the updates delayed the
+    answers (benchmarks/http_queries.py: the ingest rate fell by up to 14% at 200 queries/s and
+    the p99 latency was 6-8 ms; with one rank thread, no fall and a p99 of 4.3-4.6 ms, at the
+    same rate without queries). The setting is the calling thread's: call it on the loop's.
+    """
+    if engine.backend.name != "cpu":
+        return None
+    import numba
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    have = numba.get_num_threads()
+    want = min(have, max(1, cores - 1))
+    if want == have:
+        return None
+    numba.set_num_threads(want)
+    log.info("CPU engine: %d thread(s) of %d, one core left to the HTTP server's process", want, have)
+    return want
+
+
 def start_http(cfg, live: LiveState, engine, positions: dict) -> HttpServer:
-    """Publish the restored (or empty) graph's view and start the API of ``cfg`` (a DaemonConfig)."""
+    """Publish the restored (or empty) graph's view and start the API of ``cfg`` (a DaemonConfig);
+    call on the loop's thread (:func:`leave_a_core`)."""
+    leave_a_core(engine)
     live.attach_shared(SnapshotWriter())
     try:
         with live.engine_lock:

@@ -79,6 +79,10 @@ class PprForwarder:
         self._pending.clear()
         on_close()
 
+    def ready(self) -> None:
+        """Tell the daemon that this server answers requests now."""
+        self._writer.write(json.dumps({"ready": True}).encode() + b"\n")
+
     async def query(self, seeds: list, *, k: int, options: dict) -> dict:
         """The answer's body of one PPR query.
 
@@ -139,7 +143,15 @@ def main(argv=None) -> int:
 
     async def run() -> None:
         await ppr.start(stop)
-        await server.serve(sockets=[listen])
+        serving = asyncio.get_running_loop().create_task(server.serve(sockets=[listen]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.005)
+        if server.started:
+            view = reader.view()  # the first answers need not build the id index
+            if view is not None:
+                reader.index.lookup(view, [])
+            ppr.ready()
+        await serving
 
     asyncio.run(run())
     return 0
