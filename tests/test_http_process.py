@@ -86,6 +86,33 @@ def test_views_read_while_a_process_writes_are_whole_batches_in_order(string):
     assert not any(f.startswith(name) for f in os.listdir("/dev/shm")), "the writer left segments behind"
 
 
+def test_a_view_without_room_in_shared_memory_stays_at_the_last_batch_that_fitted(monkeypatch):
+    import errno
+
+    w = SnapshotWriter()
+    try:
+        r = SnapshotReader(w.name)
+        w.publish(seq=1, ids=np.arange(10), p=np.full(10, 0.1), info={"edges": 10}, applied_at=time.time())
+        assert r.view().seq == 1
+
+        def full(fd, offset, length):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(os, "posix_fallocate", full)
+        w.publish(seq=2, ids=np.arange(5000), p=np.full(5000, 2e-4), info={"edges": 4990}, applied_at=time.time())
+        v = r.view()
+        assert v.seq == 1 and v.n == 10 and w.failed and "--shm-size" in w.failed
+        assert "no room" in r.status()["view_error"]
+        monkeypatch.undo()
+        w.set_status(checkpoint={"seq": 2})
+        assert r.status()["checkpoint"] == {"seq": 2} and "view_error" in r.status()
+        w.publish(seq=3, ids=np.arange(5000), p=np.full(5000, 2e-4), info={"edges": 1}, applied_at=time.time())
+        assert r.view().seq == 3 and r.view().n == 5000 and w.failed is None and "view_error" not in r.status()
+    finally:
+        w.close()
+    assert not any(f.startswith(w.name) for f in os.listdir("/dev/shm"))
+
+
 # ---------------------------------------------------------------------------- a real daemon
 
 

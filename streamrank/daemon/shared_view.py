@@ -25,6 +25,7 @@ one. The protocol relies on stores becoming visible in program order, as on x86-
 from __future__ import annotations
 
 import json
+import logging
 import mmap
 import os
 import secrets
@@ -34,6 +35,8 @@ import time
 import numpy as np
 
 from ..errors import StreamrankError
+
+log = logging.getLogger("streamrank.daemon")
 
 #: Batches kept in the history ring (the live page's charts).
 HISTORY_BATCHES = 4096
@@ -136,10 +139,7 @@ class SnapshotWriter:
 
         self._shm = shared_memory
         self.name = f"streamrank-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            self._header_shm = shared_memory.SharedMemory(self.name, create=True, size=_header_layout()["size"])
-        except OSError as exc:
-            raise StreamrankError(f"cannot create the shared-memory view for the HTTP API: {exc}") from exc
+        self._header_shm = self._create(self.name, _header_layout()["size"])
         self._h = _Header(self._header_shm.buf)
         self._h.ints[:] = 0
         self._h.ints[_H_MAGIC], self._h.ints[_H_LAYOUT] = _MAGIC, _LAYOUT
@@ -149,6 +149,24 @@ class SnapshotWriter:
         self._bytes_written = 0
         self._status: dict = {}
         self._lock = threading.Lock()  # the loop publishes, the checkpoint worker sets status
+        #: why the view stopped following the batches (a segment that did not fit), or None
+        self.failed: str | None = None
+
+    def _create(self, name: str, size: int):
+        """A new segment of ``size`` bytes, its memory reserved now: a tmpfs too small for it (a
+        container's 64 MiB ``/dev/shm``) is an error here rather than a SIGBUS when written."""
+        try:
+            shm = self._shm.SharedMemory(name, create=True, size=size)
+        except OSError as exc:
+            raise StreamrankError(f"cannot create the shared-memory view {name!r} ({size} bytes): {exc}") from exc
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(shm._fd, 0, size)
+        except OSError as exc:
+            self._release(shm)
+            raise StreamrankError(f"no room for the HTTP API's shared-memory view ({size} bytes) in /dev/shm: "
+                                  f"{exc} (in a container, raise --shm-size)") from exc
+        return shm
 
     # ------------------------------------------------------------------ data segment
     def _grow(self, n: int, name_bytes: int, info: int, string: bool) -> tuple:
@@ -160,10 +178,7 @@ class SnapshotWriter:
         info_cap = max(1 << 14, info * 2 if d is None or info > d.info_cap else d.info_cap)
         gen = int(self._h.ints[_H_GEN]) + 1
         size = _data_layout(n_cap, bytes_cap if string else 0, info_cap, string)["size"]
-        try:
-            shm = self._shm.SharedMemory(f"{self.name}-{gen}", create=True, size=size)
-        except OSError as exc:
-            raise StreamrankError(f"cannot grow the shared-memory view for the HTTP API: {exc}") from exc
+        shm = self._create(f"{self.name}-{gen}", size)
         new = _Data(shm.buf, n_cap=n_cap, bytes_cap=bytes_cap if string else 0, info_cap=info_cap, string=string)
         new.meta[:] = 0
         new.meta[_D_NCAP], new.meta[_D_BYTESCAP], new.meta[_D_INFOCAP] = n_cap, new.bytes_cap, info_cap
@@ -220,7 +235,15 @@ class SnapshotWriter:
                     or string != d.string:
                 if d is not None and string != d.string:
                     self._d = None
-                grown = self._grow(n, need, len(blob), string)
+                try:
+                    grown = self._grow(n, need, len(blob), string)
+                except StreamrankError as exc:  # ingest goes on; answers stay at the last view written
+                    if self.failed is None:
+                        log.error("the HTTP API's view stops at the batch before seq=%d: %s", seq, exc)
+                        self.failed = str(exc)
+                        self._status["view_error"] = self.failed
+                        self._write_status()
+                    return
                 d = self._d
             self._append_ids(ids, n, encoded)
             s = 0 if grown is not None else 1 - int(d.meta[_D_CUR])
@@ -236,6 +259,11 @@ class SnapshotWriter:
                 self._h.ints[_H_GEN] = grown[0]
                 if grown[1] is not None:
                     self._release(grown[1])
+                if self.failed is not None:  # room again: the view follows the batches again
+                    log.warning("the HTTP API's view follows the batches again from seq=%d", seq)
+                    self.failed = None
+                    self._status.pop("view_error", None)
+                    self._write_status()
             if info.get("edges") is not None:
                 row = self._h.hist[int(self._h.ints[_H_HIST_COUNT]) % HISTORY_BATCHES]
                 row[:] = (applied_at, seq, info["edges"], info.get("graph_ms", 0.0), info.get("rank_ms", 0.0),
@@ -246,18 +274,22 @@ class SnapshotWriter:
         """Merge ``fields`` into the status the loop reports (positions, lag, checkpoint)."""
         with self._lock:
             self._status.update(fields)
-            if self._h is None:
-                return  # closed
-            blob = _dumps(self._status)
-            if len(blob) > STATUS_CAP:
-                raise StreamrankError(f"the daemon's status ({len(blob)} bytes) does not fit {STATUS_CAP} bytes")
-            h = self._h.ints
-            s = 1 - int(h[_H_STATUS_CUR])
-            h[_H_STATUS_VER + s] += 1
-            self._h.status[s][:len(blob)] = np.frombuffer(blob, np.uint8)
-            h[_H_STATUS_LEN + s] = len(blob)
-            h[_H_STATUS_VER + s] += 1
-            h[_H_STATUS_CUR] = s
+            if self._h is not None:  # else closed
+                self._write_status()
+
+    def _write_status(self) -> None:
+        """Write the status fields into the buffer readers are not reading; call with the lock held."""
+        blob = _dumps(self._status)
+        if len(blob) > STATUS_CAP:  # /status keeps the last that fitted
+            log.error("the daemon's status (%d bytes) does not fit the HTTP API's %d bytes", len(blob), STATUS_CAP)
+            return
+        h = self._h.ints
+        s = 1 - int(h[_H_STATUS_CUR])
+        h[_H_STATUS_VER + s] += 1
+        self._h.status[s][:len(blob)] = np.frombuffer(blob, np.uint8)
+        h[_H_STATUS_LEN + s] = len(blob)
+        h[_H_STATUS_VER + s] += 1
+        h[_H_STATUS_CUR] = s
 
     @staticmethod
     def _release(shm) -> None:
