@@ -7,8 +7,9 @@ queries and once with ``--qps`` queries per second (half ``GET /ranks/top?k=100`
 few ``GET /ppr`` queries at the end. Prints a table: p50/p99 per endpoint and the ingest rate
 (edges per second between the first and the last applied batch, from the applied log) with and
 without queries, and the CPU seconds the daemon's process and the HTTP server's process took.
-With ``--runs N`` it does that N times (each run its own baseline) and prints the median over
-the runs; ``--json PATH`` writes every run's figures.
+With ``--runs N`` it does that N times (each run its own baseline, in the order base, queries,
+then queries, base, and so on, so that a drift of the machine's speed cancels) and prints the
+median over the runs; ``--json PATH`` writes every run's figures.
 
     python benchmarks/http_queries.py --edges 3000000 --vertices 200000 --qps 200
     python benchmarks/http_queries.py --edges 1000000 --vertices 100000 --runs 5 --json out.json
@@ -234,10 +235,13 @@ def main(argv=None) -> int:
         write_stream(os.path.join(tmp, "in"), edges=args.edges, vertices=args.vertices, per_file=args.batch_size)
         for i in range(args.runs):
             load0 = os.getloadavg()[0]
-            base, _, _, cpu_base = run(args, queries=False, input_dir=os.path.join(tmp, "in"),
-                                       work=os.path.join(tmp, f"a{i}"))
-            loaded, lat, ppr, cpu = run(args, queries=True, input_dir=os.path.join(tmp, "in"),
-                                        work=os.path.join(tmp, f"b{i}"))
+            for with_queries in ((False, True) if i % 2 == 0 else (True, False)):  # ABBA: drift cancels
+                if with_queries:
+                    loaded, lat, ppr, cpu = run(args, queries=True, input_dir=os.path.join(tmp, "in"),
+                                                work=os.path.join(tmp, f"b{i}"))
+                else:
+                    base, _, _, cpu_base = run(args, queries=False, input_dir=os.path.join(tmp, "in"),
+                                               work=os.path.join(tmp, f"a{i}"))
             r = summarize(base, loaded, lat, ppr, cpu, cpu_base, (load0, os.getloadavg()[0]))
             runs.append(r)
             print_run(args, r, i)
