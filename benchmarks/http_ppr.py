@@ -79,7 +79,8 @@ def main(argv=None) -> int:
                               os.path.join(tmp, "in"), "--checkpoint-dir", os.path.join(tmp, "ckpt"),
                               "--batch-size", str(args.edges), "--checkpoint-every", "1000000",
                               "--checkpoint-interval", "0", "--applied-log", log, "--device", args.device,
-                              "--warm-up", "off", "--http-port", str(port)], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+                              "--warm-up", "off", "--http-port", str(port)],
+                             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             while True:
                 if d.poll() is not None:

@@ -98,6 +98,8 @@ class Querier:
     def __init__(self, port: int, qps: float, *, vertices: int, threads: int = 4):
         self.port, self.qps, self.vertices = port, qps, vertices
         self.lat = {"top100": [], "vertex": [], "errors": 0}
+        self.on = threading.Event()  # cleared: the threads pause (--alternate)
+        self.on.set()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(i, threads), daemon=True) for i in range(threads)]
 
@@ -113,6 +115,10 @@ class Querier:
         nxt = time.perf_counter() + period * i / n
         k = i
         while not self._stop.is_set():
+            if not self.on.is_set():
+                self.on.wait(0.05)
+                nxt = time.perf_counter() + period * i / n
+                continue
             now = time.perf_counter()
             if now < nxt:
                 time.sleep(nxt - now)
@@ -201,6 +207,46 @@ def run(args, *, queries: bool, input_dir: str, work: str):
         d.stop()
 
 
+def run_alternating(args, *, input_dir: str, work: str) -> dict:
+    """One daemon over the stream, the queries on and off every ``args.alternate`` seconds: the
+    ingest rate of the windows with queries against that of the windows without, in the same
+    run (a change of the machine's load over minutes falls on both alike)."""
+    os.makedirs(work, exist_ok=True)
+    port = free_port()
+    d = Daemon(input_dir, work, batch_size=args.batch_size, port=port)
+    try:
+        while not d.first_apply():
+            if d.proc.poll() is not None:
+                raise SystemExit(f"daemon exited: see {work}/daemon.log")
+            time.sleep(0.01)
+        q = Querier(port, args.qps, vertices=args.vertices)
+        q.on.clear()
+        q.start()
+        windows, on = [], False  # (start, end, queries on)
+        start = time.time()
+        while d.applied() < args.edges:
+            time.sleep(0.02)
+            if time.time() - start >= args.alternate:
+                windows.append((start, time.time(), on))
+                on = not on
+                q.on.set() if on else q.on.clear()
+                start = time.time()
+        lat = q.stop()
+    finally:
+        d.stop()
+    applies = [e for e in d.events() if e["event"] == "apply"]
+    edges = {True: 0, False: 0}
+    secs = {True: 0.0, False: 0.0}
+    for a, b, w_on in windows[1:]:  # the first window holds the start
+        edges[w_on] += sum(e["edges"] for e in applies if a <= e["t"] < b)
+        secs[w_on] += b - a
+    rate = {k: edges[k] / secs[k] if secs[k] else float("nan") for k in (True, False)}
+    return {"rate_queries": rate[True], "rate_none": rate[False], "drop_pct": 100.0 * (1 - rate[True] / rate[False]),
+            "windows": len(windows) - 1, "seconds": secs[True] + secs[False], "errors": lat["errors"],
+            "endpoints": {k: {"n": len(lat[k]), "p50": pct(lat[k], 50), "p99": pct(lat[k], 99), "max": max(lat[k])}
+                          for k in ("top100", "vertex")}}
+
+
 def screenshot(port: int, path: str) -> None:
     from selenium import webdriver
 
@@ -228,12 +274,28 @@ def main(argv=None) -> int:
     p.add_argument("--screenshot", metavar="PNG", help="also save a screenshot of the live page (needs selenium)")
     p.add_argument("--runs", type=int, default=1, help="repeat the pair of runs; the summary is the median")
     p.add_argument("--json", metavar="PATH", help="write every run's figures as JSON")
+    p.add_argument("--alternate", type=float, metavar="S",
+                   help="instead: one daemon per run, queries on and off every S seconds, the drop from the "
+                        "rates of those windows")
     args = p.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="http-bench-")
     runs = []
     try:
         write_stream(os.path.join(tmp, "in"), edges=args.edges, vertices=args.vertices, per_file=args.batch_size)
-        for i in range(args.runs):
+        for i in range(args.runs if args.alternate else 0):
+            load0 = os.getloadavg()[0]
+            r = run_alternating(args, input_dir=os.path.join(tmp, "in"), work=os.path.join(tmp, f"w{i}"))
+            r["load"] = (load0, os.getloadavg()[0])
+            runs.append(r)
+            print(f"# run {i + 1}: {args.edges} edges over {args.vertices} vertices, batches of {args.batch_size}, "
+                  f"CPU, {os.cpu_count()} cores; {args.qps:g} queries/s in every other {args.alternate:g} s window "
+                  f"({r['windows']} windows); load average {r['load'][0]:.2f} -> {r['load'][1]:.2f}")
+            for name, label in (("top100", "GET /ranks/top?k=100"), ("vertex", "GET /ranks/{vertex}")):
+                e = r["endpoints"][name]
+                print(f"{label:<24}{e['n']:>9}{e['p50']:>10.2f}{e['p99']:>10.2f}{e['max']:>10.2f}")
+            print(f"errors: {r['errors']}; ingest in windows without queries {r['rate_none']:,.0f} edges/s, with "
+                  f"queries {r['rate_queries']:,.0f} edges/s: drop {r['drop_pct']:.1f}%")
+        for i in range(0 if args.alternate else args.runs):
             load0 = os.getloadavg()[0]
             for with_queries in ((False, True) if i % 2 == 0 else (True, False)):  # ABBA: drift cancels
                 if with_queries:
@@ -247,7 +309,18 @@ def main(argv=None) -> int:
             print_run(args, r, i)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if args.runs > 1:
+    if args.runs > 1 and args.alternate:
+        med = lambda xs: float(np.median(xs))  # noqa: E731
+        print(f"# median over {len(runs)} runs")
+        for name, label in (("top100", "GET /ranks/top?k=100"), ("vertex", "GET /ranks/{vertex}")):
+            p99 = [r["endpoints"][name]["p99"] for r in runs]
+            print(f"{label:<24} p50 {med([r['endpoints'][name]['p50'] for r in runs]):.2f} ms, p99 {med(p99):.2f} ms "
+                  f"(p99 per run: {', '.join(f'{x:.2f}' for x in p99)})")
+        drops = [r["drop_pct"] for r in runs]
+        print(f"ingest without queries {med([r['rate_none'] for r in runs]):,.0f} edges/s, with queries "
+              f"{med([r['rate_queries'] for r in runs]):,.0f} edges/s; drop median {med(drops):.1f}% "
+              f"(per run: {', '.join(f'{d:.1f}' for d in drops)})")
+    elif args.runs > 1:
         print_median(runs)
     if args.json:
         with open(args.json, "w") as fh:

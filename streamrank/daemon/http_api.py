@@ -173,7 +173,8 @@ def make_app(live, ppr, *, describe: dict | None = None):
             else:
                 rows = [{"position": i + 1, "vertex": _json_id(v), "rank": float(r)}
                         for i, (v, r) in enumerate(zip(view.ids[idx].tolist(), view.p[idx].tolist()))]
-                hit = (_json_bytes({"seq": view.seq, "vertices": view.n, "k": k, "top": rows}), "application/json")
+                hit = (_json_bytes({"seq": view.seq, "vertices": view.n, "k": k, "top": rows}),
+                       "application/json")
             if len(view.answers) < TOP_CACHE:
                 view.answers[key] = hit
         return Response(hit[0], media_type=hit[1], headers={"X-Streamrank-Seq": str(view.seq)})
