@@ -168,6 +168,75 @@ def daemon(tmp_path):
         d.kill()
 
 
+def _raw(port: int, path: str) -> tuple:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", path)
+    r = conn.getresponse()
+    out = r.status, {k.lower(): v for k, v in r.getheaders() if k.lower() not in ("date", "server")}, r.read()
+    conn.close()
+    return out
+
+
+def test_the_fast_reads_answer_byte_for_byte_as_the_routes(daemon):
+    _, port, _ = daemon
+    for fast, routed in (("/ranks/top?k=7", "/ranks/top?k=7&format=json"), ("/ranks/top", "/ranks/top?format=json"),
+                         ("/ranks/5", "/ranks/5?via=route"), ("/ranks/0005", "/ranks/5?via=route")):
+        _raw(port, fast)  # the first top-k answer of a view is encoded by the route
+        a, b = _raw(port, fast), _raw(port, routed)
+        assert a[0] == 200 and a == b, (fast, a, b)
+        assert int(a[1]["x-streamrank-seq"]) >= 1 and a[1]["content-type"] == "application/json"
+    status, _, body = _raw(port, "/ranks/777")  # an unknown vertex: the route's 404
+    assert status == 404 and b"unknown vertex 777" in body
+
+
+def test_the_fast_reads_take_the_two_frequent_reads_only():
+    import asyncio
+
+    pytest.importorskip("starlette")
+    from streamrank.daemon.http_api import make_app
+
+    w = SnapshotWriter()
+    try:
+        w.publish(seq=4, ids=np.arange(100, 110), p=np.full(10, 0.1), info={"edges": 10}, applied_at=time.time())
+        app = make_app(SnapshotReader(w.name), None)
+        routed = []
+        inner = app.app
+
+        async def record(scope, receive, send):
+            routed.append(scope["path"] + "?" + scope["query_string"].decode())
+            await inner(scope, receive, send)
+
+        app.app = record
+
+        def ask(path, query=b"", headers=()):
+            sent = []
+
+            async def receive():
+                return {"type": "http.request", "body": b"", "more_body": False}
+
+            async def send(msg):
+                sent.append(msg)
+
+            scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": query,
+                     "headers": list(headers), "http_version": "1.1", "scheme": "http", "root_path": "",
+                     "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1)}
+            asyncio.run(app(scope, receive, send))
+            return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+        assert ask("/ranks/top", b"k=3")[0] == 200 and routed == ["/ranks/top?k=3"]  # encodes the answer
+        assert ask("/ranks/top", b"k=3") == ask("/ranks/top", b"k=3") and len(routed) == 1
+        status, body = ask("/ranks/105")
+        assert status == 200 and b'"vertex":105' in body and b'"seq":4' in body and len(routed) == 1
+        for path, query, headers in (("/ranks/top", b"k=4", ()), ("/ranks/999", b"", ()), ("/ranks/105", b"x=1", ()),
+                                     ("/ranks/top", b"k=3", [(b"accept", b"application/vnd.apache.arrow.stream")])):
+            ask(path, query, headers)
+        assert len(routed) == 5, routed
+    finally:
+        w.close()
+
+
 def test_a_killed_or_ended_server_process_is_restarted_on_the_same_port(daemon):
     d, port, work = daemon
     st, s = get(port, "/status")

@@ -25,6 +25,8 @@ log = logging.getLogger("streamrank.daemon")
 
 #: Longest line (one PPR answer) read from the daemon.
 _LINE_LIMIT = 1 << 28
+#: Seconds the server waits on SIGTERM for requests in flight before it closes their connections.
+GRACEFUL_S = 3
 #: Error kinds of a forwarded query's answer, and the exception each becomes here.
 ERRORS = {"queue": QueueFull, "unknown_seed": UnknownSeed, "invalid": InvalidArgumentError,
           "error": StreamrankError}
@@ -136,7 +138,8 @@ def main(argv=None) -> int:
     link = socket.socket(fileno=args.ppr_fd)
     ppr = PprForwarder(link, limit=args.ppr_limit, workers=args.ppr_workers)
     app = make_app(reader, ppr, describe=json.loads(args.describe))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                           timeout_graceful_shutdown=GRACEFUL_S))
 
     def stop() -> None:
         server.should_exit = True
