@@ -55,6 +55,7 @@ class Daemon:
     def __init__(self, input_dir: str, work: str, *, batch_size: int, port: int | None):
         self.work = work
         self.log = os.path.join(work, "applied.jsonl")
+        self._read, self._events, self._counted, self._applied = 0, [], 0, 0
         args = [sys.executable, "-m", "streamrank", "--log-level", "WARNING", "serve", "--input-dir", input_dir,
                 "--checkpoint-dir", os.path.join(work, "ckpt"), "--batch-size", str(batch_size),
                 "--checkpoint-every", "1000000", "--checkpoint-interval", "0", "--applied-log", self.log,
@@ -66,14 +67,23 @@ class Daemon:
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self.out, stderr=subprocess.STDOUT)
 
     def events(self) -> list:
+        """The applied log's events so far, read on from where the last call stopped (the client
+        process should not spend its time, and its interpreter lock, re-reading the log)."""
         if not os.path.exists(self.log):
             return []
-        with open(self.log) as fh:
-            lines = fh.read().split("\n")[:-1]
-        return [json.loads(x) for x in lines if x.strip()]
+        with open(self.log, "rb") as fh:
+            fh.seek(self._read)
+            raw = fh.read()
+        done = raw.rfind(b"\n") + 1  # a line the daemon is still writing waits for the next call
+        self._read += done
+        self._events += [json.loads(x) for x in raw[:done].split(b"\n") if x.strip()]
+        return self._events
 
     def applied(self) -> int:
-        return sum(e["edges"] for e in self.events() if e["event"] == "apply")
+        ev = self.events()
+        self._applied += sum(e["edges"] for e in ev[self._counted:] if e["event"] == "apply")
+        self._counted = len(ev)
+        return self._applied
 
     def first_apply(self) -> bool:
         return any(e["event"] == "apply" for e in self.events())
@@ -225,7 +235,7 @@ def run_alternating(args, *, input_dir: str, work: str) -> dict:
         windows, on = [], False  # (start, end, queries on)
         start = time.time()
         while d.applied() < args.edges:
-            time.sleep(0.02)
+            time.sleep(0.05)
             if time.time() - start >= args.alternate:
                 windows.append((start, time.time(), on))
                 on = not on
