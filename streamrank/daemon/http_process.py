@@ -233,11 +233,12 @@ def leave_a_core(engine) -> int | None:
     process may use, leaving a core to the HTTP server's process; returns the new count (None:
     unchanged, on a GPU or a single core).
 
-    On two cores, the rank update's second thread and the server took turns on the same core:
-    each answer delayed the update's fork-join by its own time, and the updates delayed the
-    answers (benchmarks/http_queries.py: the ingest rate fell by up to 14% at 200 queries/s and
-    the p99 latency was 6-8 ms; with one rank thread, no fall and a p99 of 4.3-4.6 ms, at the
-    same rate without queries). The setting is the calling thread's: call it on the loop's.
+    On two cores the rank update's second thread and the server share a core: an answer holds
+    up the update's fork-join for its own time, and the update holds the answer up. In pairs of
+    runs of benchmarks/http_queries.py on the 2-core development host, two rank threads lost up
+    to 14% of the ingest rate at 200 queries/s with p99s of 6-8 ms; one thread lost none, with
+    p99s of 4.3-4.6 ms, and ingests as fast as two there without queries. The setting is the
+    calling thread's: call it on the loop's.
     """
     if engine.backend.name != "cpu":
         return None
