@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from ..errors import StreamrankError
+from .live import RankView, VertexIndex
 
 log = logging.getLogger("streamrank.daemon")
 
@@ -357,8 +358,6 @@ class SnapshotReader:
     """
 
     def __init__(self, name: str, *, started: float | None = None):
-        from .live import VertexIndex
-
         self.name = name
         try:
             self._h = _Header(_map(name))
@@ -400,8 +399,6 @@ class SnapshotReader:
     def view(self):
         """The last complete view, a :class:`~streamrank.daemon.live.RankView` (None before the
         daemon published one)."""
-        from .live import RankView
-
         tries = _Tries()
         while True:
             gen = int(self._h.ints[_H_GEN])
