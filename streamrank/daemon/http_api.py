@@ -1,4 +1,4 @@
-"""The daemon's HTTP query API and live page (Starlette on uvicorn, in a thread of its own).
+"""The daemon's HTTP query API and live page: the Starlette application of the HTTP server's process.
 
 Routes (docs/http.md): ``GET /`` (the live page), ``/static/*``, ``GET /status``,
 ``GET /history?seconds=S``, ``GET /ranks/top?k=K``, ``GET /ranks?vertex=V&vertex=W`` and
@@ -8,31 +8,31 @@ answers come as JSON, or as an Arrow IPC stream with ``format=arrow`` (or
 ``Accept: application/vnd.apache.arrow.stream``). Bad requests get a 4xx JSON answer
 ``{"error": reason, "status": code}``.
 
-Requests are answered from the last published :class:`~streamrank.daemon.live.RankView` on the
-server's thread (they never take the loop's lock); PPR queries run on the
-:class:`~streamrank.daemon.ppr_pool.PprPool`.
+The application runs in a process of its own (:mod:`.http_serve`, started and watched by
+:mod:`.http_process`): rank, status and history requests are answered from the view the loop
+last wrote to shared memory (:class:`~streamrank.daemon.shared_view.SnapshotReader`), without
+the ingest process's GIL or lock; PPR queries are forwarded to the ingest process, which holds
+the live graph (:class:`~streamrank.daemon.http_serve.PprForwarder`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-import socket
-import threading
 import time
 
 import numpy as np
 
 from ..errors import InvalidArgumentError, StreamrankError
-from .live import LiveState
-from .ppr_pool import PPR_OPTIONS, PprPool, QueueFull, UnknownSeed
+from .ppr_pool import PPR_OPTIONS, QueueFull, UnknownSeed
 
 log = logging.getLogger("streamrank.daemon")
 
 #: Largest ``k`` of ``/ranks/top`` and ``/ppr``, and most vertices in one batch query.
 K_MAX = 100_000
+#: Encoded top-k answers kept per view (distinct ``k`` and format).
+TOP_CACHE = 16
 ARROW_TYPE = "application/vnd.apache.arrow.stream"
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 
@@ -44,6 +44,11 @@ class HttpError(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+
+
+def _json_bytes(body) -> bytes:
+    """``body`` as Starlette's JSONResponse encodes it."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode("utf-8")
 
 
 def _json_id(v):
@@ -78,10 +83,14 @@ def parse_vertex(view, raw):
     return v
 
 
-def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = None):
+def make_app(live, ppr, *, describe: dict | None = None):
     """The Starlette application over ``live`` (and ``ppr`` for ``/ppr``; None: 503 there).
 
-    ``describe``: static facts for ``/status`` (device, algorithm setting, id type, source).
+    ``live``: what the loop published (a :class:`~streamrank.daemon.shared_view.SnapshotReader`:
+    ``view()``, ``status()``, ``history(seconds)``, ``index``, ``started``); ``ppr``: a
+    :class:`~streamrank.daemon.http_serve.PprForwarder` (``await query(seeds, k=, options=)``,
+    ``admitted``, ``limit``, ``workers``); ``describe``: static facts for ``/status`` (device,
+    algorithm setting, id type, source).
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -106,7 +115,7 @@ def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = No
             raise HttpError(400, f"format must be json or arrow, got {fmt!r}")
         return fmt == "arrow" or ARROW_TYPE in request.headers.get("accept", "")
 
-    def arrow(view, vertices, ranks, extra=None):
+    def arrow_bytes(view, vertices, ranks, extra=None) -> bytes:
         import pyarrow as pa
 
         cols = {"vertex": pa.array(vertices), "rank": pa.array(ranks, type=pa.float64())}
@@ -116,7 +125,10 @@ def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = No
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as w:
             w.write_table(table)
-        return Response(sink.getvalue().to_pybytes(), media_type=ARROW_TYPE,
+        return sink.getvalue().to_pybytes()
+
+    def arrow(view, vertices, ranks, extra=None):
+        return Response(arrow_bytes(view, vertices, ranks, extra), media_type=ARROW_TYPE,
                         headers={"X-Streamrank-Seq": str(view.seq)})
 
     async def index(request):
@@ -148,15 +160,24 @@ def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = No
     async def top(request):
         view = current()
         k = _parse_int("k", request.query_params.get("k", "100"), lo=1, hi=K_MAX)
-        idx = view.top(k)
-        if wants_arrow(request):
-            import pyarrow as pa
+        key = ("top", k, wants_arrow(request))
+        hit = view.answers.get(key)
+        if hit is None:  # encoded once per view: every client asking gets the same bytes
+            idx = view.top(k)
+            if key[2]:
+                import pyarrow as pa
 
-            return arrow(view, view.ids[idx].tolist(), view.p[idx],
-                         {"position": pa.array(np.arange(1, idx.shape[0] + 1), type=pa.int64())})
-        rows = [{"position": i + 1, "vertex": _json_id(v), "rank": float(r)}
-                for i, (v, r) in enumerate(zip(view.ids[idx].tolist(), view.p[idx].tolist()))]
-        return answer({"seq": view.seq, "vertices": view.n, "k": k, "top": rows}, view.seq)
+                hit = (arrow_bytes(view, view.ids[idx].tolist(), view.p[idx],
+                                   {"position": pa.array(np.arange(1, idx.shape[0] + 1), type=pa.int64())}),
+                       ARROW_TYPE)
+            else:
+                rows = [{"position": i + 1, "vertex": _json_id(v), "rank": float(r)}
+                        for i, (v, r) in enumerate(zip(view.ids[idx].tolist(), view.p[idx].tolist()))]
+                hit = (_json_bytes({"seq": view.seq, "vertices": view.n, "k": k, "top": rows}),
+                       "application/json")
+            if len(view.answers) < TOP_CACHE:
+                view.answers[key] = hit
+        return Response(hit[0], media_type=hit[1], headers={"X-Streamrank-Seq": str(view.seq)})
 
     def ranks_of(request, view, raw: list):
         if not raw:
@@ -216,11 +237,9 @@ def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = No
                 except ValueError:
                     raise HttpError(400, f"{name} must be a {typ.__name__}, got {q[name]!r}") from None
         try:
-            fut = ppr.submit(seeds, k=k, options=options)
+            body = await ppr.query(seeds, k=k, options=options)
         except QueueFull as exc:
             raise HttpError(429, str(exc)) from None
-        try:
-            body = await asyncio.wrap_future(fut)
         except UnknownSeed as exc:
             raise HttpError(404, str(exc)) from None
         except InvalidArgumentError as exc:
@@ -249,76 +268,61 @@ def make_app(live: LiveState, ppr: PprPool | None, *, describe: dict | None = No
         Route("/ppr", ppr_query),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={HttpError: http_error, HTTPException: starlette_error,
-                                                        Exception: internal_error})
+    app = Starlette(routes=routes, exception_handlers={HttpError: http_error, HTTPException: starlette_error,
+                                                       Exception: internal_error})
+    return _FastReads(app, live)
 
 
-class HttpServer:
-    """The API served by uvicorn on a thread of its own.
+class _FastReads:
+    """ASGI: the two most frequent reads answered without Starlette's routing and request and
+    response objects (about a third of a request's CPU time in the server), every other request
+    passed to ``app``.
 
-    Parameters
-    ----------
-    live : LiveState
-    host, port : str, int
-        Where to listen (port 0: any free port; :attr:`port` tells which).
-    ppr_queue : int
-        PPR queries admitted at once (:class:`~streamrank.daemon.ppr_pool.PprPool`).
-    describe : dict, optional
-        Static facts for ``/status``.
-
-    Raises
-    ------
-    StreamrankError
-        When uvicorn or Starlette is not installed (``pip install "streamrank[http]"``), or the
-        address cannot be bound.
+    Taken here: ``GET /ranks/top`` and ``GET /ranks/top?k=K`` whose JSON answer about the current
+    view is already encoded (``view.answers``, filled by the route the first time), and
+    ``GET /ranks/V`` of a known vertex ``V`` (decimal digits) of an integer-id graph, without a
+    query string. The answers are byte for byte the routes' own; anything else (an Arrow
+    ``Accept``, another parameter, an unknown vertex, an error) goes to the routes.
     """
 
-    def __init__(self, live: LiveState, *, host: str, port: int, ppr_queue: int, describe: dict | None = None):
-        try:
-            import uvicorn
-        except ImportError as exc:
-            raise StreamrankError('the HTTP API needs uvicorn and starlette: pip install "streamrank[http]"') from exc
-        self.ppr = PprPool(live, limit=ppr_queue)
-        app = make_app(live, self.ppr, describe=describe)
-        try:
-            info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-            # proto IPPROTO_TCP, so that asyncio sets TCP_NODELAY on each connection (with proto 0 it
-            # does not, and a keep-alive client then waits ~40 ms per answer for a delayed ACK)
-            self._sock = socket.socket(info[0], info[1], info[2] or socket.IPPROTO_TCP)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._sock.bind(info[4])
-            self._sock.listen(2048)  # connections wait in the backlog until the server's thread takes them
-        except OSError as exc:
-            raise StreamrankError(f"cannot serve the HTTP API on {host}:{port}: {exc}") from exc
-        self.host, self.port = host, self._sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._serve, name="streamrank-http", daemon=True)
+    _ARROW = ARROW_TYPE.encode()
 
-    def _serve(self) -> None:
-        try:
-            self._server.run(sockets=[self._sock])
-        except BaseException as exc:  # the daemon goes on without its API; the log says why
-            log.error("the HTTP API stopped: %r", exc)
+    def __init__(self, app, live):
+        self.app, self.live = app, live
 
-    def start(self) -> "HttpServer":
-        self._thread.start()
-        log.info("HTTP API and live page on http://%s:%d/", self.host, self.port)
-        return self
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].startswith("/ranks/"):
+            try:
+                hit = self._answer(scope)
+            except Exception:  # noqa: BLE001 -- the routes answer it, with their error handling
+                hit = None
+            if hit is not None:
+                seq, body = hit
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-length", str(len(body)).encode()),
+                                        (b"content-type", b"application/json"),
+                                        (b"x-streamrank-seq", str(seq).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        self.ppr.close()
-        self._sock.close()
-
-
-def start_http(cfg, live: LiveState, engine, positions: dict) -> HttpServer:
-    """Publish the restored (or empty) graph's view and start the API of ``cfg`` (a DaemonConfig)."""
-    with live.engine_lock:
-        live.publish(engine, info={"edges": None, "algorithm": None, "positions": dict(positions), "restored": True})
-    source = cfg.input_dir if cfg.input_dir is not None else f"kafka {cfg.bootstrap_servers} {','.join(cfg.topic)}"
-    describe = {"device": engine.backend.name, "algorithm_setting": cfg.algorithm, "id_type": engine.id_type,
-                "source": source, "batch_size": cfg.batch_size}
-    return HttpServer(live, host=cfg.http_host, port=int(cfg.http_port), ppr_queue=cfg.http_ppr_queue,
-                      describe=describe).start()
+    def _answer(self, scope):
+        if any(name == b"accept" and self._ARROW in value for name, value in scope["headers"]):
+            return None
+        view = self.live.view()
+        if view is None:
+            return None
+        path, qs = scope["path"], scope["query_string"]
+        if path == "/ranks/top":
+            if qs and not (qs.startswith(b"k=") and 2 < len(qs) <= 8 and qs[2:].isdigit()):
+                return None
+            hit = view.answers.get(("top", int(qs[2:]) if qs else 100, False))
+            return None if hit is None else (view.seq, hit[0])
+        raw = path[len("/ranks/"):]
+        if qs or view.ids.dtype == object or not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+            return None
+        v = int(raw)
+        i = int(self.live.index.lookup(view, [v])[0])
+        if i < 0:
+            return None
+        return view.seq, _json_bytes({"seq": view.seq, "vertex": v, "rank": float(view.p[i]), "vertices": view.n})

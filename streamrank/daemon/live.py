@@ -2,9 +2,10 @@
 
 The loop's thread applies a batch and publishes a :class:`RankView` (the external ids and the
 published ranks of that batch, with what ``/status`` shows) by swapping one reference, both under
-:attr:`LiveState.engine_lock`. Readers take the reference and never see a half-applied batch.
-The ids of a view are the engine's append-only id array (internal ids are never reused, so the
-prefix a view holds never changes); the ranks are a fresh array per batch.
+:attr:`LiveState.engine_lock`, and writes it to the shared-memory view the HTTP server's process
+reads (:class:`~streamrank.daemon.shared_view.SnapshotWriter`). Readers never see a half-applied
+batch. The ids of a view are the engine's append-only id array (internal ids are never reused,
+so the prefix a view holds never changes); the ranks are a fresh array per batch.
 
 A personalized PageRank query needs the graph itself: :meth:`LiveState.frozen_graph` copies the
 store's arrays under the same lock (so the loop waits for at most one copy, and only while a
@@ -14,7 +15,6 @@ queries until a batch changes the graph.
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,8 +23,6 @@ import numpy as np
 
 from ..rank.published import published_ranks
 
-#: Batches kept for the live page's charts.
-HISTORY_BATCHES = 4096
 #: Ids a new vertex index takes before the recent ones are merged into its sorted table.
 _MERGE_MIN = 4096
 
@@ -54,6 +52,9 @@ class RankView:
     applied_at: float
     _order: np.ndarray | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: encoded answers about this view, by request (the HTTP server's cache: one batch's top-k
+    #: answer is the same for every client)
+    answers: dict = field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
@@ -184,19 +185,28 @@ class FrozenGraph:
 
 
 class LiveState:
-    """The views the loop publishes and the HTTP API reads (one per daemon)."""
+    """The views the loop publishes, for the HTTP API (one per daemon)."""
 
     def __init__(self):
         self.engine_lock = threading.Lock()  # held by the loop while it changes the engine
-        self.index = VertexIndex()
+        self.index = VertexIndex()  # for PPR seeds, on the PPR worker
         self.started = time.time()
+        #: the shared-memory view the HTTP server's process reads (None: none attached)
+        self.shared = None
         self._view: RankView | None = None
-        self._history: collections.deque = collections.deque(maxlen=HISTORY_BATCHES)
         self._frozen: FrozenGraph | None = None
         self._engine = None
-        self._status: dict = {}
         self._names = None  # string ids: decoded names, grown with the graph (prefix never changes)
-        self._lock = threading.Lock()
+
+    def attach_shared(self, writer) -> None:
+        """Publish into ``writer`` (a :class:`~streamrank.daemon.shared_view.SnapshotWriter`) from now on."""
+        self.shared = writer
+
+    def detach_shared(self):
+        """Stop publishing into the shared view; returns it."""
+        with self.engine_lock:
+            writer, self.shared = self.shared, None
+        return writer
 
     # ------------------------------------------------------------------ writer (the loop's thread)
     def _external(self, engine) -> np.ndarray:
@@ -230,30 +240,19 @@ class LiveState:
                                                       graph_edges=int(engine.graph.num_edges)), time.time())
         self._engine = engine
         self._view = view
-        if info.get("edges") is not None:
-            self._history.append((view.applied_at, view.seq, int(info["edges"]), info.get("graph_ms", 0.0),
-                                  info.get("rank_ms", 0.0), info.get("wait_ms", 0.0), info.get("lag")))
+        if self.shared is not None:
+            self.shared.publish(seq=view.seq, ids=ids, p=p, info=view.info, applied_at=view.applied_at)
         return view
 
     def set_status(self, **fields) -> None:
         """Merge ``fields`` into the status the loop reports (positions, lag, checkpoint)."""
-        with self._lock:
-            self._status.update(fields)
+        writer = self.shared
+        if writer is not None:
+            writer.set_status(**fields)
 
-    # ------------------------------------------------------------------ readers
     def view(self) -> RankView | None:
         """The last published view (None before the first)."""
         return self._view
-
-    def status(self) -> dict:
-        with self._lock:
-            return dict(self._status)
-
-    def history(self, seconds: float) -> list:
-        """``(time, seq, edges, graph_ms, rank_ms, wait_ms, lag)`` of the batches of the
-        last ``seconds``, oldest first."""
-        since = time.time() - float(seconds)
-        return [h for h in list(self._history) if h[0] >= since]
 
     def frozen_graph(self) -> tuple:
         """``(view, graph)``: the last view and a copy of the graph of the same batch.

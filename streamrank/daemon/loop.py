@@ -49,7 +49,7 @@ from .metrics import DaemonMetrics
 from .signals import ShutdownFlag
 from .staleness import staleness_fields
 from .warmup import wants_warm_up, warm_up
-from .http_api import start_http
+from .http_process import start_http
 
 log = logging.getLogger("streamrank.daemon")
 
