@@ -46,11 +46,10 @@ from .reader import (
     FORMATS,
     EdgeFileReader,
     detect_format,
-    iter_batches,
     list_edge_files,
     open_edge_file,
-    read_edges,
 )
+from .batches import iter_batches, read_edges
 from .layout import Layout
 from .report import DEFAULT_MAX_BAD_KEPT, TEXT_KEPT, BadLine, ReadReport
 
