@@ -227,6 +227,8 @@ class EdgeFileReader:
                     self._account(parsed, report)
                     if self.layout.weighted and "weight" not in parsed.table.column_names:
                         parsed.table = with_unit_weights(parsed.table)  # no weight column: inserts weigh 1
+                        if not settled and report.columns and "weighs 1" not in report.columns:
+                            report.columns += "; no weight column: every insert weighs 1"
                     if not settled:
                         self.schema = parsed.table.schema
                         report.has_ts = "ts" in self.schema.names
