@@ -62,14 +62,22 @@ class StepResult:
         return self.graph_ms + self.rank_ms
 
 
-def _modules(backend: Backend):
-    """``(graph store class, rank module, rank keyword arguments)`` of a backend: the CPU rank
-    code takes a workspace that lives as long as the engine."""
+def _modules(backend: Backend, weighted: bool = False, multi_edges: str = "set"):
+    """``(graph store factory, rank module, rank keyword arguments)`` of a backend: the CPU rank
+    code takes a workspace that lives as long as the engine. A weighted graph (CPU only) has its
+    own store and rank code; the unweighted ones never see a weight."""
     if backend.is_gpu:
         from .store import gpu as graph_gpu
         from .rank.gpu import pagerank as pagerank_gpu
 
         return graph_gpu.GpuGraph, pagerank_gpu, {}
+    if weighted:
+        from functools import partial
+
+        from .store.cpu_weighted import WeightedCpuGraph
+        from .rank.cpu import weighted as pagerank_w
+
+        return partial(WeightedCpuGraph, multi_edges=multi_edges), pagerank_w, {"workspace": pagerank_w.WeightedWorkspace()}
     from .store import cpu as graph
     from .rank.cpu import pagerank as pagerank_cpu
 
@@ -160,7 +168,7 @@ class Engine:
             raise ConfigError(_GPU_WEIGHTED + " (device='auto' picked the GPU)")
         self.algorithm = check_algorithm(algorithm)
         self.config = config
-        graph_cls, self._rank, self._rank_kw = _modules(self.backend)
+        graph_cls, self._rank, self._rank_kw = _modules(self.backend, self._weighted, self._multi_edges)
         self.graph = graph_cls(max_bytes=max_graph_bytes)
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
@@ -460,7 +468,10 @@ class Engine:
         if saved == "string":
             eng.string_ids = StringIdMap.from_state(state)
         try:
-            eng.graph = type(eng.graph).from_state(state, max_bytes=max_graph_bytes)
+            if eng.weighted:
+                eng.graph = type(eng.graph).from_state(state, multi_edges=eng.multi_edges, max_bytes=max_graph_bytes)
+            else:
+                eng.graph = type(eng.graph).from_state(state, max_bytes=max_graph_bytes)
             x = np.asarray(state["x"], dtype=np.float64)
             seq = int(state["seq"])
         except KeyError as exc:

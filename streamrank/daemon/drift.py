@@ -62,22 +62,23 @@ class DriftGuard:
         s, d = engine.graph.edges()
         src = np.array(be.to_host(s), dtype=np.int64, copy=True)
         dst = np.array(be.to_host(d), dtype=np.int64, copy=True)
+        weight = engine.graph.edge_weights() if getattr(engine.graph, "weighted", False) else None  # a fresh array
         _, p = engine.ranks()
         n = engine.graph.num_vertices
         self._busy.set()
-        self._thread = threading.Thread(target=self._work, args=(seq, src, dst, n, p), name="drift-guard",
+        self._thread = threading.Thread(target=self._work, args=(seq, src, dst, n, p, weight), name="drift-guard",
                                         daemon=True)
         self._thread.start()
         return True
 
-    def _work(self, seq, src, dst, n, p):
+    def _work(self, seq, src, dst, n, p, weight=None):
         import time
 
         from ..oracle.static import scipy_pagerank
 
         t0 = time.perf_counter()
         try:
-            ref = scipy_pagerank(src, dst, n, alpha=self.alpha, dangling=self.dangling, tol=1e-13)
+            ref = scipy_pagerank(src, dst, n, weight=weight, alpha=self.alpha, dangling=self.dangling, tol=1e-13)
             l1 = float(np.abs(ref - p).sum()) if n else 0.0
             self._results.put(DriftResult(seq, l1, n, time.perf_counter() - t0))
         except Exception as exc:  # a failed check must not take the daemon down

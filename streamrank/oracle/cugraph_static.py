@@ -43,7 +43,7 @@ def _plc():
 
 
 def build_cugraph_graph(src, dst, num_vertices: int, *, dangling: str = "uniform",
-                        weight_dtype: str = "float32"):
+                        weight_dtype: str = "float32", weight=None):
     """A pylibcugraph ``SGGraph`` (transposed storage, no renumbering) of internal-id edges.
 
     Parameters
@@ -55,6 +55,9 @@ def build_cugraph_graph(src, dst, num_vertices: int, *, dangling: str = "uniform
     weight_dtype : {"float32", "float64"}
         Edge-weight type, which is also the type cuGraph computes the ranks in: float32 for
         the baseline a cuGraph user would run, float64 for the oracle.
+    weight : array of float, optional
+        Edge weights (host or device), one per edge; default 1. In self-loop mode the added
+        loops weigh 1.
 
     Returns
     -------
@@ -67,12 +70,15 @@ def build_cugraph_graph(src, dst, num_vertices: int, *, dangling: str = "uniform
 
     s = cp.asarray(src).astype(cp.int32)
     d = cp.asarray(dst).astype(cp.int32)
+    if weight_dtype not in ("float32", "float64"):
+        raise InvalidArgumentError(f"weight_dtype must be float32 or float64, got {weight_dtype!r}")
+    w = cp.ones(s.shape[0], dtype=weight_dtype) if weight is None else cp.asarray(weight).astype(weight_dtype)
+    if w.shape != s.shape:
+        raise InvalidArgumentError(f"weight has {w.shape[0]} entries for {s.shape[0]} edges")
     if dangling == "self-loop":
         loops = cp.arange(int(num_vertices), dtype=cp.int32)
         s, d = cp.concatenate([s, loops]), cp.concatenate([d, loops])
-    if weight_dtype not in ("float32", "float64"):
-        raise InvalidArgumentError(f"weight_dtype must be float32 or float64, got {weight_dtype!r}")
-    w = cp.ones(s.shape[0], dtype=weight_dtype)
+        w = cp.concatenate([w, cp.ones(loops.shape[0], dtype=weight_dtype)])
     vertices = cp.arange(int(num_vertices), dtype=cp.int32)
     try:
         handle = plc.ResourceHandle()
@@ -169,7 +175,8 @@ def cugraph_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform", t
 
     _plc()
     s, d = graph.edges()
-    handle, g = build_cugraph_graph(s, d, graph.num_vertices, dangling=dangling, weight_dtype="float64")
+    w = graph.edge_weights() if getattr(graph, "weighted", False) else None
+    handle, g = build_cugraph_graph(s, d, graph.num_vertices, dangling=dangling, weight_dtype="float64", weight=w)
     p = pagerank_on(handle, g, alpha=alpha, tol=tol, max_iter=max_iter, graph_dtype="float64")
     host = np.asarray(p.get(), dtype=np.float64)  # device-to-host copy of the ranks (oracle only)
     return host / host.sum()

@@ -17,7 +17,7 @@ from ..config import DANGLING_MODES
 from ..errors import InvalidArgumentError
 
 
-def scipy_pagerank(src, dst, num_vertices: int, *, alpha: float = 0.85, dangling: str = "uniform",
+def scipy_pagerank(src, dst, num_vertices: int, *, weight=None, alpha: float = 0.85, dangling: str = "uniform",
                    tol: float = 1e-15, max_iter: int = 10_000) -> np.ndarray:
     """Static PageRank in float64 from an edge list (internal ids, no duplicate edges).
 
@@ -26,9 +26,12 @@ def scipy_pagerank(src, dst, num_vertices: int, *, alpha: float = 0.85, dangling
     src, dst : array of int
         Edges ``src[i] -> dst[i]`` (internal ids in ``[0, num_vertices)``).
     num_vertices : int
+    weight : array of float, optional
+        Positive edge weights: ``u`` sends ``p[u] * w(u, v) / W[u]`` along ``(u, v)``, ``W[u]`` the
+        sum of its out-edges' weights. Default: every edge weight 1.
     alpha : float
     dangling : {"uniform", "self-loop"}
-        ``"self-loop"`` adds a self-loop to every vertex (the published DF-P setting).
+        ``"self-loop"`` adds a self-loop of weight 1 to every vertex (the published DF-P setting).
     tol : float
         Stop when the L1 change between iterations is below this.
     max_iter : int
@@ -45,11 +48,15 @@ def scipy_pagerank(src, dst, num_vertices: int, *, alpha: float = 0.85, dangling
         return np.zeros(0)
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
+    wt = np.ones(src.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
+    if wt.shape != src.shape or (wt.size and not bool(np.all((wt > 0) & np.isfinite(wt)))):
+        raise InvalidArgumentError("weight must hold one finite positive weight per edge")
     if dangling == "self-loop":
         loops = np.arange(n, dtype=np.int64)
         src, dst = np.concatenate([src, loops]), np.concatenate([dst, loops])
-    outdeg = np.bincount(src, minlength=n).astype(np.float64)
-    w = 1.0 / outdeg[src]
+        wt = np.concatenate([wt, np.ones(n)])
+    outdeg = np.bincount(src, weights=wt, minlength=n).astype(np.float64)
+    w = wt / outdeg[src]
     PT = sp.csr_matrix((w, (dst, src)), shape=(n, n))  # duplicates (explicit + implicit loop) add up
     dangling_mask = outdeg == 0
     p = np.full(n, 1.0 / n)
@@ -69,6 +76,7 @@ def oracle_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform",
     Parameters
     ----------
     graph : CpuGraph or GpuGraph
+        A weighted store's edge weights are used.
     alpha : float
     dangling : {"uniform", "self-loop"}
     use : {"auto", "scipy", "cugraph"}
@@ -86,7 +94,8 @@ def oracle_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform",
         return cugraph_pagerank(graph, alpha=alpha, dangling=dangling)
     s, d = graph.edges()
     s, d = to_host(s), to_host(d)  # device-to-host copy of the edge list on the GPU (oracle only)
-    return scipy_pagerank(s, d, graph.num_vertices, alpha=alpha, dangling=dangling)
+    w = graph.edge_weights() if getattr(graph, "weighted", False) else None
+    return scipy_pagerank(s, d, graph.num_vertices, weight=w, alpha=alpha, dangling=dangling)
 
 
 def oracle_name(graph, use: str = "auto") -> str:

@@ -27,6 +27,10 @@ class AppliedChanges:
         Counts per reason in :data:`DROP_REASONS`: in-batch duplicates collapsed (including
         insert/delete pairs resolved in arrival order), insertions of present edges, deletions of
         absent edges.
+    reweighted_src, reweighted_dst : array of int64 or None
+        Weighted graphs: edges present before and after the batch whose weight changed (their
+        source's out-weight and contributions changed, as for an insertion there). None on an
+        unweighted graph.
     """
 
     ins_src: Any
@@ -37,10 +41,17 @@ class AppliedChanges:
     num_vertices_after: int
     received: int
     dropped: dict = field(default_factory=lambda: {r: 0 for r in DROP_REASONS})
+    reweighted_src: Any = None
+    reweighted_dst: Any = None
 
     @property
     def num_insertions(self) -> int:
         return int(self.ins_src.shape[0])
+
+    @property
+    def num_reweights(self) -> int:
+        """Edges whose weight changed (0 on an unweighted graph)."""
+        return 0 if self.reweighted_src is None else int(self.reweighted_src.shape[0])
 
     @property
     def num_deletions(self) -> int:
@@ -52,17 +63,21 @@ class AppliedChanges:
 
     @property
     def empty(self) -> bool:
-        return self.num_insertions == 0 and self.num_deletions == 0 and self.num_new_vertices == 0
+        return (self.num_insertions == 0 and self.num_deletions == 0 and self.num_new_vertices == 0
+                and self.num_reweights == 0)
 
     def summary(self) -> dict:
-        """Plain counts, for logs, metrics and JSON."""
-        return {
+        """Plain counts, for logs, metrics and JSON (``reweighted`` on a weighted graph only)."""
+        out = {
             "received": self.received,
             "inserted": self.num_insertions,
             "deleted": self.num_deletions,
             "new_vertices": self.num_new_vertices,
             **{f"dropped_{k}": int(v) for k, v in self.dropped.items()},
         }
+        if self.reweighted_src is not None:
+            out["reweighted"] = self.num_reweights
+        return out
 
 
 #: The edge arrays of :class:`AppliedChanges`, in the order of a :class:`SectionChanges` buffer.

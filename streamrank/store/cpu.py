@@ -41,6 +41,9 @@ SLACK_NUM, SLACK_ADD = 2, 2
 class _Side:
     """One direction's gapped CSR (arrays sized for ``vcap`` vertices)."""
 
+    #: Bytes per neighbour slot (an int32 id; the weighted store adds a float64 weight).
+    SLOT_BYTES = 4
+
     def __init__(self, vcap: int):
         self.off = np.zeros(vcap, dtype=np.int64)
         self.deg = np.zeros(vcap, dtype=np.int64)
@@ -81,7 +84,7 @@ class _Side:
             deg = self.deg[:n]
             end = int((deg + deg * SLACK_NUM // 8 + SLACK_ADD).sum())
             length = max(end, 1)
-            nbytes += 2 * self.off.nbytes + 4 * length
+            nbytes += 2 * self.off.nbytes + self.SLOT_BYTES * length
             d = self.deg[touched]
             fresh_cap = d + d * SLACK_NUM // 8 + SLACK_ADD
             over = new_deg > fresh_cap
@@ -89,7 +92,7 @@ class _Side:
         grow_to = None
         if end + need > length:
             grow_to = max(2 * length, end + need)
-            nbytes += 4 * grow_to
+            nbytes += self.SLOT_BYTES * grow_to
         return _SidePlan(touched, new_deg, compact, grow_to, nbytes)
 
     def update(self, n, plan, d_own, d_nbr, i_own, i_nbr):
@@ -151,6 +154,8 @@ class CpuGraph:
 
     backend_name = "cpu"
     xp = np
+    #: Whether edges carry weights (:class:`streamrank.store.cpu_weighted.WeightedCpuGraph`).
+    weighted = False
 
     def __init__(self, *, max_bytes: int | None = None):
         self._max_bytes = check_max_bytes(max_bytes)
@@ -412,6 +417,11 @@ class CpuGraph:
         n = self.num_vertices
         self._out.lay_out(n, *_sorted_pairs(s, d))
         self._in.lay_out(n, *_sorted_pairs(d, s))
+        self._finish_layout(s, d)
+
+    def _finish_layout(self, s, d):
+        """After a layout of the edges ``s -> d``: the edge count and a fresh sweep order."""
+        n = self.num_vertices
         self._num_edges = int(s.shape[0])
         loops = np.zeros(n, dtype=np.uint8)
         loops[s[s == d]] = 1
@@ -433,21 +443,25 @@ class CpuGraph:
         g.ids = IdMap.from_external(np.asarray(state["external"]), np)
         g._grow_vertices(len(g.ids))
         g._lay_out(np.asarray(state["src"], dtype=np.int64), np.asarray(state["dst"], dtype=np.int64))
+        g._restore_order(state)
+        return g
+
+    def _restore_order(self, state: dict) -> None:
+        """Take the sweep order and blocks saved in ``state``, when it holds them."""
         order = state.get("sweep_order")
         if order is not None:  # the saved order: the restored store ranks as the saved one did
             order = np.asarray(order, dtype=np.int32)
-            n = g.num_vertices
+            n = self.num_vertices
             if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
                 raise InvalidArgumentError("state['sweep_order'] is not a permutation of the vertices")
-            g._order[:n] = order
-            g._pos[order] = np.arange(n, dtype=np.int32)
+            self._order[:n] = order
+            self._pos[order] = np.arange(n, dtype=np.int32)
             starts = state.get("sweep_blocks")
             if starts is None:  # saved before the blocks were kept: cut the saved order afresh
-                g._starts = recut(g._in.deg, g._order, n, kernel_common.GS_BLOCK)
+                self._starts = recut(self._in.deg, self._order, n, kernel_common.GS_BLOCK)
             else:
                 starts = np.asarray(starts, dtype=np.int64)
                 if (starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or np.any(starts % kernel_common.CHUNK)
                         or np.any(np.diff(starts) <= 0) or (n > 0 and starts[-1] >= n)):
                     raise InvalidArgumentError("state['sweep_blocks'] is not a list of block starts of the sweep order")
-                g._starts = starts.copy()
-        return g
+                self._starts = starts.copy()
