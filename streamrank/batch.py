@@ -291,7 +291,7 @@ class EdgeBatch:
         if not {"src", "dst"} <= names:
             raise BatchFormatError(f"an edge table needs columns src and dst, has {sorted(names)}")
         op = table.column("op").to_numpy(zero_copy_only=False) if "op" in names else None
-        weight = _arrow_weights(table.column("weight"), op) if "weight" in names else None
+        weight = arrow_weights(table.column("weight"), op) if "weight" in names else None
         src_type = table.column("src").type
         if not (pa.types.is_integer(src_type) or pa.types.is_floating(src_type)):
             return cls.from_arrays(table.column("src"), table.column("dst"), op, weight=weight)
@@ -345,7 +345,7 @@ class EdgeBatch:
                          None if w is None else xp.asarray(w))
 
 
-def _arrow_weights(column, op) -> np.ndarray:
+def arrow_weights(column, op) -> np.ndarray:
     """Host float64 weights of an Arrow ``weight`` column: null -> NaN on a deletion, 1 on an
     insertion (``op`` None: all insertions)."""
     t = column.type

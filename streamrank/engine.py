@@ -434,6 +434,9 @@ class Engine:
         st["x"] = self.backend.to_host(self.x).astype(np.float64)
         st["seq"] = np.int64(self.seq)
         st["id_type"] = self.id_type
+        if self._weighted:  # the graph's state holds the weights
+            st["weighted"] = True
+            st["multi_edges"] = self._multi_edges
         if self.string_ids is not None:
             st.update(self.string_ids.state())
         if self.policy is not None:
@@ -444,19 +447,32 @@ class Engine:
     def from_state(cls, state: dict, *, device="auto", algorithm: str = "auto",
                    config: RankConfig = RankConfig(), id_type: str = "auto",
                    max_id_bytes: int = DEFAULT_MAX_ID_BYTES, max_graph_bytes: int | None = None,
-                   weighted: bool = False, multi_edges: str = "set") -> "Engine":
+                   weighted: bool | None = None, multi_edges: str | None = None) -> "Engine":
         """Rebuild an engine saved by :meth:`state` (on any backend); ``max_graph_bytes`` applies
         to the batches after.
 
         ``id_type`` other than ``"auto"`` must agree with the saved one (a state without one,
         written before string ids existed, holds integer ids when it holds any vertex).
+        ``weighted`` and ``multi_edges`` default to the saved ones (unweighted, ``"set"`` for a
+        state written before weights existed); ``weighted=True`` restores an unweighted state
+        with weight 1 on every edge.
 
         Raises
         ------
         StreamrankError
-            When the state is incomplete or inconsistent, or its id type differs from ``id_type``.
+            When the state is incomplete or inconsistent, or its id type differs from ``id_type``,
+            or it is weighted and ``weighted=False`` was asked (its weights would be lost).
+        ConfigError
+            For bad ``weighted`` / ``multi_edges`` values (as for the constructor).
         """
         check_id_type(id_type)
+        saved_weighted = bool(state.get("weighted", False)) or "weight" in state
+        if weighted is None:
+            weighted = saved_weighted
+        elif saved_weighted and not weighted:
+            raise ConfigError("the saved engine is weighted: restore it with weighted=True (--weighted)")
+        if multi_edges is None:
+            multi_edges = str(state.get("multi_edges", "set")) if weighted else "set"
         saved = str(state.get("id_type", "int" if len(state.get("external", ())) else "auto"))
         if saved not in ("auto", "int", "string"):
             raise StreamrankError(f"engine state: unknown id_type {saved!r}")

@@ -9,7 +9,9 @@ changed, not the size of the graph.
 
 Frame layout: ``b"SRLG"``, payload length (uint64 LE), CRC-32 of the payload (uint32 LE), then
 the payload: an Arrow IPC stream of one table ``src``, ``dst`` (the external ids: int64, or strings), ``op``
-(int8 +1/-1) whose schema metadata ``frame`` holds JSON ``{"seqs": [...], "lengths": [...],
+(int8 +1/-1), and for a weighted engine's batches ``weight`` (float64, null where a deletion has no
+weight; an unweighted batch among them is logged as its meaning: weight 1 per insertion, no
+weight per deletion), whose schema metadata ``frame`` holds JSON ``{"seqs": [...], "lengths": [...],
 "positions": {...}}``. A frame is appended with one ``write`` and fsynced before the checkpoint
 counts. A reader accepts frames up to the first one that is short, fails its CRC or does not
 decode, reports where the valid part ends, and tells two kinds of damage apart:
@@ -65,12 +67,15 @@ def list_logs(directory) -> list:
 
 @dataclass
 class LoggedBatch:
-    """One applied batch as logged: external ids (int64, or an Arrow string array) in arrival order."""
+    """One applied batch as logged: external ids (int64, or an Arrow string array) in arrival order,
+    and the weights of a weighted batch (float64, NaN where a deletion has no weight; None when
+    unweighted)."""
 
     seq: int
     src: object
     dst: object
     insert: np.ndarray
+    weight: np.ndarray | None = None
 
 
 @dataclass
@@ -124,7 +129,12 @@ def encode_frame(batches, positions: dict) -> bytes:
         ins = np.zeros(0, dtype=bool)
     meta = {"seqs": [int(b.seq) for b in batches], "lengths": [int(len(b.insert)) for b in batches],
             "positions": positions}
-    table = pa.table({"src": src, "dst": dst, "op": np.where(ins, 1, -1).astype(np.int8)})
+    cols = {"src": src, "dst": dst, "op": np.where(ins, 1, -1).astype(np.int8)}
+    if any(b.weight is not None for b in batches):
+        w = np.concatenate([np.where(np.asarray(b.insert, dtype=bool), 1.0, np.nan) if b.weight is None
+                            else np.asarray(b.weight, dtype=np.float64) for b in batches])
+        cols["weight"] = pa.array(w, type=pa.float64(), mask=np.isnan(w))
+    table = pa.table(cols)
     table = table.replace_schema_metadata({"frame": json.dumps(meta)})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
@@ -157,9 +167,13 @@ def _decode_payload(payload: bytes) -> Frame:
     src = _read_ids(table.column("src"))
     dst = _read_ids(table.column("dst"))
     ins = table.column("op").to_numpy() > 0
+    weight = None
+    if "weight" in table.column_names:  # nulls (deletions without a weight) read as NaN
+        weight = np.asarray(table.column("weight").combine_chunks().to_numpy(zero_copy_only=False), dtype=np.float64)
     batches, at = [], 0
     for seq, n in zip(meta["seqs"], meta["lengths"]):
-        batches.append(LoggedBatch(int(seq), src[at:at + n], dst[at:at + n], ins[at:at + n]))
+        batches.append(LoggedBatch(int(seq), src[at:at + n], dst[at:at + n], ins[at:at + n],
+                                   None if weight is None else weight[at:at + n]))
         at += n
     if at != ins.shape[0]:
         raise ValueError("frame lengths do not add up to its rows")

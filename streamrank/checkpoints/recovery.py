@@ -28,8 +28,8 @@ from .log import list_logs, read_log
 from ..backend import DEVICES
 from ..config import ALGORITHMS, RankConfig
 from ..engine import Engine
-from ..errors import (BackendUnavailableError, CheckpointError, GraphCapacityError, InvalidArgumentError, KernelError,
-                      StateUnreadableError, StreamrankError)
+from ..errors import (BackendUnavailableError, CheckpointError, ConfigError, GraphCapacityError, InvalidArgumentError,
+                      KernelError, StateUnreadableError, StreamrankError)
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, check_id_type
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,8 @@ class Restored:
 
 def restore_latest(directory, *, device="auto", algorithm: str | None = None,
                    config: RankConfig | None = None, id_type: str = "auto",
-                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, set_aside: bool = False) -> Restored | None:
+                   max_id_bytes: int = DEFAULT_MAX_ID_BYTES, set_aside: bool = False,
+                   weighted: bool | None = None, multi_edges: str | None = None) -> Restored | None:
     """The latest state in ``directory``: newest readable full checkpoint + logged batches.
 
     Parameters
@@ -89,6 +90,9 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
         copy a log with a corrupt frame there, and move there the logs after a gap in the
         sequence numbers, which nothing can apply (for the owner of the directory; readers
         such as ``streamrank query`` leave it as it is).
+    weighted, multi_edges : optional
+        As for :meth:`Engine.from_state`: default the checkpoint's; ``weighted=True`` restores an
+        unweighted checkpoint with weight 1 on every edge.
 
     Returns
     -------
@@ -116,7 +120,7 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
     for snap in iter_readable(directory, skipped=skipped):
         try:
             engine = _rebuild(snap, device=device, algorithm=algorithm, config=config, id_type=id_type,
-                              max_id_bytes=max_id_bytes)
+                              max_id_bytes=max_id_bytes, weighted=weighted, multi_edges=multi_edges)
         except CheckpointError as exc:
             log.warning("skipping checkpoint: %s", exc)
             skipped.append((snap.path, str(exc)))
@@ -151,7 +155,7 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
                 gap = True
                 break
             for b in new:
-                engine.apply(EdgeBatch(b.src, b.dst, b.insert))
+                engine.apply(EdgeBatch(b.src, b.dst, b.insert, b.weight))
                 if engine.seq != b.seq:
                     raise CheckpointError(f"log {path}: replayed batch {b.seq} became seq {engine.seq}")
                 seq = b.seq
@@ -170,7 +174,8 @@ def restore_latest(directory, *, device="auto", algorithm: str | None = None,
     return Restored(engine, seq, positions, snap, replayed, append_to, skipped)
 
 
-def _rebuild(snap: Checkpoint, *, device, algorithm, config, id_type, max_id_bytes) -> Engine:
+def _rebuild(snap: Checkpoint, *, device, algorithm, config, id_type, max_id_bytes, weighted=None,
+             multi_edges=None) -> Engine:
     """The engine of a full checkpoint; its state is dropped from ``snap`` to save memory.
 
     Raises
@@ -191,9 +196,10 @@ def _rebuild(snap: Checkpoint, *, device, algorithm, config, id_type, max_id_byt
         if config is None:
             config = RankConfig(**snap.meta["rank"]) if "rank" in snap.meta else RankConfig()
         engine = Engine.from_state(snap.engine_state, device=device, algorithm=algorithm, config=config,
-                                   id_type=id_type, max_id_bytes=max_id_bytes)
-    except (GraphCapacityError, BackendUnavailableError, KernelError):
-        raise  # the device, not the checkpoint: an older one would fail the same way
+                                   id_type=id_type, max_id_bytes=max_id_bytes, weighted=weighted,
+                                   multi_edges=multi_edges)
+    except (GraphCapacityError, BackendUnavailableError, KernelError, ConfigError):
+        raise  # the device or the settings, not the checkpoint: an older one would fail the same way
     except (StreamrankError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise CheckpointError(f"checkpoint {snap.path} does not rebuild an engine: {type(exc).__name__}: {exc}") \
             from exc

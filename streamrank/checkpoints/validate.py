@@ -8,7 +8,8 @@ writer that saved something an engine cannot be rebuilt from.
 Rules: the header holds ``seq`` (an integer, equal to the file name's; the engine's own is
 checked when it is rebuilt), ``positions``, ``meta`` and ``engine_plain`` (JSON objects); ``engine/external``,
 ``engine/src``, ``engine/dst`` and ``engine/x`` are present; every member of a known name has its
-dtype and is one-dimensional; the edge endpoints are internal ids of the vertices; string ids
+dtype and is one-dimensional; the edge endpoints are internal ids of the vertices; a weighted
+engine's ``engine/weight`` holds one finite positive weight per edge; string ids
 come as offsets and bytes that fit each other; the ranks, when saved, pair ids with values. In a
 checkpoint without a member table, every member must have a known name (a renamed member is
 damage, not an extension).
@@ -21,7 +22,7 @@ import numpy as np
 from ..errors import CheckpointError
 
 #: Members of an engine state (``engine/<key>``) and of the saved ranks, with their dtypes.
-ENGINE_MEMBERS = {"external": np.int64, "src": np.int64, "dst": np.int64, "x": np.float64,
+ENGINE_MEMBERS = {"external": np.int64, "src": np.int64, "dst": np.int64, "x": np.float64, "weight": np.float64,
                   "sweep_order": np.int32, "sweep_blocks": np.int64, "id_offsets": np.int64, "id_data": np.uint8}
 RANK_MEMBERS = {"ids": np.int64, "p": np.float64, "id_offsets": np.int64, "id_data": np.uint8}
 REQUIRED = ("external", "src", "dst", "x")
@@ -80,6 +81,12 @@ def check_structure(arrays: dict, header: dict, *, path: str, name_seq: int | No
         fail("edge sources and destinations differ in length")
     if src.shape[0] and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         fail("edges whose endpoints are not vertices")
+    if "weight" in engine:
+        w = engine["weight"]
+        if w.shape != src.shape:
+            fail(f"{w.shape[0]} edge weights for {src.shape[0]} edges")
+        if w.size and not bool(np.all((w > 0) & np.isfinite(w))):
+            fail("edge weights that are not finite and positive")
     if "sweep_order" in engine and engine["sweep_order"].shape[0] != n:
         fail("a sweep order not of the vertices")
     if "sweep_blocks" in engine and "sweep_order" not in engine:

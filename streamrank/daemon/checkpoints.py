@@ -121,9 +121,11 @@ class CheckpointStage:
             self._force_full = False
         return r
 
-    def record(self, seq: int, src, dst, insert) -> None:
-        """Remember an applied batch (external ids) for the next checkpoint."""
-        self._pending.append(LoggedBatch(int(seq), _ids(src), _ids(dst), np.asarray(insert, dtype=bool)))
+    def record(self, seq: int, src, dst, insert, weight=None) -> None:
+        """Remember an applied batch (external ids; ``weight``: a weighted batch's weights, NaN
+        where a deletion has none) for the next checkpoint."""
+        self._pending.append(LoggedBatch(int(seq), _ids(src), _ids(dst), np.asarray(insert, dtype=bool),
+                                         None if weight is None else np.asarray(weight, dtype=np.float64)))
 
     def force_full(self) -> None:
         """The next checkpoint is full (the state changed outside a batch)."""
@@ -256,6 +258,7 @@ def _ids(values):
 def _logged_bytes(b: LoggedBatch) -> int:
     """About the bytes a batch takes in the log (17 per integer edge; string ids by their size)."""
     n = int(len(b.insert))
+    extra = 0 if b.weight is None else n * 8
     if isinstance(b.src, np.ndarray) and b.src.dtype != object:
-        return n * 17
-    return to_string_array(b.src).nbytes + to_string_array(b.dst).nbytes + n * 9
+        return n * 17 + extra
+    return to_string_array(b.src).nbytes + to_string_array(b.dst).nbytes + n * 9 + extra

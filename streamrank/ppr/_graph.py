@@ -21,6 +21,17 @@ class GraphArrays:
     in_offset: object
     in_degree: object
     in_indices: object
+    #: Weighted stores only (None otherwise): per vertex the out-weight, the weights beside
+    #: ``out_indices`` and ``in_indices``, and the running sum of ``out_weights`` within each
+    #: vertex's segment (a Monte Carlo step draws an out-edge in proportion to its weight).
+    out_weight: object = None
+    out_weights: object = None
+    in_weights: object = None
+    out_cumulative: object = None
+
+    @property
+    def weighted(self) -> bool:
+        return self.out_weight is not None
 
     @property
     def is_gpu(self) -> bool:
@@ -45,8 +56,14 @@ def graph_arrays(graph) -> GraphArrays:
         out_idx = out_idx.astype(xp.int32)
     if in_idx.dtype != xp.int32:
         in_idx = in_idx.astype(xp.int32)
-    return GraphArrays(xp, int(graph.num_vertices), int(graph.num_edges), out_off, out_deg, out_idx,
-                       in_off, in_deg, in_idx)
+    ga = GraphArrays(xp, int(graph.num_vertices), int(graph.num_edges), out_off, out_deg, out_idx,
+                     in_off, in_deg, in_idx)
+    if getattr(graph, "weighted", False):
+        from ..kernels.cpu.ppr import segment_sums
+
+        ga.out_weight, ga.out_weights, ga.in_weights = graph.out_weight, graph.out_weights, graph.in_weights
+        ga.out_cumulative = segment_sums(ga.n, out_off, out_deg, graph.out_weights)
+    return ga
 
 
 def expand_segments(xp, offset, degree):
@@ -100,6 +117,11 @@ class DeviceGraphView:
     backend_name = "gpu"
 
     def __init__(self, graph):
+        if getattr(graph, "weighted", False):
+            from ..errors import ConfigError
+
+            raise ConfigError("personalized PageRank of a weighted graph runs on the CPU backend for now "
+                              "(--device cpu)")
         import cupy as cp
 
         self.xp = cp

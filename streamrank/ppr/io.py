@@ -16,7 +16,15 @@ from ..errors import InvalidArgumentError, SourceError
 from ..ids.strings import StringIdMap
 
 
-def _store(backend):
+def _store(backend, weighted: bool = False):
+    if weighted:
+        if backend.is_gpu:
+            from ..errors import ConfigError
+
+            raise ConfigError("a weighted graph runs on the CPU backend for now (--device cpu)")
+        from ..store.cpu_weighted import WeightedCpuGraph
+
+        return WeightedCpuGraph
     if backend.is_gpu:
         from ..store.gpu import GpuGraph
 
@@ -60,13 +68,15 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
         if ck is None:
             raise SourceError(f"no readable checkpoint in {spec}")
         ids = StringIdMap.from_state(ck.engine_state) if ck.engine_state.get("id_type") == "string" else None
+        if "weight" in ck.engine_state:  # a weighted engine's checkpoint: its weights, on the CPU
+            cls = _store(backend, weighted=True)
         return cls.from_state(ck.engine_state), {"graph": spec, "checkpoint": ck.path, "seq": ck.seq,
                                                  "backend": backend.name, "reason": backend.reason}, ids
     if not os.path.exists(spec):
         raise SourceError(f"no such graph file or checkpoint directory: {spec}")
     from connectors.files import read_edges
 
-    from ..batch import EdgeBatch
+    from ..batch import EdgeBatch, arrow_weights
     from ..store.cpu import CpuGraph
 
     table, report = read_edges(spec, id_type=id_type, layout=layout)
@@ -78,10 +88,11 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
         ids = StringIdMap()
         insert = table.column("op").to_numpy() > 0
         src, dst = ids.encode_edges(table.column("src").combine_chunks(), table.column("dst").combine_chunks(), insert)
-        batch = EdgeBatch(src, dst, insert)
+        weight = arrow_weights(table.column("weight"), insert) if "weight" in table.column_names else None
+        batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight)
     else:
         batch = EdgeBatch.from_arrow(table)
-    g = CpuGraph()
+    g = _store(backend, weighted=True)() if batch.weighted else CpuGraph()  # weights: repeated pairs set the weight
     g.apply(batch)
     if backend.is_gpu:
         s, d = g.edges_external()

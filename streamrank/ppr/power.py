@@ -25,7 +25,11 @@ def power_cpu(ga: GraphArrays, pers_dense, *, alpha, dangling, tol, max_iter, le
     p, iterations, converged, last_change
     """
     pers = np.ascontiguousarray(pers_dense, dtype=np.float64)
-    p, it, conv, change = power_iterate(ga.in_offset, ga.in_degree, ga.in_indices, ga.out_degree, pers,
-                                        float(alpha), dangling == "personalization", bool(leaky), float(tol),
-                                        int(max_iter), dtype == "float32", int(ga.num_edges))
+    args = (pers, float(alpha), dangling == "personalization", bool(leaky), float(tol), int(max_iter),
+            dtype == "float32", int(ga.num_edges))
+    if ga.weighted:  # the out-weights divide, the in-edges' weights multiply
+        p, it, conv, change = power_iterate(ga.in_offset, ga.in_degree, ga.in_indices, ga.out_weight, *args,
+                                            ga.in_weights)
+    else:
+        p, it, conv, change = power_iterate(ga.in_offset, ga.in_degree, ga.in_indices, ga.out_degree, *args)
     return p, int(it), bool(conv), float(change)

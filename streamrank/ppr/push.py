@@ -6,7 +6,9 @@ Both rounds take the frontier ``F`` (vertices whose residual is at least
 ``alpha r[u] / outdeg(u)`` to each out-neighbour: *push* scatters it, *pull* lets each
 out-neighbour of the frontier gather it from its in-neighbours (one writer per vertex). A
 dangling ``u`` sends ``alpha r[u]`` back to the seeds (``"personalization"``) or into the scalar
-``lost`` (``"uniform"``, leaky part). The round loop (and the hybrid's per-round choice) is
+``lost`` (``"uniform"``, leaky part). On a weighted graph ``u`` hands ``alpha r[u] w(u, v) / W[u]``
+to ``v`` (``W``: the out-weight); the threshold stays ``eps * max(outdeg, 1)``, the edges a
+round over ``u`` reads. The round loop (and the hybrid's per-round choice) is
 :func:`streamrank.ppr.hybrid.run_local`, shared with the GPU.
 """
 
@@ -39,19 +41,25 @@ class CpuLocalState:
     def push(self, F):
         """One push round; returns (next frontier, stats)."""
         ga = self.ga
-        nxt, edges, lost = push_round(F, self.r, self.p, self.thr, self.seen, self.alpha, ga.out_offset,
-                                      ga.out_degree, ga.out_indices, self.seeds, self.seed_w,
-                                      self.dangling == "personalization")
+        args = (F, self.r, self.p, self.thr, self.seen, self.alpha, ga.out_offset, ga.out_degree, ga.out_indices,
+                self.seeds, self.seed_w, self.dangling == "personalization")
+        if ga.weighted:
+            nxt, edges, lost = push_round(*args, ga.out_weight, ga.out_weights)
+        else:
+            nxt, edges, lost = push_round(*args)
         self.lost += lost
         return nxt, {"edges": int(edges)}
 
     def pull(self, F):
         """One lock-free pull round; returns (next frontier, stats)."""
         ga = self.ga
-        nxt, N, edges, reads, lost = pull_round(F, self.r, self.p, self.c, self.thr, self.seen, self.alpha,
-                                                ga.out_offset, ga.out_degree, ga.out_indices, ga.in_offset,
-                                                ga.in_degree, ga.in_indices, self.seeds, self.seed_w,
-                                                self.dangling == "personalization")
+        args = (F, self.r, self.p, self.c, self.thr, self.seen, self.alpha, ga.out_offset, ga.out_degree,
+                ga.out_indices, ga.in_offset, ga.in_degree, ga.in_indices, self.seeds, self.seed_w,
+                self.dangling == "personalization")
+        if ga.weighted:
+            nxt, N, edges, reads, lost = pull_round(*args, ga.out_weight, ga.in_weights)
+        else:
+            nxt, N, edges, reads, lost = pull_round(*args)
         self.lost += lost
         return nxt, {"_N": N, "edges": int(edges), "pulling": int(N.shape[0]), "reads": int(reads)}
 
