@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from kafka_broker import DaemonProcess, check_restored, l1, lineage, ranks_by_id
-from weighted_helpers import l1_to_networkx, make_records
+from weighted_helpers import l1_to_networkx, make_records, text_weight
 
 from streamrank.checkpoints.recovery import load_latest_state as load_latest
 
@@ -39,7 +39,7 @@ def write_files(directory) -> None:
     op = {True: "+", False: "-"}
     a, b, c = RECORDS[:300], RECORDS[300:600], RECORDS[600:]
     files = {
-        "a.csv": ["src,dst,op,weight"] + [f"{s},{d},{op[i]},{'' if w is None else w}" for s, d, i, w in a],
+        "a.csv": ["src,dst,op,weight"] + [f"{s},{d},{op[i]},{text_weight(i, w)}" for s, d, i, w in a],
         "b.jsonl": [json.dumps({"src": s, "dst": d, "op": op[i], **({} if w is None else {"weight": w})})
                     for s, d, i, w in b],
     }

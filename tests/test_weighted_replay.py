@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from weighted_helpers import l1_to_networkx, make_records
+from weighted_helpers import l1_to_networkx, make_records, text_weight
 
 from streamrank.cli import main
 
@@ -34,7 +34,7 @@ def write(path: Path, records, fmt: str) -> Path:
     """``records`` as a file of format ``fmt`` (with bad-weight lines in the text formats)."""
     op = {True: "+", False: "-"}
     if fmt == "csv":
-        lines = ["src,dst,op,weight"] + [f"{s},{d},{op[i]},{'' if w is None else w}" for s, d, i, w in records]
+        lines = ["src,dst,op,weight"] + [f"{s},{d},{op[i]},{text_weight(i, w)}" for s, d, i, w in records]
         for k, bad in enumerate(BAD_LINES):
             lines.insert(5 + 40 * k, ",".join(bad))
         path.write_text("\n".join(lines) + "\n")
@@ -83,7 +83,8 @@ def test_set_and_sum_differ_and_unweighted_ignores_weights(tmp_path):
         assert l1_to_networkx(ids, p, records, mode) <= 1e-6
     assert sum(abs(results["set"][k] - results["sum"][k]) for k in results["set"]) > 1e-3
     ids, p = replay_ranks(tmp_path, path, "--batch-size", "50")  # unweighted: weights not read, bad ones fine
-    unweighted = [(s, d, i, None) for s, d, i, _ in records] + [(7, 8, True, None)]
+    rows = [line.split(",") for line in path.read_text().splitlines()[1:]]  # the bad weights' lines too
+    unweighted = [(int(r[0]), int(r[1]), r[2] == "+", None) for r in rows]
     assert l1_to_networkx(ids, p, unweighted, "set") <= 1e-6
 
 

@@ -79,3 +79,11 @@ def make_records(seed: int, n: int, num_vertices: int):
             out.append((s, d, True, None if rng.random() < 0.1 else round(float(rng.uniform(0.1, 5.0)), 3)))
             present.append((s, d))
     return out
+
+
+def text_weight(insert: bool, weight) -> str:
+    """A record's weight as a CSV field: an insert without one is written 1 (an empty field is a bad
+    weight on an insert), a delete without one an empty field."""
+    if weight is None:
+        return "1" if insert else ""
+    return str(weight)

@@ -118,7 +118,8 @@ class Daemon:
     def _restore(self) -> None:
         cfg = self.cfg
         ck = self.ckpt.restore(device=cfg.device, algorithm=cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                               max_id_bytes=cfg.max_id_bytes, reset_unreadable=cfg.reset_unreadable_state)
+                               max_id_bytes=cfg.max_id_bytes, reset_unreadable=cfg.reset_unreadable_state,
+                               weighted=cfg.is_weighted, multi_edges=cfg.multi_edges)
         if ck is not None:
             self.engine = ck.engine
             self.engine.max_graph_bytes = cfg.max_graph_bytes
@@ -236,7 +237,7 @@ class Daemon:
             step = eng.apply(batch)
             if self.live is not None:  # the HTTP API's view of this batch, swapped in under the lock
                 self.live.publish(eng, info=batch_info(step, w, {**self.positions, **pos}, self._lag_total))
-        self.ckpt.record(step.seq, src, dst, ins)
+        self.ckpt.record(step.seq, src, dst, ins, weight)
         self.metrics.observe_step(step)
         self.positions.update(pos)
         self._dirty = True
