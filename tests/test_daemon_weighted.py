@@ -122,3 +122,21 @@ def test_restart_under_other_weighting_rules_is_refused(clean_run, tmp_path, fla
     assert "multi_edges" in log and "sum" in log, log[-2000:]
     assert not [e for e in d.events() if e["event"] == "apply"]
     assert np.array_equal(load_latest(tmp_path / "ckpt").ranks[1], clean_run["ckpt"].ranks[1])
+
+
+@pytest.mark.parametrize("mode", ["set", "sum"])
+def test_weighted_base_graph_applies_its_rows_in_order(tmp_path, mode):
+    from streamrank.daemon.base_graph import load_base_graph
+    from streamrank.daemon.config import load_config
+    from streamrank.engine import Engine
+
+    records = make_records(8, 300, 40)
+    path = tmp_path / "base.csv"
+    op = {True: "+", False: "-"}
+    path.write_text("src,dst,op,weight\n" + "".join(f"{s},{d},{op[i]},{text_weight(i, w)}\n"
+                                                    for s, d, i, w in records))
+    cfg = load_config(env={}, overrides={"input_dir": str(tmp_path), "checkpoint_dir": str(tmp_path / "c"),
+                                         "multi_edges": mode, "weighted": True})
+    eng = Engine("cpu", weighted=True, multi_edges=mode)
+    load_base_graph(eng, str(path), cfg)
+    assert l1_to_networkx(*eng.ranks(), records, mode) <= 1e-9
