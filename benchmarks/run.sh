@@ -9,17 +9,23 @@
 #   bash benchmarks/run.sh cpu DATA_DIR OUT_DIR           # CPU: the sx-mathoverflow replay beside a NetworkX recompute,
 #                                                         #      and every algorithm on the bundled CollegeMsg
 #   bash benchmarks/run.sh all DATA_DIR OUT_DIR [SCALE]   # the three above
+#   bash benchmarks/run.sh cpu-threads DATA_DIR OUT_DIR   # CPU: the temporal protocol at 1-16 threads (padded and
+#                                                         #      unpadded), beside the reference's OpenMP DF-P at the
+#                                                         #      same thread counts when REFERENCE_SRC names its archive
 #
 # DATA_DIR holds sx-mathoverflow.txt.gz (SNAP). Environment: PYTHON (default python3), BATCHES
-# (timed batches per fraction: temporal 20, rmat 11), GRAPH (cpu: another edge file instead of
-# DATA_DIR/sx-mathoverflow.txt.gz, e.g. for a quick check). Each sub-command writes its result
-# files under OUT_DIR with the names docs/benchmarks.md cites and prints the tables.
+# (timed batches per fraction: temporal 20, rmat 11, cpu-threads 20), GRAPH (cpu: another edge file
+# instead of DATA_DIR/sx-mathoverflow.txt.gz, e.g. for a quick check), THREADS (cpu-threads: thread
+# counts, default 1,2,4,8,16), REFERENCE_SRC (cpu-threads: the reference implementation's archive,
+# pagerank-cuda-dynamic-a164e37.tar.gz; benchmarks/reference/dfp_omp_threads.cxx is built against
+# it with g++ -fopenmp). Each sub-command writes its result files under OUT_DIR with the names
+# docs/benchmarks.md cites and prints the tables.
 set -euo pipefail
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(pwd)
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 need_file() { [ -s "$1" ] || { echo "missing $1" >&2; exit 2; }; }
 
@@ -78,12 +84,41 @@ cpu() {
   } 2>&1 | tee "$out/college_all_cpu.txt"
 }
 
+cpu_threads() {
+  local data=$1 out=$2 graph="$1/sx-mathoverflow.txt.gz" batches=${BATCHES:-20} threads=${THREADS:-1,2,4,8,16}
+  need_file "$graph"; mkdir -p "$out"
+  local refs=() top
+  top=$(echo "$threads" | tr ',' '\n' | sort -n | tail -1)
+  if [ -n "${REFERENCE_SRC:-}" ]; then
+    local work=${REFERENCE_WORK:-/tmp/dfp-omp-threads}
+    rm -rf "$work" && mkdir -p "$work"
+    tar -xzf "$REFERENCE_SRC" -C "$work"
+    g++ -DTYPE=double -std=c++17 -O3 -fopenmp -I"$work" benchmarks/reference/dfp_omp_threads.cxx -o "$work/dfp_omp"
+    gunzip -c "$graph" > "$work/input.txt"
+    local desc
+    desc=$(echo "$threads" | tr ',' '\n' | sort -rn | paste -sd, -)  # descending: a run never waits for new threads
+    # padded: the published 248,180 ids; unpadded: the fewest the reference takes (its ids are the
+    # file's, up to 88,580), where streamrank keeps only the 24,818 ids the file uses
+    for setting in padded:248180 unpadded:88581; do
+      local name=${setting%%:*} rows=${setting##*:} log="$out/cpu_threads_reference_${setting%%:*}.txt"
+      : > "$log"
+      for f in 0.00001 0.0001 0.001; do
+        OMP_NUM_THREADS=$top "$work/dfp_omp" "$work/input.txt" "$rows" 506550 "$f" "$desc" "$batches" >> "$log"
+      done
+      refs+=(--reference-log "$name=$log")
+    done
+  fi
+  NUMBA_NUM_THREADS=$top "$PY" benchmarks/cpu_threads.py --graph "$graph" --threads "$threads" --batches "$batches" \
+    --loose-tol "${LOOSE_TOL:-1e-5}" --json "$out/cpu_threads_sxmo.json" "${refs[@]}" 2>&1 | tee "$out/cpu_threads_sxmo.txt"
+}
+
 [ $# -ge 1 ] || usage
 cmd=$1; shift
 case "$cmd" in
   temporal) [ $# -eq 2 ] || usage; temporal "$1" "$2" ;;
   rmat)     [ $# -ge 1 ] && [ $# -le 2 ] || usage; rmat "$1" "${2:-24}" ;;
   cpu)      [ $# -eq 2 ] || usage; cpu "$1" "$2" ;;
+  cpu-threads) [ $# -eq 2 ] || usage; cpu_threads "$1" "$2" ;;
   all)      [ $# -ge 2 ] && [ $# -le 3 ] || usage
             temporal "$1" "$2"; rmat "$2" "${3:-24}"; cpu "$1" "$2" ;;
   *) usage ;;

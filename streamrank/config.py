@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .errors import InvalidArgumentError
+import numpy as np
+
+from .errors import ConfigError, InvalidArgumentError
 
 #: Rank update algorithms (docs/architecture.md). ``warm``: the standard-form
 #: power iteration warm-started from the previous ranks; ``auto``: per batch DF-P or warm sweeps
@@ -107,3 +109,29 @@ def check_algorithm(name: str) -> str:
     if name not in ALGORITHMS:
         raise InvalidArgumentError(f"algorithm must be one of {ALGORITHMS}, got {name!r}")
     return name
+
+
+#: How a weighted graph combines repeated pairs (``Engine(multi_edges=...)``, docs/api.md).
+MULTI_EDGES = ("set", "sum")
+
+#: Why a weighted engine cannot run on the GPU backend (yet).
+GPU_WEIGHTED = ("weighted graphs run on the CPU backend for now: create the engine with "
+                "device='cpu' (--device cpu)")
+
+
+def check_weighting(weighted, multi_edges) -> tuple[bool, str]:
+    """``(weighted, multi_edges)`` validated.
+
+    Raises
+    ------
+    ConfigError
+        For a non-boolean ``weighted``, ``multi_edges`` outside ``{"set", "sum"}``, or ``"sum"``
+        without ``weighted=True``.
+    """
+    if not isinstance(weighted, (bool, np.bool_)):
+        raise ConfigError(f"weighted must be True or False, got {weighted!r}")
+    if multi_edges not in MULTI_EDGES:
+        raise ConfigError(f"multi_edges must be one of {MULTI_EDGES}, got {multi_edges!r}")
+    if multi_edges == "sum" and not weighted:
+        raise ConfigError("multi_edges='sum' needs weighted=True (--multi-edges sum turns --weighted on)")
+    return bool(weighted), str(multi_edges)

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import Backend, resolve_backend
-from .batch import EdgeBatch
+from .backend import Backend, resolve_backend, to_host
+from .batch import EdgeBatch, check_weights
 from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
-from .config import RankConfig, check_algorithm
+# MULTI_EDGES is re-exported (the daemon's settings read it from here)
+from .config import GPU_WEIGHTED, MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
 from .errors import BatchFormatError, ConfigError, GraphCapacityError, InvalidArgumentError, StreamrankError
 from .rank.published import published_ranks
 from .rank.result import RankResult
@@ -77,35 +78,12 @@ def _modules(backend: Backend, weighted: bool = False, multi_edges: str = "set")
         from .store.cpu_weighted import WeightedCpuGraph
         from .rank.cpu import weighted as pagerank_w
 
-        return partial(WeightedCpuGraph, multi_edges=multi_edges), pagerank_w, {"workspace": pagerank_w.WeightedWorkspace()}
+        store = partial(WeightedCpuGraph, multi_edges=multi_edges)
+        return store, pagerank_w, {"workspace": pagerank_w.WeightedWorkspace()}
     from .store import cpu as graph
     from .rank.cpu import pagerank as pagerank_cpu
 
     return graph.CpuGraph, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace()}
-
-
-MULTI_EDGES = ("set", "sum")
-
-_GPU_WEIGHTED = ("weighted graphs run on the CPU backend for now: create the engine with "
-                 "device='cpu' (--device cpu)")
-
-
-def check_weighting(weighted, multi_edges) -> tuple[bool, str]:
-    """``(weighted, multi_edges)`` validated.
-
-    Raises
-    ------
-    ConfigError
-        For a non-boolean ``weighted``, ``multi_edges`` outside ``{"set", "sum"}``, or ``"sum"``
-        without ``weighted=True``.
-    """
-    if not isinstance(weighted, (bool, np.bool_)):
-        raise ConfigError(f"weighted must be True or False, got {weighted!r}")
-    if multi_edges not in MULTI_EDGES:
-        raise ConfigError(f"multi_edges must be one of {MULTI_EDGES}, got {multi_edges!r}")
-    if multi_edges == "sum" and not weighted:
-        raise ConfigError("multi_edges='sum' needs weighted=True (--multi-edges sum turns --weighted on)")
-    return bool(weighted), str(multi_edges)
 
 
 class Engine:
@@ -162,10 +140,10 @@ class Engine:
         self.max_id_bytes = check_max_id_bytes(max_id_bytes)
         self.string_ids: StringIdMap | None = StringIdMap() if id_type == "string" else None
         if weighted and (device == "gpu" or (isinstance(device, Backend) and device.is_gpu)):
-            raise ConfigError(_GPU_WEIGHTED)
+            raise ConfigError(GPU_WEIGHTED)
         self.backend = resolve_backend(device)
         if weighted and self.backend.is_gpu:
-            raise ConfigError(_GPU_WEIGHTED + " (device='auto' picked the GPU)")
+            raise ConfigError(GPU_WEIGHTED + " (device='auto' picked the GPU)")
         self.algorithm = check_algorithm(algorithm)
         self.config = config
         graph_cls, self._rank, self._rank_kw = _modules(self.backend, self._weighted, self._multi_edges)
@@ -202,10 +180,14 @@ class Engine:
         return self._multi_edges
 
     def _check_weights(self, batch: EdgeBatch) -> None:
-        """Refuse a weighted batch on an unweighted engine."""
-        if batch.weight is not None and not self._weighted:
+        """Refuse a weighted batch on an unweighted engine, and bad weights (a batch built by the
+        constructor was not validated) before the batch changes anything, string ids included."""
+        if batch.weight is None:
+            return
+        if not self._weighted:
             raise BatchFormatError("this engine is unweighted: create it with weighted=True / --weighted "
                                    "to apply weighted batches")
+        check_weights(np, to_host(batch.weight), to_host(batch.insert))
 
     # ------------------------------------------------------------------ ids
     @property

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from streamrank.bench.host_probe import host_probe_us
-from streamrank.bench.temporal import SEED_DFP, TemporalOptions, format_temporal, parse_seed_log, run_temporal
+from streamrank.bench.temporal import (SEED_DFP, SEED_DFP_CPU, TemporalOptions, format_temporal, parse_seed_log,
+                                       run_temporal)
 from streamrank.config import RankConfig
 from streamrank.errors import InvalidArgumentError
 
@@ -18,6 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "streamrank" / "data" / "CollegeMsg
 SEED_LOG = """\
 fraction  0.00001  pagerankPruneDynamicFrontierCuda           batches  20  ms    0.80  iterations   7.0  error 5.00e-08
 fraction  0.00001  pagerankPruneDynamicFrontierCudaPartition  batches  20  ms    0.95  iterations   7.0  error 5.10e-08
+fraction  0.00001  pagerankPruneDynamicFrontierOmp            batches  20  ms    3.25  iterations   5.0  error 3.20e-07
 fraction   0.0001  pagerankPruneDynamicFrontierCuda           batches  20  ms    1.30  iterations  15.0  error 1.10e-07
 fraction   0.0001  pagerankStaticCuda                         batches  20  ms    9.00  iterations  60.0  error 1.00e-10
 """
@@ -27,6 +29,7 @@ def test_parse_seed_log_picks_the_faster_dfp():
     seed = parse_seed_log(SEED_LOG)
     assert set(seed) == {1e-5, 1e-4}
     assert seed[1e-5][SEED_DFP[1]]["ms"] == 0.95 and seed[1e-4][SEED_DFP[0]]["iterations"] == 15.0
+    assert seed[1e-5][SEED_DFP_CPU[0]]["ms"] == 3.25
 
 
 @pytest.mark.parametrize("dangling", ["self-loop", "uniform"])
@@ -59,7 +62,11 @@ def test_temporal_protocol_matches_the_oracle(device, dangling, tmp_path):
             assert r["l1_unnormalized_median"] is None and r["l1_sum_normalized_median"] is None
         assert r["graph_ms_median"] > 0 and r["rank_ms_median"] > 0
         assert r["host_probe_us"] > 0  # the host's speed after the row's timed batches
-    assert rows[0]["reference_ms"] == 0.8 and rows[0]["ratio_vs_reference"] == pytest.approx(0.8 / rows[0]["total_ms_median"])
+    # the baseline: the reference's faster CUDA DF-P on the GPU, its OpenMP DF-P on the CPU
+    ref_ms = 0.8 if device == "gpu" else 3.25
+    assert rows[0]["reference_method"] == ("pagerankPruneDynamicFrontierCuda" if device == "gpu" else SEED_DFP_CPU[0])
+    assert rows[0]["reference_ms"] == ref_ms
+    assert rows[0]["ratio_vs_reference"] == pytest.approx(ref_ms / rows[0]["total_ms_median"])
     table = format_temporal(report)
     assert "x ref" in table and "L1 x(1-a)/N" in table and "L1 x/sum" in table and "host us" in table
     assert "None" not in table  # figures that do not apply to a row print as "-"
@@ -92,3 +99,27 @@ def test_host_probe_times_the_fixed_work():
     assert isinstance(us, float) and 0 < us < 1e6
     with pytest.raises(InvalidArgumentError):
         host_probe_us(rounds=0)
+
+
+@pytest.mark.parametrize("mode", ["set", "sum"])
+def test_temporal_protocol_weighted(mode):
+    """Weighted replays (CPU): set mode weighs every edge 1, the unweighted ranks; sum mode counts
+    repeated lines, which become reweights, and the oracle takes the counts."""
+    opts = TemporalOptions(path=str(DATA), fractions=(1e-3,), algorithms=("dfp",), batches=3, device="cpu",
+                           config=RankConfig(dangling="self-loop"), weighted=True, multi_edges=mode)
+    report = run_temporal(opts, log=lambda m: None)
+    (row,) = report["rows"]
+    assert report["weighted"] and report["multi_edges"] == mode
+    assert row["converged"] and row["l1_max"] < 2e-6
+    if mode == "sum":  # CollegeMsg repeats most messages: most lines of a batch are reweights
+        assert row["reweighted_median"] > row["inserted_median"] > 0
+    else:
+        assert row["reweighted_median"] == 0
+    assert "weighted: multi-edges " + mode in format_temporal(report)
+
+
+def test_bench_cli_weighted_options_belong_to_the_temporal_protocol(capsys):
+    from streamrank.cli import main
+
+    assert main(["bench", "--graph", "rmat:8", "--multi-edges", "sum", "--device", "cpu"]) == 1
+    assert "belong to --protocol temporal" in capsys.readouterr().err

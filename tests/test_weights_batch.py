@@ -101,3 +101,12 @@ def test_engine_weighting_settings(device):
         plain.apply(EdgeBatch.from_arrays([1], [2], weight=[2.0]))
     with pytest.raises(BatchFormatError, match="unweighted"):
         plain.load_edges([1], [2], weight=[2.0])
+
+
+def test_a_batch_built_directly_is_checked_before_it_changes_the_graph():
+    eng = Engine("cpu", weighted=True)
+    eng.load_edges([1], [2], weight=[2.0])
+    bad = EdgeBatch(np.array([1, 2]), np.array([2, 3]), np.array([True, True]), np.array([1.0, -3.0]))
+    with pytest.raises(BatchFormatError, match="row 1"):
+        eng.apply(bad)
+    assert eng.graph.num_edges == 1 and eng.seq == 0

@@ -4,6 +4,7 @@ dangling modes, against NetworkX's weighted PageRank of a final graph built here
 from __future__ import annotations
 
 import networkx as nx
+import numba
 import numpy as np
 import pytest
 
@@ -174,3 +175,29 @@ def test_auto_policy_and_threads_agree():
         step = eng.apply(EdgeBatch.from_arrays(s, d, ins, weight=w))
         assert step.rank.algorithm in ("dfp", "warm")
     assert l1_error(eng.ranks()[1], oracle_pagerank(eng.graph)) <= 1e-6
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
+@pytest.mark.parametrize("algorithm", ["static", "warm", "dt", "dfp"])
+def test_weighted_results_do_not_depend_on_the_thread_count(algorithm, monkeypatch):
+    """Graphs past PARALLEL_EDGES run the weighted kernels in parallel chunks: bitwise the same
+    ranks on one thread and on two."""
+    monkeypatch.setenv("STREAMRANK_CPU_THREADS", "all")
+    rng = np.random.default_rng(21)
+    m = 40_000
+    s, d, w = rng.integers(0, 6000, m), rng.integers(0, 6000, m), rng.random(m) + 0.25
+    batches = [EdgeBatch.from_arrays(rng.integers(0, 6100, 300), rng.integers(0, 6100, 300),
+                                     weight=rng.random(300) + 0.5) for _ in range(3)]
+    xs = []
+    before = numba.get_num_threads()
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        try:
+            eng = Engine("cpu", algorithm, weighted=True, multi_edges="sum")
+            eng.load_edges(s, d, weight=w)
+            for b in batches:
+                eng.apply(b)
+        finally:
+            numba.set_num_threads(before)
+        xs.append(np.array(eng.x))
+    np.testing.assert_array_equal(xs[0], xs[1])

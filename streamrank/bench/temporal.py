@@ -27,7 +27,13 @@ without normalizing (``l1_unnormalized_median``, what the reference publishes), 
 ``x / sum(x)`` (``l1_sum_normalized_median``, streamrank's earlier published form). The
 reference's figures, when its output (``--reference-log``) comes from the same device call, are
 put beside ours with the ratio (reference ms per batch over ours; its timer covers the rank
-computation only, ours the graph update too).
+computation only, ours the graph update too): its CUDA DF-P on the GPU backend, its OpenMP DF-P
+(``pagerankPruneDynamicFrontierOmp``) on the CPU backend.
+
+``weighted`` runs the same replay on a weighted engine (CPU backend): with ``multi_edges="set"``
+every edge weighs 1 (the unweighted ranks, through the weighted code), with ``"sum"`` a repeated
+line adds 1 to its edge's weight (on sx-mathoverflow: how often a user answered another), which
+makes it a reweight (``reweighted_median``) instead of a no-op. The oracle then takes the weights.
 """
 
 from __future__ import annotations
@@ -46,8 +52,11 @@ DEFAULT_FRACTIONS = (1e-5, 1e-4, 1e-3)
 #: Lines of seed-dfp-bench's summary: fraction, method, batches, ms, iterations, error.
 _SEED_LINE = re.compile(r"fraction\s+(\S+)\s+(\w+)\s+batches\s+(\d+)\s+ms\s+([\d.]+)\s+iterations\s+([\d.]+)"
                         r"\s+error\s+([\d.eE+-]+)")
-#: The reference's DF-P methods (without and with the degree partition); the faster is the baseline.
+#: The reference's DF-P methods on the GPU (without and with the degree partition); the faster is the
+#: baseline of a GPU run.
 SEED_DFP = ("pagerankPruneDynamicFrontierCuda", "pagerankPruneDynamicFrontierCudaPartition")
+#: The reference's DF-P method on the CPU (OpenMP): the baseline of a CPU run.
+SEED_DFP_CPU = ("pagerankPruneDynamicFrontierOmp",)
 
 
 @dataclass
@@ -64,6 +73,8 @@ class TemporalOptions:
     config: RankConfig = field(default_factory=lambda: RankConfig(dangling="self-loop"))
     reference_log: str | None = None
     error_every: int = 1
+    weighted: bool = False
+    multi_edges: str = "set"
 
 
 def parse_seed_log(text: str) -> dict:
@@ -149,7 +160,8 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     report = {"protocol": "temporal", "graph": {"name": opts.path, "lines": lines, "base_lines": base_end},
               "device": device_name(backend), "backend": backend.name, "config": cfg.to_dict(),
               "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle_name,
-              "self_loop_lines_skipped": skip_loops, "reference": seed}
+              "self_loop_lines_skipped": skip_loops, "reference": seed,
+              "weighted": bool(opts.weighted), "multi_edges": opts.multi_edges}
     if backend.is_gpu:
         from ..rank.gpu import pagerank as pagerank_gpu
 
@@ -172,12 +184,12 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             raise InvalidArgumentError(f"{opts.batches} batches of {size} lines do not fit after the base")
         for algo in opts.algorithms:
             batches = [edges(base_end + b * size, base_end + (b + 1) * size) for b in range(int(opts.batches))]
-            eng = _base_engine(Engine, backend, algo, cfg, edges(0, base_end), verts)
+            eng = _base_engine(Engine, backend, algo, cfg, edges(0, base_end), verts, opts)
             report["graph"].update(vertices=eng.graph.num_vertices, base_edges=eng.graph.num_edges)
             log(f"fraction {frac:g}, {algo}: base graph {eng.graph.num_vertices} vertices, "
                 f"{eng.graph.num_edges} edges")
-            rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "l1", "l1_unnormalized",
-                                   "l1_sum_normalized", "converged", "ran")}
+            rec = {k: [] for k in ("graph_ms", "rank_ms", "iterations", "inserted", "reweighted", "l1",
+                                   "l1_unnormalized", "l1_sum_normalized", "converged", "ran")}
             # The timed pass: batch after batch with nothing else on the device in between (with
             # an oracle run after every 5th batch, 5-line batches took 0.42-0.60 ms against
             # 0.33-0.34 without; likely the graph's arrays leaving the GPU's L2).
@@ -187,6 +199,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                 rec["rank_ms"].append(step.rank_ms)
                 rec["iterations"].append(step.rank.iterations)
                 rec["inserted"].append(step.changes.num_insertions)
+                rec["reweighted"].append(step.changes.num_reweights)
                 rec["converged"].append(bool(step.rank.converged))
                 rec["ran"].append(step.rank.algorithm)
             host_us = host_probe_us()  # the host's speed right after the timed batches (host_probe.py)
@@ -194,7 +207,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             # error every `error_every` batches and after the last. DF/DF-P are deterministic, so
             # these are the timed pass's ranks (same_iterations says whether every batch ran the
             # same iterations).
-            check = _base_engine(Engine, backend, algo, cfg, edges(0, base_end), verts)
+            check = _base_engine(Engine, backend, algo, cfg, edges(0, base_end), verts, opts)
             same = True
             for b, (s, d) in enumerate(batches):
                 step = check.apply(_batch(s, d))
@@ -206,7 +219,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                         x = np.asarray(check.backend.to_host(check.x), dtype=np.float64)  # device-to-host copy
                         rec["l1_unnormalized"].append(l1_error(x * ((1.0 - cfg.alpha) / x.shape[0]), exact))
                         rec["l1_sum_normalized"].append(l1_error(x / x.sum(), exact))
-            rows.append(_row(frac, size, algo, rec, seed))
+            rows.append(_row(frac, size, algo, rec, seed, SEED_DFP if backend.is_gpu else SEED_DFP_CPU))
             r = rows[-1]
             r["same_iterations"] = bool(same)
             r["host_probe_us"] = host_us
@@ -217,11 +230,11 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     return report
 
 
-def _base_engine(Engine, backend, algo, cfg, base, verts):
+def _base_engine(Engine, backend, algo, cfg, base, verts, opts):
     """An engine on the base graph, the device idle after it. As in the reference, the base ranks
     are converged to the iteration cap (its tolerance is 1e-100), so every batch starts from the
     exact ranks of the base graph and its error is its own."""
-    eng = Engine(backend, algo, config=cfg)
+    eng = Engine(backend, algo, config=cfg, weighted=opts.weighted, multi_edges=opts.multi_edges)
     eng.load_edges(base[0], base[1], vertices=verts)
     eng.recompute(config=replace(cfg, tol=0.0))
     backend.synchronize()
@@ -234,11 +247,12 @@ def _batch(s, d):
     return EdgeBatch.from_arrays(s, d)
 
 
-def _row(frac, size, algo, rec, seed) -> dict:
+def _row(frac, size, algo, rec, seed, methods=SEED_DFP) -> dict:
     med = lambda k: float(np.median(rec[k])) if rec[k] else math.nan  # noqa: E731
     total = np.asarray(rec["graph_ms"]) + np.asarray(rec["rank_ms"])
     row = {"fraction": float(frac), "batch_lines": size, "algorithm": algo,
-           "inserted_median": med("inserted"), "graph_ms_median": med("graph_ms"),
+           "inserted_median": med("inserted"), "reweighted_median": med("reweighted"),
+           "graph_ms_median": med("graph_ms"),
            "rank_ms_median": med("rank_ms"), "total_ms_median": float(np.median(total)),
            "total_ms_p95": float(np.percentile(total, 95)), "iterations_median": med("iterations"),
            "l1_median": med("l1"), "l1_max": float(np.max(rec["l1"])),
@@ -247,7 +261,7 @@ def _row(frac, size, algo, rec, seed) -> dict:
            "converged": all(rec["converged"]),
            "batches": len(rec["converged"]), "error_checks": len(rec["l1"]),
            "ran": {k: rec["ran"].count(k) for k in sorted(set(rec["ran"]))}}
-    ref = _reference_for(seed, frac)
+    ref = _reference_for(seed, frac, methods)
     if ref is not None:
         row.update(reference_method=ref[0], reference_ms=ref[1]["ms"],
                    reference_iterations=ref[1]["iterations"], reference_error=ref[1]["error"],
@@ -255,21 +269,21 @@ def _row(frac, size, algo, rec, seed) -> dict:
     return row
 
 
-def _reference_for(seed, frac):
-    """The faster of the reference's DF-P methods at ``frac`` as ``(method, figures)``, or None."""
+def _reference_for(seed, frac, methods=SEED_DFP):
+    """The faster of the reference's DF-P ``methods`` at ``frac`` as ``(method, figures)``, or None."""
     if not seed:
         return None
     at = next((v for k, v in seed.items() if math.isclose(k, float(frac), rel_tol=1e-6)), None)
     if not at:
         return None
-    found = [(m, at[m]) for m in SEED_DFP if m in at]
+    found = [(m, at[m]) for m in methods if m in at]
     return min(found, key=lambda mf: mf[1]["ms"]) if found else None
 
 
 TEMPORAL_COLUMNS = [
     ("fraction", "fraction"), ("batch_lines", "lines"), ("algorithm", "algorithm"),
     ("graph_ms_median", "graph ms"), ("rank_ms_median", "rank ms"), ("total_ms_median", "total ms"),
-    ("iterations_median", "iters"), ("l1_median", "L1 err"), ("l1_unnormalized_median", "L1 x(1-a)/N"),
+    ("reweighted_median", "reweights"), ("iterations_median", "iters"), ("l1_median", "L1 err"), ("l1_unnormalized_median", "L1 x(1-a)/N"),
     ("l1_sum_normalized_median", "L1 x/sum"),
     ("reference_ms", "ref ms"),
     ("reference_iterations", "ref iters"), ("reference_error", "ref err"), ("ratio_vs_reference", "x ref"),
@@ -286,7 +300,8 @@ def format_temporal(report: dict) -> str:
              f"{g.get('vertices')} vertices, {g.get('base_edges')} base edges)",
              f"protocol: temporal  vertices up front: {report['vertices_up_front'] or 'none'}  dangling: {c['dangling']}  "
              f"dtype: {c['dtype']}  tol: {c['tol']:g}  frontier/prune tol: {c['frontier_tol']:g}/{c['prune_tol']:g}  "
-             f"oracle: {report['oracle']}  batches per fraction: {report['batches']}",
+             f"oracle: {report['oracle']}  batches per fraction: {report['batches']}"
+             + (f"  weighted: multi-edges {report.get('multi_edges')}" if report.get("weighted") else ""),
              "ms are medians per batch; ours = graph update + rank update, the reference's = rank only; "
              "host us: a fixed piece of host work timed after the row's batches (higher: a slower host, "
              "which graph ms follows)"]

@@ -20,7 +20,8 @@ with a *higher* sequence number than the one written cannot belong to it (a rest
 started from it), so it is moved into ``damaged/`` (:mod:`.damaged`) with the known unreadable
 ones, never deleted and never kept in place of a readable checkpoint.
 
-Layout of the ``.npz``: every engine-state array under ``engine/<key>``, the published ranks
+Layout of the ``.npz``: every engine-state array under ``engine/<key>`` (a weighted engine's edge
+weights as ``engine/weight``, beside ``engine/src`` and ``engine/dst``), the published ranks
 under ``ranks/ids`` and ``ranks/p`` (when given; string ids as UTF-8 bytes ``ranks/id_data``
 with int64 offsets ``ranks/id_offsets``, see :func:`streamrank.ids.strings.pack_strings`), and
 ``meta.json`` (UTF-8 bytes) holding ``seq``, ``positions``, ``meta``, the non-array engine-state

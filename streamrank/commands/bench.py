@@ -76,6 +76,11 @@ def add_arguments(p):
                    help="CPU local-form iterations: Gauss-Seidel in fixed blocks (default) or Jacobi "
                         "(the GPU always iterates Jacobi)")
     p.add_argument("--no-baselines", action="store_true", help="skip the cuSPARSE/cuGraph baselines")
+    p.add_argument("--weighted", action="store_true",
+                   help="temporal: replay on a weighted engine (CPU backend; every line weighs 1)")
+    p.add_argument("--multi-edges", default=None, choices=("set", "sum"),
+                   help="temporal, weighted: a repeated line sets its edge's weight (set, default: weight 1, the "
+                        "unweighted ranks) or adds 1 to it (sum, turns --weighted on: counts repeated interactions)")
 
 
 def run(args) -> int:
@@ -90,13 +95,17 @@ def run(args) -> int:
     algorithms = _algorithms(args.algorithms or ("auto,dfp" if temporal else ",".join(ALGORITHMS)),
                              with_static=not temporal)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    multi_edges = args.multi_edges or "set"
+    weighted = bool(args.weighted) or multi_edges == "sum"
+    if (weighted or args.multi_edges) and not temporal:
+        raise InvalidArgumentError("--weighted and --multi-edges belong to --protocol temporal")
     if temporal:
         from ..bench.temporal import TemporalOptions, format_temporal, plot_temporal, run_temporal
 
         opts = TemporalOptions(path=args.graph, fractions=fractions, algorithms=algorithms,
                                batches=args.batches or 20, vertices=args.vertices, base_fraction=args.base_fraction,
                                device=args.device, config=cfg, reference_log=args.reference_log,
-                               error_every=args.error_every)
+                               error_every=args.error_every, weighted=weighted, multi_edges=multi_edges)
         report = run_temporal(opts, log=log)
         text, plot = format_temporal(report), plot_temporal
     else:

@@ -24,7 +24,7 @@ from .changes import AppliedChanges
 from ..kernels.cpu import batch_plan
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import common as kernel_common
-from ..kernels.cpu.sweep_order import block_count, recut, sweep_order
+from ..kernels.cpu.sweep_order import block_count, live_count, live_end, recut, sweep_order
 from .memory import check_fits, check_max_bytes
 from ..errors import InvalidArgumentError
 from ..ids.plan import IdPlan
@@ -170,6 +170,7 @@ class CpuGraph:
         self._order = np.empty(0, dtype=np.int32)
         self._pos = np.empty(0, dtype=np.int32)
         self._starts = np.zeros(1, dtype=np.int64)  # its blocks' first positions (sweep_blocks)
+        self._end = 0  # positions from here on hold isolated vertices only (sweep_end)
         self.order_version = 0
 
     # ------------------------------------------------------------------ construction
@@ -238,12 +239,21 @@ class CpuGraph:
     @property
     def sweep_blocks(self):
         """The first position of each block of the CPU Gauss-Seidel dense passes in
-        :attr:`sweep_order` (int64, ``[0, ...]``, whole chunks; the last block ends at the vertex
-        count): as many blocks as blocks of at most ``GS_BLOCK`` vertices need, cut at equal work
+        :attr:`sweep_order` (int64, ``[0, ...]``, whole chunks; the last block ends at
+        :attr:`sweep_end`): as many blocks as blocks of at most ``GS_BLOCK`` vertices need, cut at equal work
         (:func:`.cpu_kernels.sweep_order.work`, never by the thread count). Set by each layout
         with the order; a batch that adds vertices keeps it unless the block count changes, when
         the kept order is cut afresh (:func:`.cpu_kernels.sweep_order.recut`)."""
         return self._starts
+
+    @property
+    def sweep_end(self) -> int:
+        """Positions of :attr:`sweep_order` from this one on hold only vertices without edges,
+        which no dense pass needs to visit (:mod:`.cpu_kernels.sweep_order`: a layout puts them
+        last); the last block of :attr:`sweep_blocks` ends here. A batch that gives an edge to a
+        vertex at or past it moves it past that vertex's position (never back: a vertex left
+        without edges by deletions stays inside)."""
+        return self._end
 
     def edges(self):
         """All edges as internal ``(src, dst)`` int64 arrays, sorted by (src, dst)."""
@@ -319,12 +329,22 @@ class CpuGraph:
             self._out.update(n_after, plan_out, *out_pairs)
             self._in.update(n_after, plan_in, *in_pairs)
             self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
-        if not rebuild and n_after > n_before and block_count(n_after, kernel_common.GS_BLOCK) != self._starts.shape[0]:
-            self._starts = recut(self._in.deg, self._order, n_after, kernel_common.GS_BLOCK)
+        if not rebuild:
+            self._keep_sweep_end(ins_src, ins_dst)
         if changed or n_after > n_before:
             self.version += 1
             self._arrays = None
         return AppliedChanges(ins_src, ins_dst, del_src, del_dst, n_before, n_after, received, dropped)
+
+    def _keep_sweep_end(self, ins_src, ins_dst) -> None:
+        """After inserting ``ins_src -> ins_dst`` in place: their endpoints lie before the sweep end."""
+        if not ins_src.shape[0]:
+            return
+        end = max(self._end, int(self._pos[ins_src].max()) + 1, int(self._pos[ins_dst].max()) + 1)
+        if end != self._end:
+            self._end = end
+            if block_count(end, kernel_common.GS_BLOCK) != self._starts.shape[0]:
+                self._starts = recut(self._in.deg, self._order, end, kernel_common.GS_BLOCK)
 
     def _plan(self, batch, n_before):
         """``(id plan, del_src, del_dst, ins_src, ins_dst, dropped)`` of a batch: what it changes."""
@@ -427,6 +447,7 @@ class CpuGraph:
         loops[s[s == d]] = 1
         self._starts = sweep_order(self._in.deg, self._out.deg, loops, n, kernel_common.GS_BLOCK, self._order,
                                    self._pos)
+        self._end = live_count(self._in.deg, self._out.deg, n)  # the layout put the isolated last
         self.order_version += 1
 
     # ------------------------------------------------------------------ checkpoints
@@ -456,12 +477,17 @@ class CpuGraph:
                 raise InvalidArgumentError("state['sweep_order'] is not a permutation of the vertices")
             self._order[:n] = order
             self._pos[order] = np.arange(n, dtype=np.int32)
+            # the saved store's end may lie later (vertices left without edges stay inside): the
+            # passes give the same values whatever the end, as long as every vertex with an edge is
+            # before it and so is the last block's start
+            self._end = live_end(self._in.deg, self._out.deg, self._order, n)
             starts = state.get("sweep_blocks")
             if starts is None:  # saved before the blocks were kept: cut the saved order afresh
-                self._starts = recut(self._in.deg, self._order, n, kernel_common.GS_BLOCK)
+                self._starts = recut(self._in.deg, self._order, self._end, kernel_common.GS_BLOCK)
             else:
                 starts = np.asarray(starts, dtype=np.int64)
                 if (starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or np.any(starts % kernel_common.CHUNK)
                         or np.any(np.diff(starts) <= 0) or (n > 0 and starts[-1] >= n)):
                     raise InvalidArgumentError("state['sweep_blocks'] is not a list of block starts of the sweep order")
                 self._starts = starts.copy()
+                self._end = max(self._end, int(starts[-1]) + 1) if n > 0 else 0

@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch import EdgeBatch
+from ..batch import EdgeBatch, check_weights
+from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.cpu import IdMap
-from ..kernels.cpu import common as kernel_common
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import weighted_csr as wcsr
-from ..kernels.cpu.sweep_order import block_count, recut
 from .changes import AppliedChanges
 from .cpu import MAX_VERTICES, SLACK_ADD, SLACK_NUM, CpuGraph, _Side
 from .memory import check_fits
-
-MULTI_EDGES = ("set", "sum")
 
 
 class _WeightedSide(_Side):
@@ -164,6 +161,11 @@ class WeightedCpuGraph(CpuGraph):
         AppliedChanges
             With :attr:`~AppliedChanges.reweighted_src` / ``reweighted_dst`` set: the edges
             present before and after whose weight changed.
+
+        Raises
+        ------
+        BatchFormatError
+            For a bad weight (as :meth:`EdgeBatch.from_arrays` would have), before anything changes.
         """
         if not isinstance(batch, EdgeBatch):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
@@ -215,8 +217,8 @@ class WeightedCpuGraph(CpuGraph):
         if not rebuild:
             touched = np.unique(np.concatenate([ins_src, del_src, rew_src]))
             wcsr.sum_weights(self._out.off, self._out.deg, self._out.wt, touched, self._w_out)
-        if not rebuild and n_after > n_before and block_count(n_after, kernel_common.GS_BLOCK) != self._starts.shape[0]:
-            self._starts = recut(self._in.deg, self._order, n_after, kernel_common.GS_BLOCK)
+        if not rebuild:
+            self._keep_sweep_end(ins_src, ins_dst)
         if changed or rew_src.shape[0] or n_after > n_before:
             self.version += 1
             self._arrays = None
@@ -227,7 +229,8 @@ class WeightedCpuGraph(CpuGraph):
         """``(id plan, deletions, insertions, reweights, dropped)`` of a batch: what it changes."""
         n = len(batch)
         src, dst, ins = np.asarray(batch.src, dtype=np.int64), np.asarray(batch.dst, dtype=np.int64), batch.insert
-        w = np.where(ins, 1.0, np.nan) if batch.weight is None else np.asarray(batch.weight, dtype=np.float64)
+        # a batch built by the constructor was not validated: a bad weight must not reach the ranks
+        w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
         order = np.lexsort((np.arange(n), dst, src))  # by pair, then arrival
         s, d, ins, w = src[order], dst[order], np.ascontiguousarray(ins[order]), w[order]
         first = np.ones(n, dtype=bool)

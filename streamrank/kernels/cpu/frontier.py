@@ -27,7 +27,7 @@ from numba import njit
 from .common import CHUNK, PARALLEL_EDGES, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
 from .frontier_gs import marked_first, sparse_gs
-from .frontier_order import dense_pass, enter, leave, spread_out_edges
+from .frontier_order import END, dense_pass, enter, leave_settled, leave_to_sparse, spread_out_edges
 from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, sparse_par
 
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
@@ -79,8 +79,11 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     x0, c0, flags0 = x, c, flags
     parts = (parts_f[0], parts_f[1], parts_i[0], parts_i[1], parts_i[2], parts_i[3])
     pulled_count, part_count, cand_start, cand_count = parts_i[4], parts_i[5], parts_i[6], parts_i[7]
-    nch_max = nchunks(n)
-    big = num_edges + n >= PARALLEL_EDGES
+    # Gauss-Seidel dense passes visit the positions before the store's sweep end only (past it:
+    # vertices without edges, which no pass changes); the Jacobi ones every id
+    nd = mv[5][END] if gs else n
+    nch_max = nchunks(nd)
+    big = num_edges + nd >= PARALLEL_EDGES
     mean_degree = num_edges / max(n, 1)
     dense = False
     dense_ran = False
@@ -100,7 +103,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             nch = nch_max
             if block is not None:  # removed before typing in the Jacobi entries (block None)
                 # in the sweep order, on the position-space arrays (xnew, cnew, keep2: frontier_order)
-                if dense_pass(n, big, g, mv, cp, cprevp, cpn, cprevpn, xnew, keep2, sticky, alpha, selfloop,
+                if dense_pass(nd, big, g, mv, cp, cprevp, cpn, cprevpn, xnew, keep2, sticky, alpha, selfloop,
                               ftol, ptol, grow, prune, parts, part_count):
                     cp, cpn = cpn, cp
                     cprevp, cprevpn = cprevpn, cprevp
@@ -154,7 +157,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             converged = True
             break
         if block is not None and dense and grow and keep_in <= DENSE_WEIGHT * num_edges:
-            push = spread_out_edges(n, mv, cp)  # the Gauss-Seidel dense pass leaves push to this
+            push = spread_out_edges(nd, mv, cp)  # the Gauss-Seidel dense pass leaves push to this
         next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
             if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
@@ -167,14 +170,14 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 sticky = not not_sticky  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
                 if block is not None:
                     cp, cpn, cprevp, cprevpn = cp0, cpn0, cprevp0, cprevpn0  # enter fills cp0, cprevp0
-                    enter(n, g, inv, loops, mv, x, c, flags, xnew, cp, keep2)
+                    enter(nd, g, inv, loops, mv, x, c, flags, xnew, cp, keep2)
             dense = True
         elif dense:
             if block is not None:
-                leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
-            nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)
-            if gs:
+                nf, kept = leave_to_sparse(nd, g, mv, xnew, cp, keep2, x, c, cprev, flags, last_spread, stamp, F)
                 marked_first(F, Fnext, kept, nf)
+            if jacobi is not None:
+                nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)
             dense = False
         else:
             m, kept, cand = mark_sparse(nf, F, Fnext, g, status, flags, last_spread, stamp, par, nch, parts, cand,
@@ -183,13 +186,13 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             nf = m
             if gs:
                 marked_first(F, Fnext, kept, nf)
-    if block is not None:
-        if dense:
-            leave(n, mv, xnew, cp, keep2, x, c, cprev, flags)
-    # O(n) only when the loop ended in a dense iteration (sign bits, position order) or, in Jacobi
-    # order, ran one (its buffers swapped); a Gauss-Seidel loop that left its dense passes has
-    # x, c and cprev current and unsigned already (leave, to_sparse) and flags only on F[:nf]
-    _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense or (dense_ran and not gs))
+    if block is not None and dense:  # the positions before the sweep end back in id order, unsigned, flags 0
+        leave_settled(nd, mv, xnew, cp, x, c, cprev, flags)
+    else:
+        # O(n) only when a Jacobi loop ran a dense iteration (its buffers swapped); a Gauss-Seidel
+        # loop that left its dense passes has x, c and cprev current and unsigned already
+        # (leave_to_sparse) and flags only on F[:nf]
+        _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense_ran and not gs)
     return iterations, converged, total, cand
 
 

@@ -11,7 +11,7 @@ stale reads of the other blocks cost least), each vertex's in-neighbours renamed
 ``m_idx[m_off[p] : m_end[p]]`` laid out in position order, and the per-vertex arrays the pass
 reads in position order: ``invp``, ``loopsp``, ``outdp`` kept with the mirror, the iterate, the
 contributions and the kept flags gathered (:func:`enter`) when a run of dense passes starts and
-scattered back (:func:`leave`) when it ends. Everything outside the dense passes stays in id
+scattered back (:func:`leave_to_sparse`, :func:`leave_settled`) when it ends. Everything outside the dense passes stays in id
 space.
 
 The mirror is built (:func:`build`, one pass over the in-edges) by the first dense pass after a
@@ -53,12 +53,14 @@ ROOM = 2
 #: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
 #: up to a tenth slower on sx-mathoverflow).
 COMPACT = 32
-#: :func:`enter` and :func:`leave` prefetch the id-space entries of the vertex this many positions
+#: :func:`enter` and the leaving functions prefetch the id-space entries of the vertex this many positions
 #: ahead (:mod:`.prefetch`): the sweep order visits the ids at random.
 PREFETCH_AHEAD = 16
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
-#: of ``m_idx``, entries of its rows (the edges).
-BUILT, USED, LIVE = 0, 1, 2
+#: of ``m_idx``, entries of its rows (the edges), and the positions the dense passes visit (the
+#: store's :attr:`~streamrank.store.cpu.CpuGraph.sweep_end`: past it only vertices without edges,
+#: which no pass changes; the workspace sets it per batch).
+BUILT, USED, LIVE, END = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
@@ -139,11 +141,12 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
 
 @njit(cache=True, nogil=True)
 def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
-    """Start a run of dense passes: build the mirror if it is invalid, then gather the iterate,
-    the contributions (``cprevp == cp``) and the kept flags into position order."""
+    """Start a run of dense passes over the first ``n`` positions: build the mirror if it is
+    invalid (of every vertex: ``mv``'s ``order`` holds them all), then gather the iterate, the
+    contributions (``cprevp == cp``) and the kept flags into position order."""
     order, mstate, cprevp = mv[0], mv[5], mv[6]
     if mstate[BUILT] < 0:
-        build(n, g, inv, loops, mv)
+        build(order.shape[0], g, inv, loops, mv)
     ahead = np.uint64(PREFETCH_AHEAD)
     for p in range(np.uint64(n)):
         v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
@@ -159,23 +162,71 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
 
 
 @njit(cache=True, nogil=True)
-def leave(n, mv, xp, cp, keepp, x, c, cprev, flags):
-    """End a run of dense passes: ``x``, ``c`` (sign bits included), ``cprev`` and the kept flags
-    back in id order."""
+def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F):
+    """End a run of dense passes over the first ``n`` positions into a sparse iteration, both
+    in one walk of the positions (the scatter back and :func:`.frontier_dense.to_sparse` in
+    position order): ``x``, ``c`` and ``cprev`` back in id order without sign bits, the kept
+    flags, the frontier list ``F`` (the kept vertices in position order, then the unmarked
+    out-neighbours of the spreaders), ``last_spread`` of the spreaders. Returns the list's size
+    and the number of kept vertices at its head. Work: the positions before the sweep end."""
     order = mv[0]
+    out_off, out_deg, out_idx = g[3], g[4], g[5]
     ahead = np.uint64(PREFETCH_AHEAD)
-    for p in range(np.uint64(n)):
+    un = np.uint64(n)
+    m = 0
+    for p in range(un):
         v = np.uint64(order[p])
-        if p + ahead < np.uint64(n):
+        if p + ahead < un:
             w = np.uint64(order[p + ahead])
             prefetch(x, w)
             prefetch(c, w)
             prefetch(cprev, w)
             prefetch(flags, w)
         x[v] = xp[p]
-        c[v] = cp[p]
-        cprev[v] = cp[p]
-        flags[v] = keepp[p]
+        cv = abs(cp[p])
+        c[v] = cv
+        cprev[v] = cv
+        k = keepp[p]
+        flags[v] = k
+        if k:
+            F[m] = v
+            m += 1
+    kept = m
+    for p in range(un):
+        if math.copysign(1.0, cp[p]) < 0.0:
+            v = np.uint64(order[p])
+            last_spread[v] = stamp
+            o = np.uint64(out_off[v])
+            for j in range(o, o + np.uint64(out_deg[v])):
+                w = np.uint64(out_idx[j])
+                if flags[w] == 0:
+                    flags[w] = 1
+                    F[m] = w
+                    m += 1
+    return m, kept
+
+
+@njit(cache=True, nogil=True)
+def leave_settled(n, mv, xp, cp, x, c, cprev, flags):
+    """End a run of dense passes over the first ``n`` positions with the batch: ``x``, ``c`` and
+    ``cprev`` back in id order without sign bits, every flag 0 (the workspace's state between
+    batches)."""
+    order = mv[0]
+    ahead = np.uint64(PREFETCH_AHEAD)
+    un = np.uint64(n)
+    for p in range(un):
+        v = np.uint64(order[p])
+        if p + ahead < un:
+            w = np.uint64(order[p + ahead])
+            prefetch(x, w)
+            prefetch(c, w)
+            prefetch(cprev, w)
+            prefetch(flags, w)
+        x[v] = xp[p]
+        cv = abs(cp[p])
+        c[v] = cv
+        cprev[v] = cv
+        flags[v] = 0
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -1,7 +1,7 @@
 """A software prefetch for the Numba kernels: LLVM's ``llvm.prefetch`` as a Numba intrinsic.
 
 The frontier loop's gather into the sweep order and its scatter back
-(:func:`.frontier_order.enter`, :func:`.frontier_order.leave`) visit the store's ids at random
+(:func:`.frontier_order.enter`, :func:`.frontier_order.leave_to_sparse`) visit the store's ids at random
 (the sweep order is by in-degree), one cache line per vertex and array that the hardware
 prefetcher cannot guess. :func:`prefetch` asks for the lines of the vertex a few positions
 ahead, so that their misses overlap the work on the vertices before it. A prefetch never faults

@@ -25,6 +25,12 @@ vertices and 186 k of the 218 k in-edges, the last 13.4 k and 32 k, and the iter
 (1.93-2.01 ms per batch against 2.03-2.10). A graph within one
 block keeps the plain order.
 
+Vertices without any edge (*isolated*: the ids a graph creates up front, the published
+protocol's padding) go after all others, in id order, outside every block: no batch reaches them
+until it gives them an edge, so the dense passes stop at the end of the others
+(:attr:`streamrank.store.cpu.CpuGraph.sweep_end`) and a padded graph costs what its edges cost,
+not what its ids do. The blocks are cut over the other vertices only.
+
 The order and the block starts are a function of the degrees, the self-loop flags and ``block``
 only (never of the thread count); the store computes them at each layout
 (:meth:`streamrank.store.cpu.CpuGraph.sweep_order`, :attr:`~streamrank.store.cpu.CpuGraph.sweep_blocks`)
@@ -77,17 +83,24 @@ def _bucket(d):
 def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
     """The sweep order of ``n`` vertices into ``order`` (position -> id) and ``pos`` (its inverse)
     and the starts of its blocks (returned: int64, ``starts[0] == 0``, whole chunks): descending
-    in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id; when ``n`` exceeds ``block``, as many
-    blocks as blocks of at most ``block`` vertices need, cut at equal work (:func:`work`), the
-    last block's vertices chosen as the module docstring says. ``loops[v]`` is 1 where ``v`` has
+    in-degree, capped at ``ORDER_BUCKETS - 1``, ties by id; when the vertices with edges exceed
+    ``block``, as many blocks as blocks of at most ``block`` of them need, cut at equal work
+    (:func:`work`), the last block's vertices chosen as the module docstring says; the isolated
+    vertices last, by id (:func:`live_count` of them precede). ``loops[v]`` is 1 where ``v`` has
     an explicit self-loop."""
-    nb = block_count(n, block)
+    nl = live_count(in_deg, out_deg, n)
+    nb = block_count(nl, block)
     starts = np.zeros(nb, dtype=np.int64)
-    group = np.zeros(n, dtype=np.int64)  # 0: the blocks before the last, 1: last block, 2: its sinks
+    # 0: the blocks before the last, 1: last block, 2: its sinks, 3: the isolated (after every block)
+    group = np.zeros(n, dtype=np.int64)
+    for v in range(n):
+        if in_deg[v] == 0 and out_deg[v] == 0:
+            group[v] = 3
     if nb > 1:
         total = 0
         for v in range(n):
-            total += work(in_deg[v])
+            if group[v] != 3:
+                total += work(in_deg[v])
         # rank key: 0 sink, 1 source, 2 + in-edges from others
         key = np.empty(n, dtype=np.int64)
         top = 2
@@ -103,30 +116,32 @@ def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
             top = max(top, k)
         count = np.zeros(top + 2, dtype=np.int64)
         for v in range(n):
-            count[key[v] + 1] += 1
+            if group[v] != 3:
+                count[key[v] + 1] += 1
         for k in range(top + 1):
             count[k + 1] += count[k]
-        ranked = np.empty(n, dtype=np.int64)  # by key, ties by id
+        ranked = np.empty(nl, dtype=np.int64)  # the vertices with edges by key, ties by id
         for v in range(n):
-            ranked[count[key[v]]] = v
-            count[key[v]] += 1
+            if group[v] != 3:
+                ranked[count[key[v]]] = v
+                count[key[v]] += 1
         # the last block: the ranked vertices up to its share of the work, whole chunks
         share = total // nb
         acc = 0
         tail = 0
-        while tail < n and acc < share:
+        while tail < nl and acc < share:
             acc += work(in_deg[ranked[tail]])
             tail += 1
-        last = (n - tail) // CHUNK * CHUNK
+        last = (nl - tail) // CHUNK * CHUNK
         last = max(last, (nb - 1) * CHUNK)
-        for i in range(n - last):
+        for i in range(nl - last):
             v = ranked[i]
             group[v] = 2 if key[v] == 0 else 1
         starts[nb - 1] = last
-    start = np.zeros(3 * ORDER_BUCKETS + 1, dtype=np.int64)
+    start = np.zeros(4 * ORDER_BUCKETS + 1, dtype=np.int64)
     for v in range(n):
         start[group[v] * ORDER_BUCKETS + _bucket(in_deg[v]) + 1] += 1
-    for b in range(3 * ORDER_BUCKETS):
+    for b in range(4 * ORDER_BUCKETS):
         start[b + 1] += start[b]
     for v in range(n):
         b = group[v] * ORDER_BUCKETS + _bucket(in_deg[v])
@@ -137,6 +152,26 @@ def sweep_order(in_deg, out_deg, loops, n, block, order, pos):
     if nb > 2:
         cut_blocks(in_deg, order, starts[nb - 1], starts[: nb - 1])
     return starts
+
+
+@njit(cache=True, nogil=True)
+def live_count(in_deg, out_deg, n):
+    """The vertices among the first ``n`` with an edge (in or out)."""
+    nl = 0
+    for v in range(n):
+        if in_deg[v] != 0 or out_deg[v] != 0:
+            nl += 1
+    return nl
+
+
+@njit(cache=True, nogil=True)
+def live_end(in_deg, out_deg, order, n):
+    """One past the last position of ``order[:n]`` that holds a vertex with an edge (0: none)."""
+    for p in range(n - 1, -1, -1):
+        v = order[p]
+        if in_deg[v] != 0 or out_deg[v] != 0:
+            return p + 1
+    return 0
 
 
 @njit(cache=True, nogil=True)
@@ -165,9 +200,10 @@ def cut_blocks(in_deg, order, end, starts):
 
 @njit(cache=True, nogil=True)
 def recut(in_deg, order, n, block):
-    """The block starts of ``n`` vertices in the sweep order ``order`` kept from an earlier layout
-    (vertices added since at the end): as many blocks as blocks of at most ``block`` vertices
-    need, equal work (:func:`cut_blocks`), the order unchanged."""
+    """The block starts of the first ``n`` positions of the sweep order ``order`` kept from an
+    earlier layout (vertices added since at the end; ``n``: the store's sweep end): as many blocks
+    as blocks of at most ``block`` vertices need, equal work (:func:`cut_blocks`), the order
+    unchanged."""
     starts = np.zeros(block_count(n, block), dtype=np.int64)
     cut_blocks(in_deg, order, n, starts)
     return starts

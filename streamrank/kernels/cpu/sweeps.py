@@ -104,7 +104,8 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order,
     inv = inverse_degrees(out_deg, n, selfloop, par)
     loops = np.empty(n, dtype=np.uint8)
     find_loops(g[0], g[1], g[2], n, loops)
-    mstate = np.empty(3, dtype=np.int64)
+    mstate = np.empty(4, dtype=np.int64)
+    mstate[3] = n  # frontier_order.END: a static sweep visits every position
     mv = (order, pos, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
           np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=np.uint8),
           np.empty(n, dtype=np.int64), starts)

@@ -22,6 +22,9 @@ from numba import njit, prange
 
 from .common import CHUNK, nchunks
 
+#: A frontier of more than ``1 / _ID_ORDER`` of the vertices is re-listed in id order before an
+#: iteration (one pass over the flags): the in-edges are then read in the order they are stored.
+_ID_ORDER = 16
 #: Frontier status bits: pruned, spreads.
 _PRUNE = 1
 _SPREAD = 2
@@ -217,7 +220,7 @@ def frontier_loop(g, in_wt, num_edges, inv, x, c, flags, F, Fnext, xnew, status,
     """DT / DF / DF-P from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
 
     One iteration: new values of the listed vertices (Jacobi, in parallel chunks when the list's
-    estimated in-edges reach ``par_edges``), then in list order their commit (``x``, ``c = x *
+    estimated in-edges reach ``par_edges``; a wide list is put in id order first), then in list order their commit (``x``, ``c = x *
     inv``, the running ``total = sum(x)``), with ``prune`` the unmarking of those whose relative
     change ``|d| / max(new, old)`` is at most ``ptol``, with ``grow`` the marking of the
     out-neighbours of those whose relative change exceeds ``ftol`` (appended in list order).
@@ -234,6 +237,12 @@ def frontier_loop(g, in_wt, num_edges, inv, x, c, flags, F, Fnext, xnew, status,
         if nf == 0:
             converged = True
             break
+        if nf * _ID_ORDER > n:  # a wide frontier: listed in id order, its rows read in storage order
+            k = 0
+            for v in range(n):
+                if flags[v]:
+                    F[k] = v
+                    k += 1
         nch = nchunks(nf)
         if nch > 1 and nf * mean_degree >= par_edges:
             _values_par(nch, nf, F, g, in_wt, c, inv, xnew, alpha, selfloop)

@@ -80,7 +80,7 @@ class FrontierWorkspace:
         # invalid until the first dense pass builds it
         self.m_off, self.m_end = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
         self.m_idx = np.empty(0, dtype=np.int32)
-        self.mstate = np.array([-1, 0, 0], dtype=np.int64)
+        self.mstate = np.array([-1, 0, 0, 0], dtype=np.int64)  # mirror.BUILT, USED, LIVE, END
         self.cprevp, self.invp = np.empty(cap), np.empty(cap)
         self.cpn, self.cprevpn = np.empty(cap), np.empty(cap)  # the dense passes' spare pair (frontier_order.dense_pass)
         self.loopsp = np.empty(cap, dtype=np.uint8)
@@ -133,6 +133,7 @@ class FrontierWorkspace:
                 mirror.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src,
                              del_dst, self.mirror())
         self._order_version = graph.order_version
+        self.mstate[mirror.END] = graph.sweep_end  # where the dense passes stop
         if self.m_idx.shape[0] < graph.num_edges:  # room for the mirror's rows (rebuilt when it runs out)
             self.m_idx = np.empty(mirror.ROOM * graph.num_edges + 1024, dtype=np.int32)
             self.mstate[mirror.BUILT] = -1
