@@ -30,6 +30,11 @@ A message is accepted by the vectorized path only when the per-message parser
 (and every message of a block pyarrow refuses, found by bisecting the block) goes through the
 per-message parser, which gives a rejected message its dead-letter reason. So the result is the
 same as parsing each message alone, only faster (tests check this on random mixtures).
+
+A weighted stream (``fields.weighted``) reads each edge's weight too (:mod:`connectors.weights`):
+JSON objects and arrays of objects by pyarrow's JSON reader (an edge with a bad weight sends its
+message to the per-message parser, which rejects it as ``bad_weight``), CSV lines of two or three
+fields carry none, the rest goes message by message; the compiled scan is not used.
 """
 
 from __future__ import annotations
@@ -39,11 +44,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamrank.errors import InvalidArgumentError
-from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids, string_id_problems)
+from streamrank.ids.kinds import DEFAULT_MAX_ID_BYTES, IdError, IdTypeLock, concat_ids
 
+from .decode_columns import Refused as _Refused
+from .decode_columns import field as _field
+from .decode_columns import ids as _ids
+from .decode_columns import ops as _ops
+from .decode_columns import string_ids as _string_ids
+from .decode_columns import weights as _weights
 from .json_scan import scan_edge_objects
 from .record_fields import DEFAULT_FIELDS, RecordFields
 from .records import DEFAULT_MAX_MESSAGE_BYTES, RecordError, parse_message
@@ -69,6 +79,8 @@ class DecodedValues:
         Message index -> :class:`~connectors.records.RecordError` for rejected messages.
     vectorized : int
         Messages decoded by a batch reader (the rest went one by one).
+    weight : ndarray of float64 or None
+        Weighted streams: each edge's weight (NaN: a delete without one); None otherwise.
     """
 
     src: object
@@ -77,13 +89,10 @@ class DecodedValues:
     counts: np.ndarray
     errors: dict = field(default_factory=dict)
     vectorized: int = 0
+    weight: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
-
-
-class _Refused(Exception):
-    """A block pyarrow cannot read as a whole (bisect it)."""
 
 
 def _routes(values: list, max_bytes: int, kind: str):
@@ -167,7 +176,7 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
     n = len(values)
     lock = id_lock if id_lock is not None else IdTypeLock(id_type)
     one = _OneByOne(values, max_bytes, id_type, max_id_bytes, lock, fields)
-    pieces = []     # (message index per edge, src, dst, insert) from each decoder
+    pieces = []     # (message index per edge, src, dst, insert, weight or None) from each decoder
     errors: dict = {}
     start = 0
     while lock.kind is None and start < n:  # "auto": the first accepted message fixes the stream's kind
@@ -178,18 +187,22 @@ def decode_values(values, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, id_type
         rules = _IdRules(lock.kind, id_type == "auto", max_id_bytes, fields)
         vectorized = _decode_fixed(values, start, max_bytes, rules, one, pieces, errors)
     counts = np.zeros(n, dtype=np.int64)
+    weighted = fields.weighted
     if not pieces:
         z = np.zeros(0, dtype=np.int64)
-        return DecodedValues(z, z.copy(), np.zeros(0, dtype=bool), counts, errors, 0)
+        return DecodedValues(z, z.copy(), np.zeros(0, dtype=bool), counts, errors, 0,
+                             np.zeros(0) if weighted else None)
     rec = np.concatenate([p[0] for p in pieces])
     src = _concat([p[1] for p in pieces])
     dst = _concat([p[2] for p in pieces])
     ins = np.concatenate([p[3] for p in pieces])
+    w = np.concatenate([p[4] for p in pieces]) if weighted else None
     if len(pieces) > 1 and rec.size > 1 and bool(np.any(rec[1:] < rec[:-1])):
         order = np.argsort(rec, kind="stable")  # message order; edges keep their order within a message
         rec, src, dst, ins = rec[order], _select(src, order), _select(dst, order), ins[order]
+        w = None if w is None else w[order]
     counts += np.bincount(rec, minlength=n)
-    return DecodedValues(src, dst, ins, counts, errors, vectorized)
+    return DecodedValues(src, dst, ins, counts, errors, vectorized, w)
 
 
 def _decode_fixed(values: list, start: int, max_bytes: int, rules: "_IdRules", one: "_OneByOne", pieces: list,
@@ -215,7 +228,7 @@ def _decode_fixed(values: list, start: int, max_bytes: int, rules: "_IdRules", o
             continue
         ok_pieces, refused = _bisect(sub, idx, reader, rules, whole if idx.size == m else None)
         fallback.append(refused)
-        pieces.extend((where[rec], s, d, i) for rec, s, d, i in ok_pieces)
+        pieces.extend((where[rec], s, d, i, w) for rec, s, d, i, w in ok_pieces)
         vectorized += idx.size - refused.size
     rest = np.concatenate([np.flatnonzero(routes == _ARROW)] + fallback)
     for i in where[np.sort(rest)].tolist():  # in message order: the lock sees them as the stream has them
@@ -233,10 +246,10 @@ def _scan_objects(values: list, where: np.ndarray, max_bytes: int, pieces: list)
     buf = np.frombuffer(b"\n".join(sub), dtype=np.uint8)
     ok, src, dst, ins = scan_edge_objects(buf, starts, lens, max_bytes=max_bytes)
     if ok.all():
-        pieces.append((where, src, dst, ins))
+        pieces.append((where, src, dst, ins, None))
         return len(sub), where[:0]
     if ok.any():
-        pieces.append((where[ok], src[ok], dst[ok], ins[ok]))
+        pieces.append((where[ok], src[ok], dst[ok], ins[ok], None))
     return int(np.count_nonzero(ok)), where[~ok]
 
 
@@ -259,7 +272,7 @@ class _OneByOne:
         except IdError as exc:
             errors[i] = RecordError(exc.reason, exc.detail)
             return
-        pieces.append((np.full(len(e), i, dtype=np.int64), e.src, e.dst, e.insert))
+        pieces.append((np.full(len(e), i, dtype=np.int64), e.src, e.dst, e.insert, e.weight))
 
 
 @dataclass
@@ -313,7 +326,7 @@ def _bisect(values, idx: np.ndarray, reader, rules: _IdRules, whole):
     while stack:
         block = stack.pop()
         try:
-            rec, s, d, i, bad = reader(values, block, rules, whole if block is idx else None)
+            rec, s, d, i, w, bad = reader(values, block, rules, whole if block is idx else None)
         except _Refused:
             if block.size <= _BISECT_MIN:
                 refused.append(block)
@@ -323,95 +336,29 @@ def _bisect(values, idx: np.ndarray, reader, rules: _IdRules, whole):
                 stack.append(block[:h])
             continue
         if rec.size:
-            pieces.append((rec, s, d, i))
+            pieces.append((rec, s, d, i, w))
         if bad.size:
             refused.append(bad)
     return pieces, (np.concatenate(refused) if refused else np.zeros(0, dtype=np.int64))
 
 
-# ---------------------------------------------------------------------------- column checks
-def _ids(col, *, rows: int):
-    """``(int64 values, valid mask)`` of an id column: present, not null, >= 0."""
-    import pyarrow as pa
-
-    if not pa.types.is_int64(col.type):
-        raise _Refused()
-    if col.null_count == 0:
-        arr = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
-        return arr, arr >= 0
-    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    arr = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    return arr, valid & (arr >= 0)
-
-
-def _string_ids(col, *, rows: int, rules: _IdRules, text: bool):
-    """``(Arrow string values, valid mask)`` of an id column of a string stream: strings, not null,
-    valid ids (:func:`streamrank.ids.kinds.string_id_problems`); CSV fields without surrounding
-    blanks (the per-message parser strips them)."""
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        raise _Refused()
-    valid = np.ones(rows, dtype=bool) if col.null_count == 0 else \
-        np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    bad = string_id_problems(col, max_bytes=rules.max_bytes, auto=rules.auto)
-    if bad:
-        valid[np.fromiter(bad, dtype=np.int64, count=len(bad))] = False
-    if text:
-        valid &= np.asarray(pc.equal(pc.utf8_trim_whitespace(col), col).fill_null(False)
-                            .to_numpy(zero_copy_only=False), dtype=bool)
-    return col, valid
-
-
-def _ops(col, *, rows: int):
-    """``(insert, valid mask)`` of an op column (absent or null: insert)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from streamrank.batch import parse_op
-    from streamrank.errors import BatchFormatError
-
-    if col is None or pa.types.is_null(col.type):
-        return np.ones(rows, dtype=bool), np.ones(rows, dtype=bool)
-    if pa.types.is_integer(col.type):
-        arr = np.asarray(col.fill_null(1).to_numpy(zero_copy_only=False), dtype=np.int64)
-        return arr == 1, (arr == 1) | (arr == -1)
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        enc = pc.dictionary_encode(col).combine_chunks() if hasattr(col, "chunks") else pc.dictionary_encode(col)
-        ins_u, ok_u = [], []
-        for s in enc.dictionary.to_pylist():  # a handful of distinct op strings
-            try:
-                ins_u.append(parse_op(s))
-                ok_u.append(True)
-            except BatchFormatError:
-                ins_u.append(False)
-                ok_u.append(False)
-        codes = enc.indices
-        null = np.asarray(codes.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        codes = np.asarray(codes.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        if not ins_u:
-            return np.ones(rows, dtype=bool), np.ones(rows, dtype=bool)
-        ins = np.asarray(ins_u, dtype=bool)[codes] | null
-        ok = np.asarray(ok_u, dtype=bool)[codes] | null
-        return ins, ok
-    raise _Refused()
-
-
-def _field(table_or_struct, name: str):
-    names = table_or_struct.column_names if hasattr(table_or_struct, "column_names") else \
-        [table_or_struct.type.field(i).name for i in range(table_or_struct.type.num_fields)]
-    if name not in names:
-        return None
-    if hasattr(table_or_struct, "column_names"):
-        return table_or_struct.column(name).combine_chunks()
-    return table_or_struct.field(name)
-
-
-def _result(block: np.ndarray, rec_pos: np.ndarray, src, dst, ins, ok):
+def _result(block: np.ndarray, rec_pos: np.ndarray, src, dst, ins, w, ok):
     """Split rows into accepted edges and messages refused (any bad row refuses its message)."""
     bad_msgs = np.unique(rec_pos[~ok])
     if bad_msgs.size:
         keep = ~np.isin(rec_pos, bad_msgs)
         rec_pos, src, dst, ins = rec_pos[keep], _select(src, keep), _select(dst, keep), ins[keep]
-    return block[rec_pos], src, dst, ins, block[bad_msgs]
+        w = None if w is None else w[keep]
+    return block[rec_pos], src, dst, ins, w, block[bad_msgs]
+
+
+def _weight_of(table_or_struct, fields: RecordFields, ins: np.ndarray, ok: np.ndarray):
+    """The weights of a weighted stream's rows (``ok`` narrowed to good weights), or None."""
+    if not fields.weighted:
+        return None, ok
+    col = _field(table_or_struct, fields.weight) if fields.weight is not None else None
+    w, ok_w = _weights(col, ins, rows=ins.shape[0])
+    return w, ok & ok_w
 
 
 # ---------------------------------------------------------------------------- readers
@@ -438,15 +385,18 @@ def _json_objects(values, block: np.ndarray, rules: _IdRules, whole=None):
     import pyarrow as pa
 
     f = rules.fields
-    schema = pa.schema([(f.src, rules.arrow_type), (f.dst, rules.arrow_type)])
-    t = _read_json(*_joined(values, block, whole), schema)
+    typed = [(f.src, rules.arrow_type), (f.dst, rules.arrow_type)]
+    if f.weighted and f.weight is not None:
+        typed.append((f.weight, pa.float64()))
+    t = _read_json(*_joined(values, block, whole), pa.schema(typed))
     n = block.size
     if t.num_rows != n:  # e.g. two objects on one line: not one edge per message
         raise _Refused()
     src, ok_s = rules.column(_field(t, f.src), rows=n)
     dst, ok_d = rules.column(_field(t, f.dst), rows=n)
     ins, ok_o = _ops(_field(t, f.op) if f.op is not None else None, rows=n)
-    return _result(block, np.arange(n), src, dst, ins, ok_s & ok_d & ok_o)
+    w, ok = _weight_of(t, f, ins, ok_s & ok_d & ok_o)
+    return _result(block, np.arange(n), src, dst, ins, w, ok)
 
 
 def _json_arrays(values, block: np.ndarray, rules: _IdRules, whole=None):
@@ -474,9 +424,10 @@ def _json_arrays(values, block: np.ndarray, rules: _IdRules, whole=None):
     ok = ok_s & ok_d & ok_o
     if items.null_count:
         ok &= np.asarray(items.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    rec, s, d, i, bad = _result(block, rec_pos, src, dst, ins, ok)
+    w, ok = _weight_of(items, f, ins, ok)
+    rec, s, d, i, w, bad = _result(block, rec_pos, src, dst, ins, w, ok)
     empty = block[per_msg == 0]  # "[]": the per-message parser names it "empty"
-    return rec, s, d, i, np.concatenate([bad, empty]) if empty.size else bad
+    return rec, s, d, i, w, np.concatenate([bad, empty]) if empty.size else bad
 
 
 def _csv(fields: int):
@@ -502,6 +453,7 @@ def _csv(fields: int):
         src, ok_s = rules.column(_field(t, "src"), rows=n, text=True)
         dst, ok_d = rules.column(_field(t, "dst"), rows=n, text=True)
         ins, ok_o = _ops(_field(t, "op") if fields == 3 and rules.fields.op is not None else None, rows=n)
-        return _result(block, np.arange(n), src, dst, ins, ok_s & ok_d & ok_o)
+        w = np.where(ins, 1.0, np.nan) if rules.fields.weighted else None  # two or three fields: no weight
+        return _result(block, np.arange(n), src, dst, ins, w, ok_s & ok_d & ok_o)
 
     return read

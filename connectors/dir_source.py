@@ -111,7 +111,8 @@ class DirectorySource:
     max_id_bytes : int
         Longest string id (UTF-8 bytes).
     layout : connectors.files.Layout, optional
-        Column layout of the files (default: detected in each file).
+        Column layout of the files (default: detected in each file); ``layout.weighted``: the
+        files' weights are read (bad weights are dead-lettered lines, reason ``bad_weight``).
     """
 
     def __init__(self, directory: str, *, chunk_rows: int = 10000, format: str | None = None,
@@ -243,6 +244,7 @@ class DirectorySource:
             src = table.column("src").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
             dst = table.column("dst").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         ins = table.column("op").to_numpy(zero_copy_only=False) > 0
+        weight = table.column("weight").to_numpy(zero_copy_only=False) if "weight" in table.column_names else None
         n = ins.shape[0]
         skip = min(self._skip_rows, n)
         self._skip_rows -= skip
@@ -254,7 +256,8 @@ class DirectorySource:
         if at_end:
             items.extend(self._bad_items())  # bad lines after the last good row
         if skip < n or at_end:
-            items.append(self._chunk(src[skip:], dst[skip:], ins[skip:], done=at_end))
+            items.append(self._chunk(src[skip:], dst[skip:], ins[skip:], done=at_end,
+                                     weight=None if weight is None else weight[skip:]))
         if at_end:
             self._finish_file()
         return items
@@ -270,8 +273,8 @@ class DirectorySource:
         except (OSError, ValueError) as exc:
             raise SourceError(f"reading {self._file}: {exc}") from exc
 
-    def _chunk(self, src, dst, ins, *, done: bool) -> EdgeChunk:
-        return EdgeChunk(src, dst, ins, POS_KEY, self._position(done=done))
+    def _chunk(self, src, dst, ins, *, done: bool, weight=None) -> EdgeChunk:
+        return EdgeChunk(src, dst, ins, POS_KEY, self._position(done=done), weight)
 
     def _finish_file(self) -> None:
         self._close_reader()

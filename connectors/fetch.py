@@ -59,8 +59,8 @@ class EdgeRun(EdgeChunk):
         e1 = int(self.ends[b - 1])
         ts = None if self.timestamps_ms is None else self.timestamps_ms[a:b]
         return EdgeRun(self.src[e0:e1], self.dst[e0:e1], self.insert[e0:e1], self.pos_key,
-                       int(self.positions[b - 1]), ends=self.ends[a:b] - e0, positions=self.positions[a:b],
-                       timestamps_ms=ts)
+                       int(self.positions[b - 1]), None if self.weight is None else self.weight[e0:e1],
+                       ends=self.ends[a:b] - e0, positions=self.positions[a:b], timestamps_ms=ts)
 
     def message_edges(self) -> np.ndarray:
         """Edges per message."""
@@ -155,7 +155,8 @@ def fetch_items(records: FetchedRecords, *, max_message_bytes: int = DEFAULT_MAX
                 e0 = int(edge_end[a - 1]) if a else 0
                 e1 = int(edge_end[b - 1])
                 items.append(EdgeRun(dec.src[e0:e1], dec.dst[e0:e1], dec.insert[e0:e1], seg.pos_key,
-                                     int(offsets[b - 1]) + 1, ends=edge_end[a:b] - e0, positions=offsets[a:b] + 1,
+                                     int(offsets[b - 1]) + 1, None if dec.weight is None else dec.weight[e0:e1],
+                                     ends=edge_end[a:b] - e0, positions=offsets[a:b] + 1,
                                      timestamps_ms=None if ts is None else ts[a:b]))
             if b < seg.stop:
                 err = dec.errors[b]

@@ -9,6 +9,12 @@ One message carries either one edge or many:
 - many edges as an Arrow IPC stream with columns ``src``, ``dst`` (integers or strings) and
   optionally ``op`` (int8 +1/-1, or strings).
 
+A weighted stream (``RecordFields(weighted=True)``) also reads each edge's weight: the ``weight``
+field of JSON objects and Arrow IPC columns (or the field :class:`RecordFields` names), the fourth
+item of a ``[src, dst, op, weight]`` list and the fourth field of a CSV line ``src,dst,op,weight``;
+a message with a bad weight is rejected as ``bad_weight`` (:mod:`connectors.weights`). An
+unweighted stream never reads weights.
+
 Vertex ids are integers or strings (:mod:`streamrank.ids.kinds`): ``id_type="int"`` (the
 default of :func:`parse_message`) takes integers and strings of digits; ``"string"`` takes JSON
 strings verbatim, CSV fields stripped and Arrow string columns, and refuses JSON numbers and
@@ -40,6 +46,8 @@ from streamrank.ids.kinds import (DEFAULT_MAX_ID_BYTES, ID_REASONS, IdError, IdT
                                    id_kind, mixed_error, string_id_problems, text_kind, to_string_array)
 
 from .record_fields import DEFAULT_FIELDS, RecordFields
+from .encode import encode_arrow, encode_json  # noqa: F401  (part of this module's interface)
+from .weights import BAD_WEIGHT, WeightError, column_weights, parse_weight
 
 #: Why a message was rejected (the ``reason`` header of a dead letter).
 REASONS = (
@@ -53,6 +61,7 @@ REASONS = (
     "negative_id",      # an id below zero
     "id_out_of_range",  # an id beyond 64 bits (above 2**63 - 1)
     "unknown_op",       # an op other than insert/delete
+    BAD_WEIGHT,         # weighted streams: a weight that is zero, negative, NaN, infinite, empty or not a number
 ) + ID_REASONS          # string ids: empty_id, id_too_long, bad_utf8_id, mixed_id_types
 
 #: Default largest accepted message (bytes).
@@ -87,11 +96,14 @@ class ParsedEdges:
     ----------
     src, dst : ndarray of int64, or of ``str`` objects (JSON/CSV), or pyarrow.Array of strings (Arrow)
     insert : ndarray of bool
+    weight : ndarray of float64 or None
+        Weighted streams: each edge's weight (NaN for a delete without one); None otherwise.
     """
 
     src: object
     dst: object
     insert: np.ndarray
+    weight: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.insert.shape[0])
@@ -224,33 +236,46 @@ def _edge_from_obj(obj, ids: _MessageIds, fields: RecordFields = DEFAULT_FIELDS)
             has = ", ".join(map(str, list(obj)[:8])) or "no fields"
             raise RecordError("missing_field", f"edge lacks {', '.join(missing)} (it has {has})")
         op = obj.get(fields.op) if fields.op is not None else None
-        return ids.check(obj[s], s), ids.check(obj[d], d), _check_op(op)
+        edge = ids.check(obj[s], s), ids.check(obj[d], d), _check_op(op)
+        if not fields.weighted:
+            return edge
+        return edge + (_check_weight(obj.get(fields.weight) if fields.weight is not None else None, edge[2]),)
     if isinstance(obj, list):
+        most = 4 if fields.weighted else 3
         if len(obj) < 2:
             raise RecordError("missing_field", f"edge list {obj!r} needs [src, dst(, op)]")
-        if len(obj) > 3:
-            raise RecordError("bad_json", f"edge list {obj!r} has more than 3 items")
-        op = obj[2] if len(obj) == 3 else None
-        return ids.check(obj[0], "src"), ids.check(obj[1], "dst"), _check_op(op)
+        if len(obj) > most:
+            raise RecordError("bad_json", f"edge list {str(obj)[:80]} has more than {most} items")
+        op = obj[2] if len(obj) >= 3 else None
+        edge = ids.check(obj[0], "src"), ids.check(obj[1], "dst"), _check_op(op)
+        if not fields.weighted:
+            return edge
+        return edge + (_check_weight(obj[3] if len(obj) == 4 else None, edge[2]),)
     raise RecordError("bad_json", f"an edge must be an object or a list, got {type(obj).__name__}")
 
 
+def _check_weight(value, insert: bool, *, text: bool = False) -> float:
+    try:
+        return parse_weight(value, insert=insert, text=text)
+    except WeightError as exc:
+        raise RecordError(BAD_WEIGHT, str(exc)) from None
+
+
 def _edges(rows, ids: _MessageIds) -> ParsedEdges:
+    """Edges from ``(src, dst, insert[, weight])`` rows (a weight in every row of a weighted stream)."""
     n = len(rows)
     if n == 0:
         raise RecordError("empty", "message holds no edges")
+    cols = list(zip(*rows))
+    weight = np.array(cols[3], dtype=np.float64) if len(cols) == 4 else None
     if ids.lock.kind == "string":  # NumPy object arrays: cheap per message; the engine makes Arrow of a batch
-        cols = list(zip(*rows))
         src = np.empty(n, dtype=object)
         dst = np.empty(n, dtype=object)
         src[:], dst[:] = cols[0], cols[1]
-        return ParsedEdges(src, dst, np.array(cols[2], dtype=bool))
-    src = np.empty(n, dtype=np.int64)
-    dst = np.empty(n, dtype=np.int64)
-    ins = np.empty(n, dtype=bool)
-    for i, (s, d, o) in enumerate(rows):
-        src[i], dst[i], ins[i] = s, d, o
-    return ParsedEdges(src, dst, ins)
+    else:
+        src = np.array(cols[0], dtype=np.int64)
+        dst = np.array(cols[1], dtype=np.int64)
+    return ParsedEdges(src, dst, np.array(cols[2], dtype=bool), weight)
 
 
 # ---------------------------------------------------------------------------- formats
@@ -279,15 +304,18 @@ def _parse_csv(value: bytes, ids: _MessageIds, names: RecordFields) -> ParsedEdg
         if not line or line.startswith("#"):
             continue
         fields = [f.strip() for f in (line.split(",") if "," in line else line.split())]
+        most = 4 if names.weighted else 3
         if len(fields) < 2:
-            raise RecordError("bad_csv", f"line {line[:80]!r} needs src,dst[,op]")
-        if len(fields) > 3:
-            raise RecordError("bad_csv", f"line {line[:80]!r} has more than 3 fields")
+            raise RecordError("bad_csv", f"line {line[:80]!r} needs src,dst[,op{',weight' if names.weighted else ''}]")
+        if len(fields) > most:
+            raise RecordError("bad_csv", f"line {line[:80]!r} has more than {most} fields")
         if fields[0] == "" or fields[1] == "":
             raise RecordError("missing_field", f"line {line[:80]!r} has an empty id")
-        op = fields[2] if len(fields) == 3 and names.op is not None else None
-        rows.append((ids.check(fields[0], "src", text=True), ids.check(fields[1], "dst", text=True),
-                     _check_op(op)))
+        op = fields[2] if len(fields) >= 3 and names.op is not None else None
+        edge = (ids.check(fields[0], "src", text=True), ids.check(fields[1], "dst", text=True), _check_op(op))
+        if names.weighted:
+            edge += (_check_weight(fields[3] if len(fields) == 4 else None, edge[2], text=True),)
+        rows.append(edge)
     return _edges(rows, ids)
 
 
@@ -311,7 +339,14 @@ def _parse_arrow(value: bytes, ids: _MessageIds, fields: RecordFields) -> Parsed
         ins = _arrow_ops(table.column(fields.op))
     else:
         ins = np.ones(table.num_rows, dtype=bool)
-    return ParsedEdges(src, dst, ins)
+    weight = None
+    if fields.weighted:
+        col = table.column(fields.weight) if fields.weight is not None and fields.weight in names else None
+        weight, bad = column_weights(col, ins)
+        if bad:
+            row = min(bad)
+            raise RecordError(BAD_WEIGHT, f"{bad[row]} (row {row})")
+    return ParsedEdges(src, dst, ins, weight)
 
 
 def _arrow_ids(col, name: str, ids: _MessageIds):
@@ -366,52 +401,6 @@ def _arrow_ops(col) -> np.ndarray:
     raise RecordError("unknown_op", f"op has type {col.type}")
 
 
-def encode_arrow(src, dst, insert=None) -> bytes:
-    """Encode edges as an Arrow IPC stream message (``src``, ``dst`` int64 or string, ``op`` int8).
-
-    Parameters
-    ----------
-    src, dst : array_like of int, or of str
-    insert : array_like of bool, optional
-        Default: all insertions.
-
-    Returns
-    -------
-    bytes
-    """
-    src, dst = _encode_ids(src), _encode_ids(dst)
-    op = np.ones(len(src), np.int8) if insert is None else np.where(np.asarray(insert), 1, -1).astype(np.int8)
-    table = pa.table({"src": src, "dst": dst, "op": op})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def _encode_ids(values):
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return values
-    arr = np.asarray(values).reshape(-1)
-    if arr.dtype.kind in "USO":
-        return pa.array(arr.tolist(), type=pa.string())
-    return arr.astype(np.int64)
-
-
-def _json_ids(values) -> list:
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return values.to_pylist()
-    arr = np.asarray(values).reshape(-1)
-    return arr.tolist() if arr.dtype.kind in "USO" else [int(v) for v in arr]
-
-
-def encode_json(src, dst, insert=None) -> bytes:
-    """Encode edges as a JSON message (one object for one edge, else an array); ids integers or strings."""
-    src, dst = _json_ids(src), _json_ids(dst)
-    ins = [True] * len(src) if insert is None else [bool(v) for v in np.asarray(insert).reshape(-1)]
-    objs = [{"op": "+" if i else "-", "src": s, "dst": d} for s, d, i in zip(src, dst, ins)]
-    return json.dumps(objs[0] if len(objs) == 1 else objs, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 # ---------------------------------------------------------------------------- source items
 @dataclass
 class EdgeChunk:
@@ -425,6 +414,8 @@ class EdgeChunk:
         Which source position this advances (``"kafka:<topic>:<partition>"``, ``"dir"``).
     pos_value : object
         JSON value of the position once these edges are applied.
+    weight : ndarray of float64 or None
+        Weighted streams: per-edge weights (NaN: a delete without one); None otherwise.
     """
 
     src: object
@@ -432,6 +423,7 @@ class EdgeChunk:
     insert: np.ndarray
     pos_key: str
     pos_value: object
+    weight: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.insert.shape[0])

@@ -26,6 +26,12 @@ Formats
     the file has timestamps: when it has one, a later record without one is a bad line; when it
     has none, later ``ts`` fields are ignored.
 
+Weighted streams (``Layout(weighted=True)``) also get a ``weight: float64`` column after ``op``:
+the file's ``weight`` column (CSV header, Parquet column, JSON field; or the one ``Layout.weight``
+names, by number in a headerless file), 1 on inserts and NaN on deletes that have none; a bad
+weight (zero, negative, NaN, infinite, not a number, empty) is a bad line with code
+``bad_weight`` (:mod:`connectors.weights`). Unweighted streams never read a weight column.
+
 In every format an absent or empty op means insert, and op values follow
 :func:`streamrank.batch.parse_op`. Text timestamps must be integers. Blank lines are skipped
 (counted in :attr:`ReadReport.skipped`, as are comments). Text files may be gzip-compressed
@@ -46,11 +52,10 @@ from .reader import (
     FORMATS,
     EdgeFileReader,
     detect_format,
-    iter_batches,
     list_edge_files,
     open_edge_file,
-    read_edges,
 )
+from .batches import iter_batches, read_edges
 from .layout import Layout
 from .report import DEFAULT_MAX_BAD_KEPT, TEXT_KEPT, BadLine, ReadReport
 

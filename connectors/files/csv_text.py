@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from .fields import _parse_op_field, _parse_ts_as
+from .fields import _parse_op_field, _parse_ts_as, _parse_weight_field
 from .ids import IdSpec
 from .layout import TextLayout, is_comment
 from .report import _Bad
@@ -87,9 +87,9 @@ def _csv_fast(block: bytes, layout: TextLayout, ids: IdSpec) -> pa.Table | None:
     if layout.delimiter == " ":
         block = _normalize_whitespace(block)
     if not block.strip():
-        return _schema(ts_arrow_type(layout), ids.arrow_type).empty_table()
+        return _schema(ts_arrow_type(layout), ids.arrow_type, "weight" in layout.index).empty_table()
     names = [f"c{k}" for k in range(layout.ncols)]
-    role_type = {"src": ids.arrow_type, "dst": ids.arrow_type, "op": pa.string(),
+    role_type = {"src": ids.arrow_type, "dst": ids.arrow_type, "op": pa.string(), "weight": pa.float64(),
                  "ts": pa.timestamp("us", tz="UTC") if layout.ts_kind == "iso" else ts_arrow_type(layout)}
     types = {names[k]: role_type[role] for role, k in layout.index.items()}
     table = _read_block(block, layout, names, types)
@@ -103,7 +103,8 @@ def _csv_fast(block: bytes, layout: TextLayout, ids: IdSpec) -> pa.Table | None:
     if layout.ts_kind == "iso":
         seconds = pc.divide(pc.cast(pc.cast(table.column("ts"), pa.int64()), pa.float64()), 1e6)
         table = table.set_column(table.schema.get_field_index("ts"), "ts", seconds)
-    return _checked_fast_table(table, "ts" in layout.index, ids, trim=True, ts_type=ts_arrow_type(layout))
+    return _checked_fast_table(table, "ts" in layout.index, ids, trim=True, ts_type=ts_arrow_type(layout),
+                               weighted="weight" in layout.index)
 
 
 def _csv_line(raw: bytes, layout: TextLayout, ids: IdSpec) -> tuple | None:
@@ -122,9 +123,12 @@ def _csv_line(raw: bytes, layout: TextLayout, ids: IdSpec) -> tuple | None:
     src = ids.parse_text(values[index["src"]], "src")
     dst = ids.parse_text(values[index["dst"]], "dst")
     op = _parse_op_field(values[index["op"]]) if "op" in index else 1
+    row = (src, dst, op)
+    if "weight" in index:
+        row += (_parse_weight_field(values[index["weight"]], op, text=True),)
     if "ts" in index:
-        return src, dst, op, _parse_ts_as(values[index["ts"]], layout.ts_kind)
-    return src, dst, op
+        return row + (_parse_ts_as(values[index["ts"]], layout.ts_kind),)
+    return row
 
 
 def _csv_chunks(stream, chunk_rows: int, layout: TextLayout | None, ids: IdSpec, skipped: int = 0) -> Iterator[_Parsed]:
@@ -137,11 +141,13 @@ def _csv_chunks(stream, chunk_rows: int, layout: TextLayout | None, ids: IdSpec,
             yield _Parsed(_schema(None).empty_table(), [], skipped)
         return
     has_ts = "ts" in layout.index
-    yield _Parsed(_schema(ts_arrow_type(layout)).empty_table(), [], skipped)  # schema first
+    weighted = "weight" in layout.index
+    yield _Parsed(_schema(ts_arrow_type(layout), weighted=weighted).empty_table(), [], skipped)  # schema first
     yield from _parse_blocks(
         _line_blocks(stream, max_lines=chunk_rows, first_line=layout.first_line),
         fast=lambda block: _csv_fast(block, layout, ids),
         parse_line=lambda raw: _csv_line(raw, layout, ids),
         has_ts=lambda: has_ts,
         ts_type=ts_arrow_type(layout),
+        weighted=weighted,
     )

@@ -12,6 +12,7 @@ import numpy as np
 from streamrank.batch import MAX_VERTEX_ID, parse_op
 from streamrank.errors import BatchFormatError
 
+from ..weights import BAD_WEIGHT, WeightError, parse_weight
 from .report import _Bad
 
 _TS_RANGE = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
@@ -112,3 +113,12 @@ def _parse_op_field(value: Any) -> int:
         return 1 if parse_op(value) else -1
     except BatchFormatError as exc:
         raise _Bad(f"unknown op {value!r}") from exc
+
+
+def _parse_weight_field(value: Any, op: int, *, text: bool = False) -> float:
+    """A weight from a text field (``text``) or a JSON value, for a row of op ``op`` (+1/-1);
+    raises :class:`_Bad` with code ``bad_weight``."""
+    try:
+        return parse_weight(value, insert=op > 0, text=text)
+    except WeightError as exc:
+        raise _Bad(str(exc), code=BAD_WEIGHT) from None

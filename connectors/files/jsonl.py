@@ -1,5 +1,9 @@
 """JSON lines: one ``{"src": ..., "dst": ..., "op": ..., "ts": ...}`` object per line.
 
+A weighted stream's records may carry a ``weight`` (or the field ``--weight`` names): absent or
+``null`` is no weight (an insert weighs 1), anything but a positive finite number (or a string
+holding one) is a bad line (:mod:`connectors.weights`).
+
 In ``"auto"`` id mode the first line that is an object with an integer or non-blank string
 ``src`` fixes the id type (JSON strings of digits count as integers), in both the fast and the
 line-by-line path. String ids are taken verbatim.
@@ -16,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pjson
 
-from .fields import _parse_op_field, _parse_ts_as
+from .fields import _parse_op_field, _parse_ts_as, _parse_weight_field
 from .ids import IdSpec
 from .layout import ROLES, Layout, resolve_fields, ts_kind_of
 from .report import _Bad
@@ -29,8 +33,9 @@ _TS_ARROW = {"int": pa.int64(), "float": pa.float64(), "iso": pa.float64()}
 @dataclass
 class _JsonState:
     has_ts: bool | None = None
-    fields: dict = field(default_factory=lambda: {r: r for r in ROLES})  # role -> key
+    fields: dict = field(default_factory=lambda: {r: r for r in ROLES if r != "weight"})  # role -> key
     ts_kind: str = "int"
+    weighted: bool = False
 
     @property
     def ts_type(self) -> pa.DataType:
@@ -60,16 +65,22 @@ def _resolve(head: bytes, layout: Layout, path, report) -> _JsonState:
                 continue
             if isinstance(record, dict):
                 records.append(record)
-    state = _JsonState()
+    state = _JsonState(weighted=layout.weighted)
+    if layout.weighted and layout.weight != "none":
+        state.fields["weight"] = layout.weight if isinstance(layout.weight, str) else "weight"
     if not records:
         return state
     keys = list(records[0])
     seen = {k for r in records for k in r}
+    if layout.weighted:  # a weight may be left out of the first records (deletes, weight 1)
+        keys += [k for k in dict.fromkeys(k for r in records for k in r) if k not in keys]
     if not layout.is_default or not seen & {"src", "dst"}:
         state.fields, unused = resolve_fields(keys, layout, path, what="field")
     else:
-        state.fields = {r: r for r in ROLES if r in keys or r in ("src", "dst")}
-        unused = [k for k in keys if k not in ROLES]
+        state.fields = {r: r for r in layout.roles() if r in keys or r in ("src", "dst")}
+        unused = [k for k in keys if k not in state.fields.values()]
+    if layout.weighted and "weight" not in state.fields and layout.weight != "none":
+        state.fields["weight"] = "weight"  # no record has one yet: every insert weighs 1 until one has
     if layout.ts == "none":
         state.fields.pop("ts", None)
         state.has_ts = False
@@ -112,7 +123,7 @@ def _jsonl_fast(block: bytes, state: _JsonState, ids: IdSpec) -> pa.Table | None
     else:
         return None
     if table.num_rows == 0:
-        return _schema(state.ts_type if state.has_ts else None, ids.arrow_type).empty_table()
+        return _schema(state.ts_type if state.has_ts else None, ids.arrow_type, state.weighted).empty_table()
     if any(table.column(n).null_count for n in ("src", "dst")):
         return None
     has_ts = state.has_ts
@@ -124,7 +135,7 @@ def _jsonl_fast(block: bytes, state: _JsonState, ids: IdSpec) -> pa.Table | None
         table = _iso_column(table)
         if table is None:
             return None
-    result = _checked_fast_table(table, has_ts, ids, ts_type=state.ts_type)
+    result = _checked_fast_table(table, has_ts, ids, ts_type=state.ts_type, weighted=state.weighted)
     if result is not None:
         state.has_ts = has_ts
     return result
@@ -145,9 +156,10 @@ def _iso_column(table: pa.Table) -> pa.Table | None:
 
 def _read_json_block(block: bytes, op_type: pa.DataType, id_type: pa.DataType, state: _JsonState) -> pa.Table | None:
     ts_type = pa.string() if state.ts_kind == "iso" else state.ts_type
-    types = {"src": id_type, "dst": id_type, "op": op_type, "ts": ts_type}
+    types = {"src": id_type, "dst": id_type, "op": op_type, "ts": ts_type, "weight": pa.float64()}
     keys = {r: state.fields.get(r, f"\x00{r}") for r in ROLES}  # a role without a field reads as null
-    schema = pa.schema([(keys[r], types[r]) for r in ("src", "dst", "op", "ts")])
+    roles = ("src", "dst", "op", "ts") + (("weight",) if state.weighted else ())
+    schema = pa.schema([(keys[r], types[r]) for r in roles])
     block_size = min(max(len(block) + 1, 1 << 20), (1 << 31) - 1)
     try:
         table = pjson.read_json(
@@ -157,7 +169,7 @@ def _read_json_block(block: bytes, op_type: pa.DataType, id_type: pa.DataType, s
         )
     except pa.ArrowInvalid:
         return None
-    return table.rename_columns(["src", "dst", "op", "ts"])
+    return table.rename_columns(list(roles))
 
 
 def _jsonl_line(raw: bytes, state: _JsonState, ids: IdSpec) -> tuple | None:
@@ -178,14 +190,19 @@ def _jsonl_line(raw: bytes, state: _JsonState, ids: IdSpec) -> tuple | None:
     src = ids.parse_json(record[keys["src"]], "src")
     dst = ids.parse_json(record[keys["dst"]], "dst")
     op = _parse_op_field(record.get(keys["op"])) if "op" in keys else 1
+    if state.weighted:
+        w = (_parse_weight_field(record.get(keys["weight"]), op) if "weight" in keys else (1.0 if op > 0 else
+                                                                                           float("nan")),)
+    else:
+        w = ()
     ts_key = keys.get("ts")
     has_ts = state.has_ts if state.has_ts is not None else (ts_key is not None and record.get(ts_key) is not None)
     if not has_ts:
         state.has_ts = False
-        return src, dst, op
+        return (src, dst, op) + w
     if record.get(ts_key) is None:
         raise _Bad(f"missing field {ts_key}")
-    row = (src, dst, op, _parse_ts_as(_json_id(record[ts_key]), state.ts_kind))
+    row = (src, dst, op) + w + (_parse_ts_as(_json_id(record[ts_key]), state.ts_kind),)
     state.has_ts = True
     return row
 
@@ -206,4 +223,5 @@ def _jsonl_chunks(stream, chunk_rows: int, ids: IdSpec, layout: Layout, path, re
         parse_line=lambda raw: _jsonl_line(raw, state, ids),
         has_ts=lambda: bool(state.has_ts),
         ts_type=state.ts_type,
+        weighted=state.weighted,
     )

@@ -1,7 +1,8 @@
-"""Column layout of an edge file: which columns hold src, dst, ts and op, stated or detected.
+"""Column layout of an edge file: which columns hold src, dst, ts, op and weight, stated or detected.
 
-A :class:`Layout` is what the user said (``--src COL --dst COL --ts COL --op COL``, ``--header`` /
-``--no-header``, ``--delimiter``); every part left out is detected from the file's first lines by
+A :class:`Layout` is what the user said (``--src COL --dst COL --ts COL --op COL --weight COL``,
+``--header`` / ``--no-header``, ``--delimiter``, ``--weighted``); every part left out is detected
+from the file's first lines by
 :func:`resolve_text_layout` (text files) or matched against the field names (Parquet, JSON lines).
 
 Columns are given by name (matched without regard to case) or by 1-based position (``"3"`` or
@@ -9,6 +10,11 @@ Columns are given by name (matched without regard to case) or by 1-based positio
 as an insert. Without a stated column, a role takes the column named like it (``src``, ``dst``,
 ``ts``, ``op``) or one of its common other names (:data:`ALIASES`); a headerless file has src and
 dst in columns 1 and 2 and its timestamp in column 3 when it has exactly three columns.
+
+Weights are read only from a weighted stream's files (``Layout(weighted=True)``): the column named
+``weight`` (or ``weights``), or the one ``--weight`` names; a headerless file has no weight column
+unless ``--weight N`` names one (its third column is a timestamp, never a weight). A weighted file
+without a weight column weighs every insert 1.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass, field
 from streamrank.errors import InvalidArgumentError, SourceError
 
 #: The roles a column can play, in output order.
-ROLES = ("src", "dst", "ts", "op")
+ROLES = ("src", "dst", "ts", "op", "weight")
 
 #: Column names taken for a role when the user names none (the role's own name first).
 ALIASES = {
@@ -27,6 +33,7 @@ ALIASES = {
     "dst": ("dst", "target", "to", "receiver", "v", "destination"),
     "ts": ("ts", "time", "timestamp", "unixtime", "datetime", "date"),
     "op": ("op", "operation", "action"),
+    "weight": ("weight", "weights"),
 }
 
 #: Delimiters by the names the ``--delimiter`` flag accepts; ``"space"`` is any run of blanks.
@@ -73,9 +80,18 @@ class Layout:
     delimiter : str, optional
         One of :data:`DELIMITERS` (``","``, ``"tab"``, ``";"``, ``"|"``, ``"space"``); ``None``
         detects it.
-    src, dst, ts, op : str or int, optional
-        Column name or 1-based position; ``"none"`` for ``ts`` (file order) or ``op`` (all
-        inserts).
+    src, dst, ts, op, weight : str or int, optional
+        Column name or 1-based position; ``"none"`` for ``ts`` (file order), ``op`` (all
+        inserts) or ``weight`` (every insert weighs 1).
+    weighted : bool, optional
+        Whether weights are read (default False: no weight column is looked for or parsed, and
+        ``weight`` must be left out).
+
+    Raises
+    ------
+    InvalidArgumentError
+        For a column given twice, a bad column or delimiter, or a weight column of an unweighted
+        stream.
     """
 
     header: bool | None = None
@@ -84,8 +100,15 @@ class Layout:
     dst: str | int | None = None
     ts: str | int | None = None
     op: str | int | None = None
+    weight: str | int | None = None
+    weighted: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.weighted, bool):
+            raise InvalidArgumentError(f"weighted must be True or False, got {self.weighted!r}")
+        if self.weight is not None and not self.weighted:
+            raise InvalidArgumentError(f"--weight {self.weight}: the stream is unweighted; pass --weighted (or "
+                                       "--multi-edges sum) to read weights")
         if self.header is not None and not isinstance(self.header, bool):
             raise InvalidArgumentError(f"header must be True, False or None, got {self.header!r}")
         if self.delimiter is not None:
@@ -106,8 +129,12 @@ class Layout:
 
     @property
     def is_default(self) -> bool:
-        """Whether nothing was stated."""
-        return self == Layout()
+        """Whether nothing was stated about the columns (``weighted`` aside)."""
+        return self == Layout(weighted=self.weighted)
+
+    def roles(self) -> tuple:
+        """The roles a column is looked for: :data:`ROLES`, without ``weight`` when unweighted."""
+        return ROLES if self.weighted else ROLES[:-1]
 
     def names(self) -> set[str]:
         """Column names the user gave (lower case)."""
@@ -294,7 +321,7 @@ def _looks_like_header(first: list[str], nxt: list, layout: Layout, default: boo
 
 def _role_index(columns: list[str], header: bool, layout: Layout, path, line: int) -> dict:
     index: dict = {}
-    for role in ROLES:
+    for role in layout.roles():
         spec = getattr(layout, role)
         if spec == _NONE:
             continue
@@ -354,7 +381,7 @@ def resolve_fields(names: list[str], layout: Layout, path, *, what: str = "field
     """
     lower = [n.lower() for n in names]
     index: dict = {}
-    for role in ROLES:
+    for role in layout.roles():
         spec = getattr(layout, role)
         if spec == _NONE:
             continue

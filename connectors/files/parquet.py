@@ -6,6 +6,10 @@ Id columns are integers (floats holding integers are accepted) or strings (``str
 the id type: in ``"auto"`` mode it fixes the type, string values are taken verbatim (a value
 that looks like a number is still a string); a column of the other kind than a declared (or
 already fixed) type makes every row bad with reason ``mixed_id_types``.
+
+A weighted stream reads the ``weight`` column (or the one ``--weight`` names): numbers, null for no
+weight (an insert weighs 1), or strings holding numbers; a bad weight makes its row bad
+(:mod:`connectors.weights`, reason code ``bad_weight``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pyarrow.parquet as pq
 from streamrank.batch import MAX_VERTEX_ID
 from streamrank.errors import SourceError
 
+from ..weights import BAD_WEIGHT, column_weights
 from .fields import _iso_seconds
 from .ids import IdSpec
 from .layout import Layout, resolve_fields
@@ -29,13 +34,13 @@ from .report import _bad
 from .table import _edge_table, _mark, _merge_reasons, _op_codes, _Parsed, _schema
 
 def _parquet_columns(pfile: pq.ParquetFile, path: Path, layout: Layout, report) -> dict:
-    """Role -> column name (``src``/``dst``/``op``/``ts``, their other names, or as ``layout`` says)."""
+    """Role -> column name (``src``/``dst``/``op``/``ts``/``weight``, their other names, or as ``layout`` says)."""
     names = pfile.schema_arrow.names
     fields, unused = resolve_fields(names, layout, path, what="column")
     report.columns = "Parquet columns " + ", ".join(f"{r}={n}" for r, n in fields.items()) + (
         f"; not used: {', '.join(unused)}" if unused else "")
     report.unused_columns = list(unused)
-    return {r: fields[r] for r in ("src", "dst", "op", "ts") if r in fields}
+    return {r: fields[r] for r in ("src", "dst", "op", "ts", "weight") if r in fields}
 
 
 def _parquet_ts_type(pfile: pq.ParquetFile, path: Path, column: str | None) -> pa.DataType | None:
@@ -151,7 +156,8 @@ def _iso_values(column: pa.Array) -> tuple[np.ndarray, dict[int, str]]:
     return values, reasons
 
 
-def _parquet_batch(batch: pa.RecordBatch, row0: int, ts_type, path: Path, ids: IdSpec, kind: str) -> _Parsed:
+def _parquet_batch(batch: pa.RecordBatch, row0: int, ts_type, path: Path, ids: IdSpec, kind: str,
+                   weighted: bool = False) -> _Parsed:
     """Validate one Parquet record batch column-wise; bad rows carry 1-based row numbers."""
     codes: dict[int, str] = {}
     if kind != ids.kind:  # the file's id columns are of the other kind than the stream's
@@ -177,6 +183,14 @@ def _parquet_batch(batch: pa.RecordBatch, row0: int, ts_type, path: Path, ids: I
     if ts_type is not None:
         ts, ts_reasons = _ts_values(batch.column("ts"), ts_type)
         _merge_reasons(reasons, ts_reasons)
+    weight = None
+    if weighted:
+        insert = np.ones(batch.num_rows, dtype=bool) if op is None else op > 0
+        weight, weight_reasons = column_weights(
+            batch.column("weight") if "weight" in batch.schema.names else None, insert)
+        for row, reason in weight_reasons.items():
+            if row not in reasons:
+                reasons[row], codes[row] = reason, BAD_WEIGHT
     keep = np.ones(batch.num_rows, dtype=bool)
     bad = []
     for row in sorted(reasons):
@@ -189,7 +203,7 @@ def _parquet_batch(batch: pa.RecordBatch, row0: int, ts_type, path: Path, ids: I
             return a
         return a.filter(pa.array(keep)) if isinstance(a, pa.Array) else a[keep]
 
-    table = _edge_table(pick(src), pick(dst), pick(op), pick(ts), ts_type)
+    table = _edge_table(pick(src), pick(dst), pick(op), pick(ts), ts_type, pick(weight))
     return _Parsed(table, bad)
 
 
@@ -201,9 +215,9 @@ def _parquet_chunks(path: Path, chunk_rows: int, ids: IdSpec, layout: Layout, re
         kind = _parquet_id_kind(pfile, path, fields)
         if ids.kind is None:
             ids.lock.admit(kind)
-        yield _Parsed(_schema(ts_type, ids.arrow_type).empty_table(), [])  # schema first, even for an empty file
+        yield _Parsed(_schema(ts_type, ids.arrow_type, layout.weighted).empty_table(), [])  # schema first, even empty
         row0 = 0
         for batch in pfile.iter_batches(batch_size=chunk_rows, columns=columns):
             batch = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=list(fields))
-            yield _parquet_batch(batch, row0, ts_type, path, ids, kind)
+            yield _parquet_batch(batch, row0, ts_type, path, ids, kind, layout.weighted)
             row0 += batch.num_rows

@@ -36,12 +36,14 @@ def _parse_blocks(
     parse_line: Callable[[bytes], tuple | None],
     has_ts: Callable[[], bool],
     ts_type: pa.DataType | None = None,
+    weighted: bool = False,
 ) -> Iterator[_Parsed]:
     """Parse ``(first line number, block)`` pairs of a text file.
 
     A block is parsed by ``fast`` (a table, or ``None`` when anything in it is off); failing
     that, line by line with ``parse_line`` (a row tuple, ``None`` for a line to skip, or
-    :class:`_Bad`), recording every bad line. ``has_ts()`` is asked once the lines are parsed.
+    :class:`_Bad`), recording every bad line. ``has_ts()`` is asked once the lines are parsed;
+    ``weighted``: rows carry a weight after the op.
     """
     for first_line, block in blocks:
         table = fast(block)
@@ -59,7 +61,7 @@ def _parse_blocks(
                 skipped += 1
             else:
                 rows.append(row)
-        yield _Parsed(_rows_table(rows, has_ts(), ts_type), bad, skipped)
+        yield _Parsed(_rows_table(rows, has_ts(), ts_type, weighted), bad, skipped)
 
 
 def _open_binary(path: Path):

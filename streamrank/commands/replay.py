@@ -10,7 +10,7 @@ from ..config import ALGORITHMS, CONTRIBUTION_DTYPES, DANGLING_MODES, DTYPES, UP
 from ..errors import InvalidArgumentError
 from ..table import format_table
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, ID_TYPES, vertex_column
-from .layout_args import add_layout_arguments, layout_from_args
+from .layout_args import add_layout_arguments, add_weight_arguments, layout_from_args
 
 FORMATS = ("snap", "csv", "parquet", "jsonl")  # connectors.files.FORMATS, not imported before a command runs
 
@@ -34,6 +34,7 @@ def add_arguments(p):
                    help="file format (default: from the extension: .txt/.tsv/.edges text, .csv, .parquet/.pq, "
                         ".jsonl/.ndjson; .gz ignored)")
     add_layout_arguments(p)
+    add_weight_arguments(p)
     p.add_argument("--algorithm", default="auto", choices=list(ALGORITHMS) + ["all"],
                    help="rank update (default auto: DF-P per batch, warm sweeps where its frontier floods the "
                         "graph; all: every algorithm on the same stream)")
@@ -137,13 +138,14 @@ def run(args) -> int:
                     delete_fraction=args.delete_fraction, config=config, device=args.device,
                     check=args.check, check_every=args.check_every, max_batches=args.max_batches,
                     seed=args.seed, progress=not args.no_progress, baseline=args.baseline,
-                    baseline_samples=args.baseline_samples)
+                    baseline_samples=args.baseline_samples, multi_edges=args.multi_edges)
     g = report.graph
     eng = report.runs[0].engine
     print(f"graph: {g['path']}")
     print(f"  {g['edges_in_file']:,} edges in file, base graph {g['base_edges']:,} edges, "
           f"{g['batches']} batches of {g['batch_size']} ({g['deletions_per_batch']} deletions each), "
-          f"final |V|={g['vertices']:,} |E|={g['edges']:,}, {g['id_type']} ids, dangling={g['dangling']}")
+          f"final |V|={g['vertices']:,} |E|={g['edges']:,}, {g['id_type']} ids, dangling={g['dangling']}"
+          + (f", weighted, multi-edges {g['multi_edges']}" if g["weighted"] else ""))
     print(f"  backend: {eng.backend.name} ({eng.backend.reason})")
     if args.top > 0:
         ids, p = eng.top_k(args.top)

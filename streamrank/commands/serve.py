@@ -60,6 +60,14 @@ _FLAGS = {
                                                   help="most bytes the graph store may take; a batch that would pass it, "
                                                        "or the free device memory, stops the daemon with exit status 3 "
                                                        "(default: no limit)")),
+    "--weighted": ("weighted", dict(action="store_const", const=True,
+                                     help="read a weight with every record (JSON field / Arrow or file column "
+                                          "'weight', or --weight COL); a vertex's rank flows along its out-edges "
+                                          "in proportion to their weights (default: unweighted)")),
+    "--multi-edges": ("multi_edges", dict(choices=("set", "sum"),
+                                          help="repeats of an edge: set (a new weight replaces the old, a delete "
+                                               "removes the edge; default) or sum (weights add up, a delete "
+                                               "subtracts its weight; turns --weighted on)")),
     "--alpha": ("rank_alpha", dict(type=float, help="damping factor (default 0.85)")),
     "--tol": ("rank_tol", dict(type=float, help="convergence tolerance (default 1e-10)")),
     "--publish-threshold": ("publish_threshold", dict(type=float, metavar="DELTA",
@@ -105,6 +113,11 @@ _FLAGS = {
     "--op": ("op_column", dict(metavar="COL", help="edge files: op column (+/-, insert/delete, 1/-1), or 'none': "
                                                    "all inserts (default: op or a usual other name); Kafka "
                                                    "records: the op field, or 'none' (default: op)")),
+    "--weight": ("weight_column", dict(metavar="COL", help="weighted streams: the weight column of edge files (a "
+                                                           "header name or a 1-based number; default: weight; a "
+                                                           "headerless file has none unless named) and the weight "
+                                                           "field of Kafka records (default: weight); 'none': every "
+                                                           "insert weighs 1")),
     "--header": ("header", dict(action="store_const", const=True,
                                 help="edge files: the first line names the columns (default: detected)")),
     "--delimiter": ("delimiter", dict(metavar="SEP", help="edge files: comma, tab, semicolon, pipe or space "

@@ -13,6 +13,8 @@ its own); consecutive messages of an :class:`~connectors.fetch.EdgeRun` may go t
 from __future__ import annotations
 
 import time
+
+import numpy as np
 from dataclasses import dataclass, field
 
 from connectors.fetch import EdgeRun
@@ -106,3 +108,16 @@ class BatchWindow:
                 break
         w.closed_at = time.time()
         return w
+
+
+def batch_weights(chunks: list, insert: np.ndarray) -> np.ndarray:
+    """The weights of a weighted stream's batch: each chunk's own, or (a chunk without weights, e.g.
+    an empty file's) 1 per insert and NaN (no weight) per delete."""
+    if len(chunks) == 1 and chunks[0].weight is not None:
+        return chunks[0].weight
+    parts, at = [], 0
+    for c in chunks:
+        n = len(c)
+        parts.append(c.weight if c.weight is not None else np.where(insert[at:at + n], 1.0, np.nan))
+        at += n
+    return np.concatenate(parts) if parts else np.zeros(0)

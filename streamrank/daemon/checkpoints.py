@@ -35,7 +35,7 @@ from ..checkpoints.damaged import DAMAGED_DIR, set_aside_state
 from ..checkpoints.full import list_checkpoints, save_checkpoint
 from ..checkpoints.log import BatchLog, LoggedBatch, list_logs, log_path
 from ..checkpoints.recovery import Restored, restore_latest
-from ..errors import StateUnreadableError
+from ..errors import ConfigError, StateUnreadableError
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, to_string_array
 
 log = logging.getLogger("streamrank.daemon")
@@ -78,7 +78,8 @@ class CheckpointStage:
         self._unreadable: list = []  # full checkpoints that did not read and could not be moved aside
 
     def restore(self, *, device, algorithm, config, id_type: str = "auto",
-                max_id_bytes: int = DEFAULT_MAX_ID_BYTES, reset_unreadable: bool = False) -> Restored | None:
+                max_id_bytes: int = DEFAULT_MAX_ID_BYTES, reset_unreadable: bool = False,
+                weighted: bool = False, multi_edges: str = "set") -> Restored | None:
         """Restore the latest state (full checkpoint + logged batches) and continue its log.
 
         Full checkpoints that do not read are moved into ``damaged/`` once an older one restored.
@@ -88,6 +89,10 @@ class CheckpointStage:
         reset_unreadable : bool
             When the directory holds state but no full checkpoint reads: move the state files
             into ``damaged/`` and return ``None`` (start afresh) instead of raising.
+        weighted, multi_edges
+            The daemon's weighting (:class:`~streamrank.engine.Engine`). The state must have been
+            built under the same rules: an unweighted state restores into a weighted ``"set"``
+            daemon (weight 1 on every edge); any other difference is refused.
 
         Returns
         -------
@@ -99,10 +104,14 @@ class CheckpointStage:
         StateUnreadableError
             State but no readable full checkpoint, without ``reset_unreadable``; the message
             names the files and the operator's choices.
+        ConfigError
+            When the state's weighting differs from ``weighted``/``multi_edges`` (applying the
+            stream under other rules than the state was built with would give wrong ranks).
         """
         try:
+            # weighted=None: the state's own weighting, compared below (True: an unweighted state gets weight 1)
             r = restore_latest(self.directory, device=device, algorithm=algorithm, config=config, id_type=id_type,
-                               max_id_bytes=max_id_bytes, set_aside=True)
+                               max_id_bytes=max_id_bytes, set_aside=True, weighted=True if weighted else None)
         except StateUnreadableError as exc:
             if not reset_unreadable:
                 raise StateUnreadableError(f"{exc}. {unreadable_choices(self.directory)}", directory=exc.directory,
@@ -113,6 +122,7 @@ class CheckpointStage:
             return None
         if r is None:
             return None
+        _check_weighting(r.engine, weighted, multi_edges, self.directory)
         self._unreadable = [p for p, _why in r.unreadable if os.path.exists(p)]
         self._full_bytes = os.path.getsize(r.snapshot.path)
         if r.append_to is not None:
@@ -262,3 +272,22 @@ def _logged_bytes(b: LoggedBatch) -> int:
     if isinstance(b.src, np.ndarray) and b.src.dtype != object:
         return n * 17 + extra
     return to_string_array(b.src).nbytes + to_string_array(b.dst).nbytes + n * 9 + extra
+
+
+def _weighting(weighted: bool, multi_edges: str) -> str:
+    return f"weighted (multi_edges={multi_edges})" if weighted else "unweighted"
+
+
+def _check_weighting(engine, weighted: bool, multi_edges: str, directory) -> None:
+    """Refuse a restored engine built under other weighting rules than the daemon's."""
+    if engine.weighted == bool(weighted) and (not weighted or engine.multi_edges == multi_edges):
+        return
+    if engine.multi_edges == "sum":
+        flags = "--multi-edges sum"
+    else:
+        flags = "--weighted (--multi-edges set)" if engine.weighted else "neither --weighted nor --multi-edges"
+    raise ConfigError(
+        f"the checkpoint in {directory} holds a {_weighting(engine.weighted, engine.multi_edges)} graph, but this "
+        f"daemon is {_weighting(weighted, multi_edges)}: applying the stream under other rules than the graph "
+        f"was built with would give wrong ranks. Restart with {flags} (settings weighted, multi_edges), or "
+        "start a new graph in another --checkpoint-dir")

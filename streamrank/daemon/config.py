@@ -19,6 +19,7 @@ from connectors.kafka_sink import PUBLISH_FORMATS
 
 from .. import settings
 from ..config import ALGORITHMS, RankConfig
+from ..engine import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.kinds import DEFAULT_MAX_ID_BYTES, ID_TYPES
 
@@ -73,6 +74,9 @@ class DaemonConfig:
     id_type: str = "auto"
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     max_graph_bytes: int | None = None
+    # weighted edges: weights read from the records, repeats combined per multi_edges ("sum" turns weighted on)
+    weighted: bool = False
+    multi_edges: str = "set"
     http_port: int | None = None
     http_host: str = "127.0.0.1"
     http_ppr_queue: int = 8
@@ -83,6 +87,7 @@ class DaemonConfig:
     op_column: str | None = None
     header: bool | None = None
     delimiter: str | None = None
+    weight_column: str | None = None
     rank: RankConfig = field(default_factory=RankConfig)
 
     def layout(self):
@@ -90,14 +95,20 @@ class DaemonConfig:
         from connectors.files.layout import Layout
 
         return Layout(header=self.header, delimiter=self.delimiter, src=self.src_column, dst=self.dst_column,
-                      ts=self.ts_column, op=self.op_column)
+                      ts=self.ts_column, op=self.op_column, weight=self.weight_column, weighted=self.is_weighted)
 
     def record_fields(self):
         """The :class:`connectors.records.RecordFields` of Kafka records (``src_column``,
-        ``dst_column``, ``op_column`` as field names)."""
+        ``dst_column``, ``op_column``, ``weight_column`` as field names)."""
         from connectors.record_fields import RecordFields
 
-        return RecordFields.from_settings(self.src_column, self.dst_column, self.op_column)
+        return RecordFields.from_settings(self.src_column, self.dst_column, self.op_column, self.weight_column,
+                                          weighted=self.is_weighted)
+
+    @property
+    def is_weighted(self) -> bool:
+        """Whether weights are read: ``weighted``, or ``multi_edges="sum"`` (which turns it on)."""
+        return bool(self.weighted) or self.multi_edges == "sum"
 
     def validate(self) -> "DaemonConfig":
         """Check the combination of settings; returns ``self``.
@@ -125,6 +136,8 @@ class DaemonConfig:
             raise InvalidArgumentError(f"--publish-format must be keyed, arrow or both, got {self.publish_format!r}")
         if self.warm_up not in WARM_UP_MODES:
             raise InvalidArgumentError(f"--warm-up must be one of {WARM_UP_MODES}, got {self.warm_up!r}")
+        if self.multi_edges not in MULTI_EDGES:
+            raise InvalidArgumentError(f"--multi-edges must be one of {MULTI_EDGES}, got {self.multi_edges!r}")
         if self.id_type not in ID_TYPES:
             raise InvalidArgumentError(f"--id-type must be one of {ID_TYPES}, got {self.id_type!r}")
         for name in ("checkpoint_every", "checkpoint_keep", "full_checkpoint_every", "batch_size", "poll_max_records",

@@ -37,7 +37,8 @@ from ..checkpoints.full import MANIFEST
 from ..engine import Engine
 from ..errors import GraphCapacityError, SourceError, StateUnreadableError, StreamrankError
 from ..ids.kinds import IdTypeLock, concat_ids, id_kind, to_string_array
-from .batching import BatchWindow
+from .base_graph import load_base_graph
+from .batching import BatchWindow, batch_weights
 from .checkpoint_worker import CheckpointWorker
 from .checkpoints import CheckpointStage
 from . import endpoints
@@ -117,7 +118,8 @@ class Daemon:
     def _restore(self) -> None:
         cfg = self.cfg
         ck = self.ckpt.restore(device=cfg.device, algorithm=cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                               max_id_bytes=cfg.max_id_bytes, reset_unreadable=cfg.reset_unreadable_state)
+                               max_id_bytes=cfg.max_id_bytes, reset_unreadable=cfg.reset_unreadable_state,
+                               weighted=cfg.is_weighted, multi_edges=cfg.multi_edges)
         if ck is not None:
             self.engine = ck.engine
             self.engine.max_graph_bytes = cfg.max_graph_bytes
@@ -127,9 +129,10 @@ class Daemon:
                      self.engine.graph.num_edges, self.positions)
         else:
             self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                                 max_id_bytes=cfg.max_id_bytes, max_graph_bytes=cfg.max_graph_bytes)
+                                 max_id_bytes=cfg.max_id_bytes, max_graph_bytes=cfg.max_graph_bytes,
+                                 weighted=cfg.is_weighted, multi_edges=cfg.multi_edges)
             if cfg.base_graph:
-                self._load_base(cfg.base_graph)
+                load_base_graph(self.engine, cfg.base_graph, cfg)
             log.info("no checkpoint in %s: starting from %s", cfg.checkpoint_dir,
                      f"base graph {cfg.base_graph}" if cfg.base_graph else "an empty graph")
         self.id_lock = IdTypeLock(cfg.id_type)
@@ -139,24 +142,6 @@ class Daemon:
                  self.engine.backend.reason, cfg.algorithm, self.id_lock.current)
         self._log_event("restore", seq=self.engine.seq, positions=self.positions,
                         checkpoint=ck.snapshot.path if ck else None, replayed=ck.replayed if ck else 0)
-
-    def _load_base(self, path: str) -> None:
-        from connectors.files import open_edge_file
-
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        tables = []
-        with open_edge_file(path, id_type=self.cfg.id_type, max_id_bytes=self.cfg.max_id_bytes,
-                            layout=self.cfg.layout()) as reader:
-            for t in reader:
-                tables.append(t.filter(pc.greater(t.column("op"), 0)).select(["src", "dst"]))
-        if not tables:
-            log.info("base graph %s: no edges", path)
-            return
-        whole = pa.concat_tables(tables).combine_chunks()
-        self.engine.load_edges(whole.column("src"), whole.column("dst"))
-        log.info("base graph %s: %d edges (%s ids)", path, whole.num_rows, self.engine.id_type)
 
     def _open_io(self) -> None:
         cfg = self.cfg
@@ -244,14 +229,15 @@ class Daemon:
             src = concat_ids([c.src for c in chunks])  # int64 arrays or Arrow strings (one kind per stream)
             dst = concat_ids([c.dst for c in chunks])
             ins = np.concatenate([c.insert for c in chunks])
+        weight = batch_weights(chunks, ins) if eng.weighted else None
         if id_kind(src) == "string":  # Arrow once, for the engine's encoding and the checkpoint log alike
             src, dst = to_string_array(src), to_string_array(dst)
-        batch = EdgeBatch(src, dst, ins)  # records were validated when parsed; apply() moves it to the device
+        batch = EdgeBatch(src, dst, ins, weight)  # records were validated when parsed; apply() moves it to the device
         with self._engine_guard:
             step = eng.apply(batch)
             if self.live is not None:  # the HTTP API's view of this batch, swapped in under the lock
                 self.live.publish(eng, info=batch_info(step, w, {**self.positions, **pos}, self._lag_total))
-        self.ckpt.record(step.seq, src, dst, ins)
+        self.ckpt.record(step.seq, src, dst, ins, weight)
         self.metrics.observe_step(step)
         self.positions.update(pos)
         self._dirty = True
@@ -521,3 +507,4 @@ class Daemon:
                 self.dead_letters.close()
             if self._applied_log is not None:
                 self._applied_log.close()
+

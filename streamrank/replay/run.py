@@ -37,7 +37,8 @@ class EdgeStream:
     """Edges of a file in replay order (host arrays) and what the reader reported.
 
     ``src``/``dst`` are int64 NumPy arrays, or Arrow string arrays for string ids
-    (``id_type == "string"``).
+    (``id_type == "string"``); ``weight`` is a float64 array for a weighted stream (NaN: a delete
+    without a weight), else None.
     """
 
     src: object
@@ -49,6 +50,7 @@ class EdgeStream:
     id_type: str = "int"
     columns: str | None = None  # the reader's one-line account of the columns used and not used
     bad_messages: list = field(default_factory=list)  # ``file:line: reason (text)`` of the first bad lines
+    weight: np.ndarray | None = None
 
     def __len__(self):
         return int(self.insert.shape[0])
@@ -57,14 +59,14 @@ class EdgeStream:
 def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=None, id_type: str = "auto",
                 max_id_bytes: int = DEFAULT_MAX_ID_BYTES, layout=None) -> EdgeStream:
     """Read an edge file into memory in replay order (see :mod:`connectors.files`; ``layout`` is a
-    :class:`connectors.files.Layout`)."""
+    :class:`connectors.files.Layout`, whose ``weighted`` reads the file's weights)."""
     from connectors.files import open_edge_file
 
     tables = []
     with open_edge_file(str(path), format=fmt, keep_order=keep_order, strict=strict, id_type=id_type,
                         max_id_bytes=max_id_bytes, layout=layout) as reader:
         for table in reader:
-            tables.append(table.select(["src", "dst", "op"]))
+            tables.append(table.select(["src", "dst", "op"] + (["weight"] if "weight" in table.column_names else [])))
         report = reader.report
     if not tables or not sum(t.num_rows for t in tables):
         if report.bad_lines:
@@ -81,10 +83,11 @@ def read_stream(path, *, keep_order: bool = False, strict: bool = False, fmt=Non
         src = whole.column("src").to_numpy().astype(np.int64)
         dst = whole.column("dst").to_numpy().astype(np.int64)
     insert = whole.column("op").to_numpy() > 0
+    weight = whole.column("weight").to_numpy() if "weight" in whole.column_names else None
     bad = int(getattr(report, "bad", 0))
     examples = list(getattr(report, "bad_lines", [])[:10])
     return EdgeStream(src, dst, insert, str(path), bad, examples, kind, report.columns,
-                      [report.describe_bad(b) for b in examples])
+                      [report.describe_bad(b) for b in examples], weight)
 
 
 @dataclass
@@ -150,7 +153,7 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
            delete_fraction: float = 0.0, config: RankConfig = RankConfig(), device="auto",
            check: bool = False, check_every: int | None = None, max_batches: int | None = None,
            seed: int = 0, progress: bool = True, baseline: str | None = None,
-           baseline_samples: int = 5) -> ReplayReport:
+           baseline_samples: int = 5, multi_edges: str = "set") -> ReplayReport:
     """Replay ``stream`` through one engine per algorithm.
 
     Parameters
@@ -181,6 +184,10 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
         Also time a NetworkX PageRank recompute of the graph after ``baseline_samples``
         batches spread over the replay (:mod:`streamrank.replay.baseline`; not part of the batch times).
     baseline_samples : int
+    multi_edges : {"set", "sum"}
+        How repeats of an edge combine (:class:`~streamrank.engine.Engine`); the engines are
+        weighted when the stream is (``stream.weight``) or ``"sum"`` is asked for (a stream
+        without weights then weighs every insert 1).
 
     Returns
     -------
@@ -222,10 +229,15 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
 
         print("compiling the CPU kernels on first use (once: they are cached for later runs; this can take "
               "a few minutes); the progress line shows no ETA until batches run at their own speed", file=sys.stderr)
+    weights = stream.weight
+    if weights is None and multi_edges == "sum":
+        weights = np.where(stream.insert, 1.0, np.nan)
     for alg in algorithms:
-        eng = Engine(device, alg, config=config, id_type=stream.id_type)
+        eng = Engine(device, alg, config=config, id_type=stream.id_type, weighted=weights is not None,
+                     multi_edges=multi_edges)
         # The base graph is the net effect of the first edges (deletions in it applied in order).
-        eng.load_edges(stream.src[:n_base], stream.dst[:n_base], stream.insert[:n_base])
+        eng.load_edges(stream.src[:n_base], stream.dst[:n_base], stream.insert[:n_base],
+                       weight=None if weights is None else weights[:n_base])
         runs.append(RunStats(alg, eng.backend.name, engine=eng))
     ref_graph = runs[0].engine.graph
     rng = np.random.default_rng(seed)
@@ -234,6 +246,7 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
         lo = n_base + b * n_ins
         hi = min(lo + n_ins, total)
         src, dst, ins = stream.src[lo:hi], stream.dst[lo:hi], stream.insert[lo:hi]
+        w = None if weights is None else weights[lo:hi]
         if n_del and ref_graph.num_edges:
             es, ed = runs[0].engine.edges_external()
             pick = rng.integers(0, es.shape[0], n_del)
@@ -244,7 +257,9 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
                 src = np.concatenate([src, es[pick]])
                 dst = np.concatenate([dst, ed[pick]])
             ins = np.concatenate([ins, np.zeros(n_del, dtype=bool)])
-        batch = EdgeBatch.from_arrays(src, dst, ins)
+            if w is not None:  # random deletions carry no weight: the whole edge goes
+                w = np.concatenate([w, np.full(n_del, np.nan)])
+        batch = EdgeBatch.from_arrays(src, dst, ins, weight=w)
         for run in runs:
             step = run.engine.apply(batch)
             run.graph_ms.append(step.graph_ms)
@@ -275,6 +290,8 @@ def replay(stream: EdgeStream, *, algorithms=("auto",), base_fraction: float = 0
         "vertices": ref_graph.num_vertices,
         "edges": ref_graph.num_edges,
         "dangling": config.dangling,
+        "weighted": weights is not None,
+        "multi_edges": multi_edges,
         "alpha": config.alpha,
         "tol": config.tol,
         "oracle": oracle_name(ref_graph) if check else None,
