@@ -2,9 +2,8 @@
 OpenMP DF-P at the same thread counts.
 
 For every thread count (``--threads``: a process of its own with ``NUMBA_NUM_THREADS`` set to it,
-as on a host of that many cores: the Gauss-Seidel blocks follow the pool's size,
-:func:`streamrank.kernels.cpu.common.gs_block`, and the engine's per-batch choice is between one
-thread and all of them), every graph setting (``padded``:
+as on a host of that many cores, so the engine's per-batch choice is between one thread and all
+of them), every graph setting (``padded``:
 the published 248,180 ids up front; ``unpadded``: only the ids the file uses) and every tolerance
 setting (``default``: frontier/prune 1e-6, ``loose``: ``--loose-tol``, for errors at the
 reference's level), it runs ``streamrank bench --protocol temporal --device cpu --algorithms

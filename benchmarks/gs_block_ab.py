@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from streamrank import EdgeBatch, Engine, RankConfig
+from streamrank.rank.cpu import pagerank as pagerank_cpu
 from streamrank.kernels.cpu import common as kernel_common
 from streamrank.rank.cpu.threads import ENV as THREADS_ENV
 from streamrank.oracle.static import oracle_pagerank
@@ -75,16 +76,15 @@ def main(argv=None) -> int:
     print(f"{args.path}: batches of {size} edges, medians per batch; load average {os.getloadavg()[0]:.2f}")
     head = ("GS_BLOCK", "threads", "batches", "ms/batch", "iterations", "vertex updates", "L1 error")
     print("  ".join(f"{h:>14s}" for h in head))
-    default, pool = kernel_common.GS_BLOCK, kernel_common.GS_POOL
-    kernel_common.GS_POOL = kernel_common.GS_THREADS  # gs_block() gives GS_BLOCK itself
+    default = pagerank_cpu.GS_BLOCK
     try:
         for block in blocks:
-            kernel_common.GS_BLOCK = block  # the kernels' and the store's order's
+            pagerank_cpu.GS_BLOCK = kernel_common.GS_BLOCK = block  # the kernels' and the store's order's
             for t in threads:
                 nb, ms, it, upd, l1 = _run(stream, args.batches, size, t)
                 print(f"{block:14d}  {t:14d}  {nb:14d}  {ms:14.3f}  {it:14.1f}  {upd:14.0f}  {l1:14.2e}", flush=True)
     finally:
-        kernel_common.GS_BLOCK, kernel_common.GS_POOL = default, pool
+        pagerank_cpu.GS_BLOCK = kernel_common.GS_BLOCK = default
     return 0
 
 

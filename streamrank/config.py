@@ -56,13 +56,11 @@ class RankConfig:
         CPU, the local-form iterations of Static, ND, DT, DF and DF-P. ``"jacobi"``: every
         vertex reads its in-neighbours' values from the start of the iteration (what the GPU
         always does). ``"gauss-seidel"``: the updates run in fixed blocks of
-        ``gs_block()`` frontier entries (16,384 on up to two threads, fewer for a larger thread
-        pool: :func:`streamrank.kernels.cpu.common.gs_block`) (on a pass over all vertices, as many blocks of
+        ``GS_BLOCK`` (16,384) frontier entries (on a pass over all vertices, as many blocks of
         vertex positions, cut at equal work: ``CpuGraph.sweep_blocks``), and
         within a block a vertex reads the values its block has already updated in this
         iteration; blocks read each other's values from the start of the iteration. The block
-        size depends on the thread pool's size only, not on the threads a batch uses, so
-        neither do the results; on a frontier or
+        size does not depend on the thread count, so neither do the results; on a frontier or
         graph of fewer vertices than a block it is plain Gauss-Seidel, which needs about half
         the iterations of Jacobi (docs/architecture.md). ``warm`` is Jacobi
         either way. Default ``"gauss-seidel"``.

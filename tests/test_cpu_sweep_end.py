@@ -1,6 +1,6 @@
 """Vertices without edges lie past the CPU store's sweep end, which the Gauss-Seidel dense passes
-never cross (the published protocol's padding costs nothing per batch), and the Gauss-Seidel block
-follows the size of the thread pool."""
+never cross (the published protocol's padding costs nothing per batch); a batch that gives a
+vertex past it an edge moves that vertex to the end."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ import pytest
 from streamrank import EdgeBatch, Engine, RankConfig
 from streamrank.bench.rmat import rmat_edges
 from streamrank.kernels.cpu import common as kernel_common
-from streamrank.kernels.cpu.common import CHUNK, GS_BLOCK, GS_THREADS, gs_block
+from streamrank.kernels.cpu.common import GS_BLOCK
 from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
 from streamrank.rank.cpu.workspace import FrontierWorkspace
 from streamrank.store.cpu import CpuGraph
@@ -33,15 +33,6 @@ def _check_end(g):
     return has, order, end
 
 
-def test_gs_block_follows_the_pool(monkeypatch):
-    assert gs_block(1) == gs_block(GS_THREADS) == GS_BLOCK
-    assert gs_block(4) == GS_BLOCK // 2 and gs_block(16) == GS_BLOCK // 8
-    assert gs_block(1 << 20) == CHUNK  # at least one chunk
-    assert all(gs_block(t) % CHUNK == 0 for t in range(1, 200))
-    monkeypatch.setattr(kernel_common, "GS_POOL", 16)  # None: Numba's pool
-    assert gs_block() == GS_BLOCK // 8
-
-
 def test_a_layout_puts_the_vertices_without_edges_last():
     eng, _ = _padded()
     has, order, end = _check_end(eng.graph)
@@ -55,7 +46,6 @@ def test_batches_that_reach_isolated_vertices_move_the_end_and_rank_as_a_fresh_w
     kept workspace (its mirror and end kept by the batches) ranks bit for bit as a fresh one, and
     the ranks match a static recompute; blocks of 512 make every dense pass run several blocks."""
     monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
-    monkeypatch.setattr(kernel_common, "GS_POOL", GS_THREADS)
     eng, ids = _padded(seed=2)
     g = eng.graph
     cfg = RankConfig(dangling="self-loop")
@@ -91,7 +81,6 @@ def test_a_restored_store_covers_every_vertex_with_an_edge_and_ranks_bit_for_bit
     """A restore recomputes the end from the saved order (a vertex left without edges by deletions
     may lie before the saved store's end, not the restored one's): the passes give the same bits."""
     monkeypatch.setattr(kernel_common, "GS_BLOCK", 512)
-    monkeypatch.setattr(kernel_common, "GS_POOL", GS_THREADS)
     eng, ids = _padded(seed=3)
     g = eng.graph
     out = np.flatnonzero(g.out_degree > 0)[:3]  # delete every edge of three vertices: isolated, inside the end

@@ -89,7 +89,6 @@ def test_a_graph_of_several_blocks_puts_the_cheapest_stale_readers_last(block, m
     loops = np.arange(0, 4096, 7)
     s, d = np.concatenate([s[keep], loops]), np.concatenate([d[keep], loops])
     monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
-    monkeypatch.setattr(kernel_common, "GS_POOL", kernel_common.GS_THREADS)  # blocks of GS_BLOCK on any host
     g = CpuGraph.from_edges(s, d)
     n = g.num_vertices
     own = np.zeros(n, dtype=np.uint8)
@@ -129,7 +128,6 @@ def test_blocks_of_equal_vertex_counts_would_overload_the_first():
     s, d = rmat_edges(13, 8, seed=2)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(kernel_common, "GS_BLOCK", 4096)
-        mp.setattr(kernel_common, "GS_POOL", kernel_common.GS_THREADS)
         g = CpuGraph.from_edges(s, d)
     n = g.num_vertices
     starts = g.sweep_blocks
@@ -148,7 +146,6 @@ def test_a_growing_store_cuts_its_kept_order_afresh_when_the_block_count_changes
     asks for another block, the kept order is cut at equal work (sweep_order.recut) without a
     layout."""
     monkeypatch.setattr(kernel_common, "GS_BLOCK", 1024)
-    monkeypatch.setattr(kernel_common, "GS_POOL", kernel_common.GS_THREADS)
     s, d = rmat_edges(10, 4, seed=1)
     g = CpuGraph.from_edges(s, d)
     n0, version = g.num_vertices, g.order_version
@@ -293,7 +290,6 @@ def test_a_sweep_of_several_blocks_reads_its_own_block_fresh_and_the_others_from
     (Static's gs_iterate, max_iter 1) matches the textbook rule, with 1, 2 and 4 blocks, on one
     and two threads."""
     monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
-    monkeypatch.setattr(kernel_common, "GS_POOL", kernel_common.GS_THREADS)  # blocks of GS_BLOCK on any host
     s, d = rmat_edges(11, 6, seed=9)
     s, d = np.concatenate([s, np.arange(0, 2048, 5)]), np.concatenate([d, np.arange(0, 2048, 5)])
     g = CpuGraph.from_edges(s, d)

@@ -55,8 +55,8 @@ def order(request, monkeypatch):
     """The update order; the block size is set where the CPU engine reads it and where the store's
     layout cuts its sweep order (kernels.cpu.sweep_order: the last block's vertices chosen)."""
     name, block = request.param
+    monkeypatch.setattr(pagerank_cpu, "GS_BLOCK", block)
     monkeypatch.setattr(kernel_common, "GS_BLOCK", block)
-    monkeypatch.setattr(kernel_common, "GS_POOL", kernel_common.GS_THREADS)  # the block itself, on any host
     return name
 
 

@@ -24,7 +24,7 @@ from .changes import AppliedChanges
 from ..kernels.cpu import batch_plan
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import common as kernel_common
-from ..kernels.cpu.sweep_order import block_count, live_count, live_end, recut, sweep_order
+from ..kernels.cpu.sweep_order import admit_live, block_count, live_count, live_end, recut, sweep_order
 from .memory import check_fits, check_max_bytes
 from ..errors import InvalidArgumentError
 from ..ids.plan import IdPlan
@@ -235,7 +235,7 @@ class CpuGraph:
     def sweep_blocks(self):
         """The first position of each block of the CPU Gauss-Seidel dense passes in
         :attr:`sweep_order` (int64, ``[0, ...]``, whole chunks; the last block ends at
-        :attr:`sweep_end`): as many blocks as blocks of at most ``gs_block()`` vertices need (:func:`.cpu_kernels.common.gs_block`), cut at equal work
+        :attr:`sweep_end`): as many blocks as blocks of at most ``GS_BLOCK`` vertices need, cut at equal work
         (:func:`.cpu_kernels.sweep_order.work`, never by the thread count). Set by each layout
         with the order; a batch that adds vertices keeps it unless the block count changes, when
         the kept order is cut afresh (:func:`.cpu_kernels.sweep_order.recut`)."""
@@ -246,8 +246,9 @@ class CpuGraph:
         """Positions of :attr:`sweep_order` from this one on hold only vertices without edges,
         which no dense pass needs to visit (:mod:`.cpu_kernels.sweep_order`: a layout puts them
         last); the last block of :attr:`sweep_blocks` ends here. A batch that gives an edge to a
-        vertex at or past it moves it past that vertex's position (never back: a vertex left
-        without edges by deletions stays inside)."""
+        vertex at or past it moves that vertex to this position, swapped with the vertex without
+        edges there, and the end one further (never back: a vertex left without edges by
+        deletions stays inside): the end stays at the vertices with edges, whatever their ids."""
         return self._end
 
     def edges(self):
@@ -324,12 +325,12 @@ class CpuGraph:
             self._out.update(n_after, plan_out, *out_pairs)
             self._in.update(n_after, plan_in, *in_pairs)
             self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
-        if not rebuild and ins_src.shape[0]:  # the new edges' endpoints lie before the sweep end
-            end = max(self._end, int(self._pos[ins_src].max()) + 1, int(self._pos[ins_dst].max()) + 1)
+        if not rebuild and ins_src.shape[0]:  # the new edges' endpoints move before the sweep end
+            end = admit_live(self._order, self._pos, self._end, ins_src, ins_dst)
             if end != self._end:
                 self._end = end
-                if block_count(end, kernel_common.gs_block()) != self._starts.shape[0]:
-                    self._starts = recut(self._in.deg, self._order, end, kernel_common.gs_block())
+                if block_count(end, kernel_common.GS_BLOCK) != self._starts.shape[0]:
+                    self._starts = recut(self._in.deg, self._order, end, kernel_common.GS_BLOCK)
         if changed or n_after > n_before:
             self.version += 1
             self._arrays = None
@@ -429,7 +430,7 @@ class CpuGraph:
         self._num_edges = int(s.shape[0])
         loops = np.zeros(n, dtype=np.uint8)
         loops[s[s == d]] = 1
-        self._starts = sweep_order(self._in.deg, self._out.deg, loops, n, kernel_common.gs_block(), self._order,
+        self._starts = sweep_order(self._in.deg, self._out.deg, loops, n, kernel_common.GS_BLOCK, self._order,
                                    self._pos)
         self._end = live_count(self._in.deg, self._out.deg, n)  # the layout put the isolated last
         self.order_version += 1
@@ -462,7 +463,7 @@ class CpuGraph:
             g._end = live_end(g._in.deg, g._out.deg, g._order, n)
             starts = state.get("sweep_blocks")
             if starts is None:  # saved before the blocks were kept: cut the saved order afresh
-                g._starts = recut(g._in.deg, g._order, g._end, kernel_common.gs_block())
+                g._starts = recut(g._in.deg, g._order, g._end, kernel_common.GS_BLOCK)
             else:
                 starts = np.asarray(starts, dtype=np.int64)
                 if (starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or np.any(starts % kernel_common.CHUNK)

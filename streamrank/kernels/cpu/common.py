@@ -20,44 +20,16 @@ from numba import njit, prange
 CHUNK = 512
 #: Steps reading fewer (estimated) edges than this run on the calling thread.
 PARALLEL_EDGES = 1 << 15
-#: Gauss-Seidel block on a pool of at most ``GS_THREADS`` threads: frontier entries (or vertex
-#: positions) updated in order by one thread, a multiple of ``CHUNK`` (:mod:`.frontier_gs`); the
-#: kernels get :func:`gs_block`'s value as an argument. 16,384: a graph of 16-32 k vertices
-#: (sx-mathoverflow) runs its dense passes as two blocks, on two threads (:mod:`.sweep_order`
-#: chooses the second block's vertices so that the iterations grow little).
+#: Gauss-Seidel block: frontier entries (or vertex ids) updated in order by one thread, a
+#: multiple of ``CHUNK`` (:mod:`.frontier_gs`). Fixed, so results do not depend on the thread
+#: count; passed to the kernels as an argument. 16,384: a graph of 16-32 k vertices (sx-mathoverflow)
+#: runs its dense passes as two blocks, on two threads (:mod:`.sweep_order` chooses the second
+#: block's vertices so that the iterations grow little).
 GS_BLOCK = 1 << 14
-#: The pool size ``GS_BLOCK`` is tuned for (2 cores).
-GS_THREADS = 2
-#: Numba's thread pool as :func:`gs_block` sees it; None: ``numba.config.NUMBA_NUM_THREADS``
-#: (tests pin it, so that block counts do not depend on the host).
-GS_POOL = None
 #: The Jacobi-order lookahead (:func:`lookahead`) reads through in-neighbours of at most this
 #: many in-edges (the GPU's ``SR_LOOK_MAX_IN``, kernels/cuda/rank_common.cuh: the same rule, so both
 #: backends take the same iterations).
 LOOK_MAX_IN = 32
-
-
-def gs_block(pool=None) -> int:
-    """The Gauss-Seidel block for a thread pool of ``pool`` threads (default :data:`GS_POOL`, else
-    Numba's pool, ``NUMBA_NUM_THREADS``: the cores unless set).
-
-    Up to :data:`GS_THREADS` threads, :data:`GS_BLOCK`. A block runs on one thread, so a larger
-    pool gets proportionally smaller blocks, ``GS_BLOCK * GS_THREADS / pool`` in whole chunks
-    (at least one chunk): a graph or frontier of ``GS_BLOCK * GS_THREADS`` vertices then has a
-    block per thread (sx-mathoverflow on 16 threads: 13 blocks of 2,048 instead of 2). Smaller
-    blocks read more values of the iteration's start, so the iterations grow (sx-mathoverflow's
-    temporal batches: 10 and 15 per batch with blocks of 16,384, 12.5 and 18.5 with 2,048 at
-    fractions 1e-4 and 1e-3), which more threads repay. The block depends on the pool's size,
-    fixed for the process, never on how many of its threads a batch uses, so results do not
-    depend on the thread count; a store keeps its blocks in its checkpoints."""
-    import numba
-
-    if pool is None:
-        pool = GS_POOL if GS_POOL is not None else numba.config.NUMBA_NUM_THREADS
-    threads = int(pool)
-    if threads <= GS_THREADS:
-        return GS_BLOCK
-    return max(GS_BLOCK * GS_THREADS // threads // CHUNK * CHUNK, CHUNK)
 
 
 @njit(cache=True, inline="always")

@@ -129,7 +129,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         else:
             count = nf
             # threads only where the step reads enough edges to repay a fork and join; a frontier
-            # within one Gauss-Seidel block (gs_block) runs on the calling thread either way
+            # within one Gauss-Seidel block (GS_BLOCK) runs on the calling thread either way
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par or gs else 1
             if block is not None:

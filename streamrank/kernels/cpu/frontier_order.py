@@ -114,9 +114,9 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
     if mstate[BUILT] < 0:
         return
-    for v in range(n_before, n_after):  # the store put them at positions equal to their ids
-        m_off[v] = 0
-        m_end[v] = 0
+    for p in range(n_before, n_after):  # the store put them at positions equal to their ids, or moved
+        m_off[p] = 0  # them to its sweep end in exchange for vertices without edges (admit_live)
+        m_end[p] = 0
     ok = True
     for v in range(n_before, n_after):
         ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
@@ -133,10 +133,11 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
             invp[p] = inv[v]
             loopsp[p] = loops[v]
             outdp[p] = out_deg[v]
-    for v in range(n_before, n_after):
-        invp[v] = inv[v]
-        loopsp[v] = loops[v]
-        outdp[v] = out_deg[v]
+    for p in range(n_before, n_after):  # new vertices, or vertices without edges swapped here (admit_live)
+        v = order[p]
+        invp[p] = inv[v]
+        loopsp[p] = loops[v]
+        outdp[p] = out_deg[v]
 
 
 @njit(cache=True, nogil=True)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...store.changes import AppliedChanges
 from ...config import ALGORITHMS, RankConfig, check_algorithm
-from ...kernels.cpu.common import PARALLEL_EDGES, gs_block
+from ...kernels.cpu.common import GS_BLOCK, PARALLEL_EDGES
 from ...kernels.cpu.marking import initial_frontier, reachable_frontier
 from ...kernels.cpu.frontier import FRONTIER
 from ...kernels.cpu.sweeps import SWEEPS
@@ -113,7 +113,7 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     affected = np.zeros(config.max_iter, dtype=np.int64)
     kernel = FRONTIER[(algorithm, selfloop, gs)]
     args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
-            config.frontier_tol, config.prune_tol, gs_block(), config.max_iter, affected)
+            config.frontier_tol, config.prune_tol, GS_BLOCK, config.max_iter, affected)
     if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
         it, conv, total, cand = kernel(*args)
     else:
