@@ -7,6 +7,7 @@ import pytest
 
 from streamrank import EdgeBatch, Engine, RankConfig
 from streamrank.bench.rmat import rmat_edges
+from streamrank.errors import InvalidArgumentError
 from streamrank.kernels.cpu import common as kernel_common
 from streamrank.kernels.cpu.common import GS_BLOCK
 from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
@@ -77,9 +78,10 @@ def test_batches_that_reach_isolated_vertices_move_the_end_and_rank_as_a_fresh_w
     assert np.abs(x / x.sum() - exact / exact.sum()).sum() < 1e-6
 
 
-def test_a_restored_store_covers_every_vertex_with_an_edge_and_ranks_bit_for_bit(monkeypatch):
-    """A restore recomputes the end from the saved order (a vertex left without edges by deletions
-    may lie before the saved store's end, not the restored one's): the passes give the same bits."""
+def test_a_restored_store_keeps_its_end_and_ranks_bit_for_bit(monkeypatch):
+    """A restore keeps the saved end (a vertex left without edges by deletions stays before it), so
+    later batches move the same vertices as the saved store's; a state saved without an end keeps
+    every position inside, as the version that saved it did. Both rank bit for bit."""
     monkeypatch.setattr(kernel_common, "GS_BLOCK", 512)
     eng, ids = _padded(seed=3)
     g = eng.graph
@@ -87,15 +89,26 @@ def test_a_restored_store_covers_every_vertex_with_an_edge_and_ranks_bit_for_bit
     s_all, d_all = g.edges()
     gone = np.isin(s_all, out) | np.isin(d_all, out)
     g.apply(EdgeBatch.from_arrays(s_all[gone], d_all[gone], np.zeros(int(gone.sum()), bool)))
-    back = CpuGraph.from_state(g.state())
+    state = g.state()
+    back = CpuGraph.from_state(state)
     np.testing.assert_array_equal(back.sweep_order[0], g.sweep_order[0])
     np.testing.assert_array_equal(back.sweep_blocks, g.sweep_blocks)
+    assert back.sweep_end == g.sweep_end < g.num_vertices
     _check_end(back)
-    assert back.sweep_end <= g.sweep_end
+    older = CpuGraph.from_state({k: v for k, v in state.items() if k != "sweep_end"})
+    assert older.sweep_end == g.num_vertices
+    with pytest.raises(InvalidArgumentError):  # a vertex with edges past the end
+        CpuGraph.from_state({**state, "sweep_end": np.array([g.sweep_end - 1])})
     cfg = RankConfig(dangling="self-loop")
     x = static_pagerank(g, config=cfg).x
-    batch = EdgeBatch.from_arrays(ids[:40], ids[40:80])
-    r = update_pagerank("dfp", g, g.apply(batch), x, config=cfg)
-    r_back = update_pagerank("dfp", back, back.apply(batch), x, config=cfg)
-    assert r.iterations == r_back.iterations
-    np.testing.assert_array_equal(r.x, r_back.x)
+    isolated = np.setdiff1d(np.arange(IDS), ids)
+    batch = EdgeBatch.from_arrays(np.concatenate([ids[:40], isolated[-3:]]), np.concatenate([ids[40:80], ids[:3]]))
+    results = []
+    for store in (g, back, older):
+        end = store.sweep_end
+        results.append(update_pagerank("dfp", store, store.apply(batch), x, config=cfg))
+        assert (store.sweep_end > end) == (store is not older)  # past the end: the three isolated sources
+    for r in results[1:]:
+        assert r.iterations == results[0].iterations
+        np.testing.assert_array_equal(r.x, results[0].x)
+    np.testing.assert_array_equal(back.sweep_order[0], g.sweep_order[0])

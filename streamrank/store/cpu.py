@@ -440,7 +440,8 @@ class CpuGraph:
         """Host arrays that rebuild this graph exactly (internal ids preserved)."""
         s, d = self.edges()  # fresh arrays: no copy needed
         return {"external": self.ids.external.copy(), "src": s, "dst": d,
-                "sweep_order": self._order[: self.num_vertices].copy(), "sweep_blocks": self._starts.copy()}
+                "sweep_order": self._order[: self.num_vertices].copy(), "sweep_blocks": self._starts.copy(),
+                "sweep_end": np.array([self._end], dtype=np.int64)}
 
     @classmethod
     def from_state(cls, state: dict, *, max_bytes: int | None = None) -> "CpuGraph":
@@ -457,10 +458,13 @@ class CpuGraph:
                 raise InvalidArgumentError("state['sweep_order'] is not a permutation of the vertices")
             g._order[:n] = order
             g._pos[order] = np.arange(n, dtype=np.int32)
-            # the saved store's end may lie later (vertices left without edges stay inside): the
-            # passes give the same values whatever the end, as long as every vertex with an edge is
-            # before it and so is the last block's start
-            g._end = live_end(g._in.deg, g._out.deg, g._order, n)
+            # the saved end, so that later batches move the same vertices to it; a state saved
+            # without one keeps every position inside, as the version that saved it did (no batch
+            # then moves a vertex, and the passes visit what that version's did)
+            end = state.get("sweep_end")
+            g._end = n if end is None else int(np.asarray(end, dtype=np.int64).reshape(-1)[0])
+            if not live_end(g._in.deg, g._out.deg, g._order, n) <= g._end <= n:
+                raise InvalidArgumentError("state['sweep_end'] leaves a vertex with edges past the sweep end")
             starts = state.get("sweep_blocks")
             if starts is None:  # saved before the blocks were kept: cut the saved order afresh
                 g._starts = recut(g._in.deg, g._order, g._end, kernel_common.GS_BLOCK)
@@ -469,6 +473,7 @@ class CpuGraph:
                 if (starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or np.any(starts % kernel_common.CHUNK)
                         or np.any(np.diff(starts) <= 0) or (n > 0 and starts[-1] >= n)):
                     raise InvalidArgumentError("state['sweep_blocks'] is not a list of block starts of the sweep order")
+                if starts[-1] > 0 and starts[-1] >= g._end:
+                    raise InvalidArgumentError("state['sweep_blocks'] starts a block past the sweep end")
                 g._starts = starts.copy()
-                g._end = max(g._end, int(starts[-1]) + 1) if n > 0 else 0
         return g

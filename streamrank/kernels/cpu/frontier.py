@@ -176,7 +176,8 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             dense = True
         elif dense:
             if block is not None:
-                nf, kept = leave_to_sparse(nd, g, mv, xnew, cp, keep2, x, c, cprev, flags, last_spread, stamp, F)
+                nf, kept = leave_to_sparse(nd, g, mv, xnew, cp, keep2, x, c, cprev, flags, last_spread, stamp, F,
+                                           Fnext, pulled)
                 marked_first(F, Fnext, kept, nf)
             if jacobi is not None:
                 nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)

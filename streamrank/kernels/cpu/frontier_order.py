@@ -163,18 +163,46 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
 
 
 @njit(cache=True, nogil=True)
-def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F):
-    """End a run of dense passes over the first ``n`` positions into a sparse iteration, both
-    in one walk of the positions (the scatter back and :func:`.frontier_dense.to_sparse` in
-    position order): ``x``, ``c`` and ``cprev`` back in id order without sign bits, the kept
-    flags, the frontier list ``F`` (the kept vertices in position order, then the unmarked
-    out-neighbours of the spreaders), ``last_spread`` of the spreaders. Returns the list's size
-    and the number of kept vertices at its head. Work: the positions before the sweep end."""
+def sort_ids(a, m, tmp):
+    """Sort the vertex ids ``a[:m]`` (int32, non-negative) in place: a least-significant-digit
+    radix sort, three passes of 11 bits, ``tmp`` scratch of at least ``m`` entries. O(m + 2048)
+    per pass: the frontier, not the graph."""
+    if m < 2:
+        return
+    count = np.empty(2049, dtype=np.int64)
+    src, dst = a, tmp
+    for shift in (0, 11, 22):
+        count[:] = 0
+        for i in range(m):
+            count[((src[i] >> shift) & 2047) + 1] += 1
+        for k in range(2048):
+            count[k + 1] += count[k]
+        for i in range(m):
+            d = (src[i] >> shift) & 2047
+            dst[count[d]] = src[i]
+            count[d] += 1
+        src, dst = dst, src
+    for i in range(m):  # three passes: the sorted ids ended in tmp
+        a[i] = src[i]
+
+
+@njit(cache=True, nogil=True)
+def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F, spread, tmp):
+    """End a run of dense passes over the first ``n`` positions into a sparse iteration (the
+    scatter back and :func:`.frontier_dense.to_sparse` in one walk of the positions): ``x``,
+    ``c`` and ``cprev`` back in id order without sign bits, the kept flags, ``last_spread`` of
+    the spreaders, and the frontier list ``F``: the kept vertices, then the unmarked
+    out-neighbours of the spreaders, both taken in id order as ``to_sparse`` takes them (the
+    walk collects them in position order, :func:`sort_ids` sorts them; ``spread`` and ``tmp``:
+    scratch of a vertex each), so the iterations are those of a walk over every id. Returns the
+    list's size and the number of kept vertices at its head. Work: the positions before the
+    sweep end and the frontier, never the ids past it."""
     order = mv[0]
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     ahead = np.uint64(PREFETCH_AHEAD)
     un = np.uint64(n)
     m = 0
+    ns = 0
     for p in range(un):
         v = np.uint64(order[p])
         if p + ahead < un:
@@ -184,26 +212,30 @@ def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, st
             prefetch(cprev, w)
             prefetch(flags, w)
         x[v] = xp[p]
-        cv = abs(cp[p])
-        c[v] = cv
-        cprev[v] = cv
+        cv = cp[p]
+        c[v] = abs(cv)
+        cprev[v] = abs(cv)
         k = keepp[p]
         flags[v] = k
         if k:
             F[m] = v
             m += 1
+        if math.copysign(1.0, cv) < 0.0:
+            spread[ns] = v
+            ns += 1
     kept = m
-    for p in range(un):
-        if math.copysign(1.0, cp[p]) < 0.0:
-            v = np.uint64(order[p])
-            last_spread[v] = stamp
-            o = np.uint64(out_off[v])
-            for j in range(o, o + np.uint64(out_deg[v])):
-                w = np.uint64(out_idx[j])
-                if flags[w] == 0:
-                    flags[w] = 1
-                    F[m] = w
-                    m += 1
+    sort_ids(F, kept, tmp)
+    sort_ids(spread, ns, tmp)
+    for i in range(ns):
+        v = np.uint64(spread[i])
+        last_spread[v] = stamp
+        o = np.uint64(out_off[v])
+        for j in range(o, o + np.uint64(out_deg[v])):
+            w = np.uint64(out_idx[j])
+            if flags[w] == 0:
+                flags[w] = 1
+                F[m] = w
+                m += 1
     return m, kept
 
 
