@@ -9,6 +9,7 @@ from streamrank import EdgeBatch, Engine, RankConfig
 from streamrank.bench.rmat import rmat_edges
 from streamrank.errors import InvalidArgumentError
 from streamrank.kernels.cpu import common as kernel_common
+from streamrank.kernels.cpu import frontier_order
 from streamrank.kernels.cpu.common import GS_BLOCK
 from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
 from streamrank.rank.cpu.workspace import FrontierWorkspace
@@ -112,3 +113,49 @@ def test_a_restored_store_keeps_its_end_and_ranks_bit_for_bit(monkeypatch):
         assert r.iterations == results[0].iterations
         np.testing.assert_array_equal(r.x, results[0].x)
     np.testing.assert_array_equal(back.sweep_order[0], g.sweep_order[0])
+
+
+def test_leaving_the_dense_passes_lists_the_frontier_in_id_order():
+    """frontier_order.leave_to_sparse on a graph whose vertices past the end have no edges: it
+    collects the kept vertices and the spreaders by position and sorts them, and lists what a walk
+    over every id lists (frontier_dense.to_sparse: the kept in id order, then the unmarked
+    out-neighbours of the spreaders in the spreaders' id order); the iterate goes back unsigned."""
+    rng = np.random.default_rng(5)
+    n, nd = 5000, 1200
+    order = rng.permutation(n).astype(np.int32)
+    live = order[:nd]
+    s, d = rng.choice(live, 6000), rng.choice(live, 6000)
+    g = CpuGraph.from_edges(s, d)  # internal ids: first appearance; map the order through them
+    n_g = g.num_vertices
+    ids = np.full(n, -1, dtype=np.int64)
+    ids[g.ids.external] = np.arange(n_g)
+    rest = np.flatnonzero(ids < 0)
+    ids[rest] = np.arange(n_g, n_g + rest.shape[0])  # the vertices without edges, after the others
+    ext_order = np.concatenate([live, order[nd:]])
+    pos_order = ids[ext_order].astype(np.int32)  # position -> internal id, live ones first
+    out_off = np.concatenate([g.out_offset, np.zeros(n - n_g, np.int64)])
+    out_deg = np.concatenate([g.out_degree, np.zeros(n - n_g, np.int64)])
+    gk = (None, None, None, out_off, out_deg, g.out_indices)
+    xp, cp = rng.uniform(0.5, 2, n), rng.uniform(0.1, 1, n)
+    cp[:nd][rng.random(nd) < 0.3] *= -1.0  # spreaders
+    keepp = (rng.random(n) < 0.4).astype(np.uint8)
+    keepp[nd:] = 0
+    x, c, cprev = np.zeros(n), np.zeros(n), np.zeros(n)
+    flags = np.zeros(n, dtype=np.uint8)
+    last = np.full(n, -2, dtype=np.int32)
+    F, spread, tmp = (np.empty(n, dtype=np.int32) for _ in range(3))
+    m, kept = frontier_order.leave_to_sparse(nd, gk, (pos_order,), xp, cp, keepp, x, c, cprev, flags, last, 7, F,
+                                             spread, tmp)
+    v_of = pos_order[:nd].astype(np.int64)
+    want = sorted(v_of[keepp[:nd] == 1].tolist())
+    marked = set(want)
+    for v in sorted(v_of[cp[:nd] < 0].tolist()):
+        for w in g.out_indices[out_off[v]:out_off[v] + out_deg[v]].tolist():
+            if w not in marked:
+                marked.add(w)
+                want.append(w)
+    assert kept == int(keepp[:nd].sum()) and F[:m].tolist() == want
+    np.testing.assert_array_equal(x[v_of], xp[:nd])
+    np.testing.assert_array_equal(c[v_of], np.abs(cp[:nd]))
+    np.testing.assert_array_equal(last[v_of] == 7, cp[:nd] < 0)
+    assert flags.sum() == m

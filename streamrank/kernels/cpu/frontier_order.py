@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit, prange
 
 from .common import CHUNK, nchunks, solved_value
+from .frontier_dense import to_sparse
 from .prefetch import prefetch
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
@@ -196,11 +197,27 @@ def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, st
     walk collects them in position order, :func:`sort_ids` sorts them; ``spread`` and ``tmp``:
     scratch of a vertex each), so the iterations are those of a walk over every id. Returns the
     list's size and the number of kept vertices at its head. Work: the positions before the
-    sweep end and the frontier, never the ids past it."""
+    sweep end and the frontier, never the ids past it; where they are fewer than the vertices
+    past the end, ``to_sparse`` itself (the same list, cheaper than sorting it)."""
     order = mv[0]
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     ahead = np.uint64(PREFETCH_AHEAD)
     un = np.uint64(n)
+    if order.shape[0] <= 2 * n:
+        # few ids past the end: the walk over every id (to_sparse) costs less than the sorts
+        for p in range(un):
+            v = np.uint64(order[p])
+            if p + ahead < un:
+                w = np.uint64(order[p + ahead])
+                prefetch(x, w)
+                prefetch(c, w)
+                prefetch(cprev, w)
+                prefetch(flags, w)
+            x[v] = xp[p]
+            c[v] = cp[p]
+            cprev[v] = cp[p]
+            flags[v] = keepp[p]
+        return to_sparse(order.shape[0], g, flags, c, cprev, True, last_spread, stamp, F)
     m = 0
     ns = 0
     for p in range(un):
