@@ -1,8 +1,9 @@
 """Thread scaling of the CPU backend on the published temporal protocol, beside the reference's
 OpenMP DF-P at the same thread counts.
 
-For every thread count (``--threads``, Numba's pool set to it: ``numba.set_num_threads``, so the
-engine's per-batch choice is between one thread and that many), every graph setting (``padded``:
+For every thread count (``--threads``: a process of its own with ``NUMBA_NUM_THREADS`` set to it,
+as on a host of that many cores, so the engine's per-batch choice is between one thread and all
+of them), every graph setting (``padded``:
 the published 248,180 ids up front; ``unpadded``: only the ids the file uses) and every tolerance
 setting (``default``: frontier/prune 1e-6, ``loose``: ``--loose-tol``, for errors at the
 reference's level), it runs ``streamrank bench --protocol temporal --device cpu --algorithms
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -52,6 +55,28 @@ def _find(ref: dict, frac: float, threads: int):
     return next((v for (f, t), v in ref.items() if t == threads and abs(f - frac) <= 1e-9 * max(f, 1e-12)), None)
 
 
+def _run_one(args, t, fractions) -> list:
+    """The rows of every graph and tolerance setting on this process's pool of ``t`` threads."""
+    runs = [(s, "default", 1e-6) for s in args.settings.split(",")]
+    if args.loose_tol is not None:
+        runs += [(s, "loose", args.loose_tol) for s in args.loose_settings.split(",")]
+    rows = []
+    for setting, tol_name, ftol in runs:
+        cfg = RankConfig(dangling="self-loop", frontier_tol=ftol, prune_tol=ftol)
+        opts = TemporalOptions(path=args.graph, fractions=fractions, algorithms=("auto",), batches=args.batches,
+                               vertices=PADDED if setting == "padded" else None, device="cpu", config=cfg,
+                               error_every=args.error_every)
+        report = run_temporal(opts, log=lambda m: None)
+        for r in report["rows"]:
+            rows.append({"setting": setting, "tolerance": tol_name, "frontier_prune_tol": ftol, "threads": t,
+                         "threading_layer": numba.threading_layer(), "fraction": r["fraction"],
+                         "lines": r["batch_lines"], "ms": r["total_ms_median"], "graph_ms": r["graph_ms_median"],
+                         "rank_ms": r["rank_ms_median"], "p95_ms": r["total_ms_p95"],
+                         "iterations": r["iterations_median"], "l1": r["l1_median"], "l1_max": r["l1_max"],
+                         "vertices": report["graph"]["vertices"]})
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graph", required=True, help="sx-mathoverflow.txt.gz (SNAP temporal file)")
@@ -66,49 +91,42 @@ def main(argv=None) -> int:
     ap.add_argument("--reference-log", action="append", default=[], metavar="SETTING=FILE",
                     help="the reference driver's output for a graph setting")
     ap.add_argument("--json", help="write every row as JSON")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     threads = [int(t) for t in args.threads.split(",")]
-    if max(threads) > numba.config.NUMBA_NUM_THREADS:
-        ap.error(f"--threads up to {max(threads)} needs NUMBA_NUM_THREADS >= it "
-                 f"(it is {numba.config.NUMBA_NUM_THREADS})")
     fractions = tuple(float(f) for f in args.fractions.split(","))
+    if args.one:  # one thread count, in this process (its pool is the thread count)
+        if numba.config.NUMBA_NUM_THREADS != threads[0]:
+            ap.error(f"--one runs with NUMBA_NUM_THREADS={threads[0]} (it is {numba.config.NUMBA_NUM_THREADS})")
+        json.dump(_run_one(args, threads[0], fractions), sys.stdout)
+        return 0
     refs = {}
     for item in args.reference_log:
         name, _, path = item.partition("=")
         with open(path) as fh:
             refs[name] = parse_reference(fh.read())
-    runs = [(s, "default", 1e-6) for s in args.settings.split(",")]
-    if args.loose_tol is not None:
-        runs += [(s, "loose", args.loose_tol) for s in args.loose_settings.split(",")]
     rows = []
-    for setting, tol_name, ftol in runs:
-        for t in threads:
-            numba.set_num_threads(t)
-            cfg = RankConfig(dangling="self-loop", frontier_tol=ftol, prune_tol=ftol)
-            opts = TemporalOptions(path=args.graph, fractions=fractions, algorithms=("auto",), batches=args.batches,
-                                   vertices=PADDED if setting == "padded" else None, device="cpu", config=cfg,
-                                   error_every=args.error_every)
-            t0 = time.perf_counter()
-            report = run_temporal(opts, log=lambda m: None)
-            for r in report["rows"]:
-                row = {"setting": setting, "tolerance": tol_name, "frontier_prune_tol": ftol, "threads": t,
-                       "fraction": r["fraction"], "lines": r["batch_lines"], "ms": r["total_ms_median"],
-                       "graph_ms": r["graph_ms_median"], "rank_ms": r["rank_ms_median"],
-                       "p95_ms": r["total_ms_p95"], "iterations": r["iterations_median"], "l1": r["l1_median"],
-                       "l1_max": r["l1_max"], "vertices": report["graph"]["vertices"]}
-                ref = _find(refs.get(setting, {}), r["fraction"], t)
-                if ref is not None:
-                    row.update(ref_ms=ref["ms"], ref_iterations=ref["iterations"], ref_error=ref["error"],
-                               ratio=ref["ms"] / r["total_ms_median"])
-                rows.append(row)
-            print(f"# {setting} {tol_name} (frontier/prune tol {ftol:g}), {t} threads: "
-                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    for t in threads:
+        t0 = time.perf_counter()
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", "--threads", str(t), "--graph", args.graph,
+               "--fractions", args.fractions, "--batches", str(args.batches), "--error-every", str(args.error_every),
+               "--settings", args.settings, "--loose-settings", args.loose_settings]
+        if args.loose_tol is not None:
+            cmd += ["--loose-tol", str(args.loose_tol)]
+        out = subprocess.run(cmd, env={**os.environ, "NUMBA_NUM_THREADS": str(t)}, stdout=subprocess.PIPE, check=True)
+        for row in json.loads(out.stdout):
+            ref = _find(refs.get(row["setting"], {}), row["fraction"], t)
+            if ref is not None:
+                row.update(ref_ms=ref["ms"], ref_iterations=ref["iterations"], ref_error=ref["error"],
+                           ratio=ref["ms"] / row["ms"])
+            rows.append(row)
+        print(f"# {t} threads: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     cols = [("setting", "graph"), ("tolerance", "tol"), ("threads", "threads"), ("fraction", "fraction"),
             ("lines", "lines"), ("ms", "ms"), ("graph_ms", "graph ms"), ("iterations", "iters"), ("l1", "L1"),
             ("ref_ms", "ref ms"), ("ref_iterations", "ref iters"), ("ref_error", "ref err"), ("ratio", "x ref")]
-    print(f"streamrank auto, CPU, {numba.config.NUMBA_NUM_THREADS} Numba threads at most, threading layer "
-          f"{numba.threading_layer()}; ms: median per batch, graph update included; the reference's: rank only")
+    print("streamrank auto, CPU, NUMBA_NUM_THREADS = threads; ms: median per batch, graph update included; "
+          "the reference's: rank only")
     print(format_table(rows, cols))
     if args.json:
         with open(args.json, "w") as fh:

@@ -16,7 +16,9 @@
 # DATA_DIR holds sx-mathoverflow.txt.gz (SNAP). Environment: PYTHON (default python3), BATCHES
 # (timed batches per fraction: temporal 20, rmat 11, cpu-threads 20), GRAPH (cpu: another edge file
 # instead of DATA_DIR/sx-mathoverflow.txt.gz, e.g. for a quick check), THREADS (cpu-threads: thread
-# counts, default 1,2,4,8,16), REFERENCE_SRC (cpu-threads: the reference implementation's archive,
+# counts, default 1,2,4,8,16), FRACTIONS (cpu-threads: default 1e-5,1e-4,1e-3), ERROR_EVERY
+# (cpu-threads: L1 after every K-th batch, default 5), LOOSE_TOL (cpu-threads: also a looser
+# frontier/prune tolerance), REFERENCE_SRC (cpu-threads: the reference implementation's archive,
 # pagerank-cuda-dynamic-a164e37.tar.gz; benchmarks/reference/dfp_omp_threads.cxx is built against
 # it with g++ -fopenmp). Each sub-command writes its result files under OUT_DIR with the names
 # docs/benchmarks.md cites and prints the tables.
@@ -25,7 +27,7 @@ PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(pwd)
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 need_file() { [ -s "$1" ] || { echo "missing $1" >&2; exit 2; }; }
 
@@ -86,6 +88,8 @@ cpu() {
 
 cpu_threads() {
   local data=$1 out=$2 graph="$1/sx-mathoverflow.txt.gz" batches=${BATCHES:-20} threads=${THREADS:-1,2,4,8,16}
+  local fractions=${FRACTIONS:-1e-5,1e-4,1e-3} loose=()
+  [ -n "${LOOSE_TOL:-}" ] && loose=(--loose-tol "$LOOSE_TOL")
   need_file "$graph"; mkdir -p "$out"
   local refs=() top
   top=$(echo "$threads" | tr ',' '\n' | sort -n | tail -1)
@@ -102,14 +106,15 @@ cpu_threads() {
     for setting in padded:248180 unpadded:88581; do
       local name=${setting%%:*} rows=${setting##*:} log="$out/cpu_threads_reference_${setting%%:*}.txt"
       : > "$log"
-      for f in 0.00001 0.0001 0.001; do
+      for f in ${fractions//,/ }; do
         OMP_NUM_THREADS=$top "$work/dfp_omp" "$work/input.txt" "$rows" 506550 "$f" "$desc" "$batches" >> "$log"
       done
       refs+=(--reference-log "$name=$log")
     done
   fi
-  NUMBA_NUM_THREADS=$top "$PY" benchmarks/cpu_threads.py --graph "$graph" --threads "$threads" --batches "$batches" \
-    --loose-tol "${LOOSE_TOL:-1e-5}" --json "$out/cpu_threads_sxmo.json" "${refs[@]}" 2>&1 | tee "$out/cpu_threads_sxmo.txt"
+  "$PY" benchmarks/cpu_threads.py --graph "$graph" --threads "$threads" --batches "$batches" --fractions "$fractions" \
+    --error-every "${ERROR_EVERY:-5}" "${loose[@]}" --json "$out/cpu_threads_sxmo.json" "${refs[@]}" 2>&1 \
+    | tee "$out/cpu_threads_sxmo.txt"
 }
 
 [ $# -ge 1 ] || usage

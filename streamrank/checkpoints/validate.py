@@ -23,7 +23,8 @@ from ..errors import CheckpointError
 
 #: Members of an engine state (``engine/<key>``) and of the saved ranks, with their dtypes.
 ENGINE_MEMBERS = {"external": np.int64, "src": np.int64, "dst": np.int64, "x": np.float64, "weight": np.float64,
-                  "sweep_order": np.int32, "sweep_blocks": np.int64, "id_offsets": np.int64, "id_data": np.uint8}
+                  "sweep_order": np.int32, "sweep_blocks": np.int64, "sweep_end": np.int64, "id_offsets": np.int64,
+                  "id_data": np.uint8}
 RANK_MEMBERS = {"ids": np.int64, "p": np.float64, "id_offsets": np.int64, "id_data": np.uint8}
 REQUIRED = ("external", "src", "dst", "x")
 
@@ -91,6 +92,9 @@ def check_structure(arrays: dict, header: dict, *, path: str, name_seq: int | No
         fail("a sweep order not of the vertices")
     if "sweep_blocks" in engine and "sweep_order" not in engine:
         fail("sweep blocks without a sweep order")
+    if "sweep_end" in engine and ("sweep_order" not in engine or engine["sweep_end"].shape != (1,)
+                                  or not 0 <= int(engine["sweep_end"][0]) <= n):
+        fail("a sweep end not of the sweep order")
     _check_strings(engine, "engine", fail)
     if ("id_offsets" in engine) != (plain.get("id_type") == "string"):
         fail(f"id_type {plain.get('id_type')!r} does not match the string id members")

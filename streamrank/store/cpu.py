@@ -24,7 +24,7 @@ from .changes import AppliedChanges
 from ..kernels.cpu import batch_plan
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import common as kernel_common
-from ..kernels.cpu.sweep_order import block_count, live_count, live_end, recut, sweep_order
+from ..kernels.cpu.sweep_order import admit_live, block_count, live_count, live_end, recut, sweep_order
 from .memory import check_fits, check_max_bytes
 from ..errors import InvalidArgumentError
 from ..ids.plan import IdPlan
@@ -251,8 +251,9 @@ class CpuGraph:
         """Positions of :attr:`sweep_order` from this one on hold only vertices without edges,
         which no dense pass needs to visit (:mod:`.cpu_kernels.sweep_order`: a layout puts them
         last); the last block of :attr:`sweep_blocks` ends here. A batch that gives an edge to a
-        vertex at or past it moves it past that vertex's position (never back: a vertex left
-        without edges by deletions stays inside)."""
+        vertex at or past it moves that vertex to this position, swapped with the vertex without
+        edges there, and the end one further (never back: a vertex left without edges by
+        deletions stays inside): the end stays at the vertices with edges, whatever their ids."""
         return self._end
 
     def edges(self):
@@ -340,7 +341,8 @@ class CpuGraph:
         """After inserting ``ins_src -> ins_dst`` in place: their endpoints lie before the sweep end."""
         if not ins_src.shape[0]:
             return
-        end = max(self._end, int(self._pos[ins_src].max()) + 1, int(self._pos[ins_dst].max()) + 1)
+        # an endpoint past the end swaps places with the vertex without edges at the end
+        end = admit_live(self._order, self._pos, self._end, ins_src, ins_dst)
         if end != self._end:
             self._end = end
             if block_count(end, kernel_common.GS_BLOCK) != self._starts.shape[0]:
@@ -455,7 +457,8 @@ class CpuGraph:
         """Host arrays that rebuild this graph exactly (internal ids preserved)."""
         s, d = self.edges()  # fresh arrays: no copy needed
         return {"external": self.ids.external.copy(), "src": s, "dst": d,
-                "sweep_order": self._order[: self.num_vertices].copy(), "sweep_blocks": self._starts.copy()}
+                "sweep_order": self._order[: self.num_vertices].copy(), "sweep_blocks": self._starts.copy(),
+                "sweep_end": np.array([self._end], dtype=np.int64)}
 
     @classmethod
     def from_state(cls, state: dict, *, max_bytes: int | None = None) -> "CpuGraph":
@@ -477,10 +480,13 @@ class CpuGraph:
                 raise InvalidArgumentError("state['sweep_order'] is not a permutation of the vertices")
             self._order[:n] = order
             self._pos[order] = np.arange(n, dtype=np.int32)
-            # the saved store's end may lie later (vertices left without edges stay inside): the
-            # passes give the same values whatever the end, as long as every vertex with an edge is
-            # before it and so is the last block's start
-            self._end = live_end(self._in.deg, self._out.deg, self._order, n)
+            # the saved end, so that later batches move the same vertices to it; a state saved
+            # without one keeps every position inside, as the version that saved it did (no batch
+            # then moves a vertex, and the passes visit what that version's did)
+            end = state.get("sweep_end")
+            self._end = n if end is None else int(np.asarray(end, dtype=np.int64).reshape(-1)[0])
+            if not live_end(self._in.deg, self._out.deg, self._order, n) <= self._end <= n:
+                raise InvalidArgumentError("state['sweep_end'] leaves a vertex with edges past the sweep end")
             starts = state.get("sweep_blocks")
             if starts is None:  # saved before the blocks were kept: cut the saved order afresh
                 self._starts = recut(self._in.deg, self._order, self._end, kernel_common.GS_BLOCK)
@@ -489,5 +495,6 @@ class CpuGraph:
                 if (starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or np.any(starts % kernel_common.CHUNK)
                         or np.any(np.diff(starts) <= 0) or (n > 0 and starts[-1] >= n)):
                     raise InvalidArgumentError("state['sweep_blocks'] is not a list of block starts of the sweep order")
+                if starts[-1] > 0 and starts[-1] >= self._end:
+                    raise InvalidArgumentError("state['sweep_blocks'] starts a block past the sweep end")
                 self._starts = starts.copy()
-                self._end = max(self._end, int(starts[-1]) + 1) if n > 0 else 0

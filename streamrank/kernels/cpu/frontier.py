@@ -84,7 +84,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     nd = mv[5][END] if gs else n
     nch_max = nchunks(nd)
     big = num_edges + nd >= PARALLEL_EDGES
-    mean_degree = num_edges / max(n, 1)
+    mean_degree = num_edges / max(nd, 1)  # of the vertices with edges (Gauss-Seidel: before the sweep end)
     dense = False
     dense_ran = False
     # typed bool, never a literal: a literal False here made Numba compile the Gauss-Seidel dense
@@ -128,6 +128,8 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 break
         else:
             count = nf
+            # threads only where the step reads enough edges to repay a fork and join; a frontier
+            # within one Gauss-Seidel block (GS_BLOCK) runs on the calling thread either way
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par or gs else 1
             if block is not None:
@@ -174,7 +176,8 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             dense = True
         elif dense:
             if block is not None:
-                nf, kept = leave_to_sparse(nd, g, mv, xnew, cp, keep2, x, c, cprev, flags, last_spread, stamp, F)
+                nf, kept = leave_to_sparse(nd, g, mv, xnew, cp, keep2, x, c, cprev, flags, last_spread, stamp, F,
+                                           Fnext, pulled)
                 marked_first(F, Fnext, kept, nf)
             if jacobi is not None:
                 nf, kept = to_sparse(n, g, flags, c, cprev, gs, last_spread, stamp, F)

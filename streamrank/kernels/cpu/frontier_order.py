@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit, prange
 
 from .common import CHUNK, nchunks, solved_value
+from .frontier_dense import to_sparse
 from .prefetch import prefetch
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
@@ -114,9 +115,9 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
     if mstate[BUILT] < 0:
         return
-    for v in range(n_before, n_after):  # the store put them at positions equal to their ids
-        m_off[v] = 0
-        m_end[v] = 0
+    for p in range(n_before, n_after):  # the store put them at positions equal to their ids, or moved
+        m_off[p] = 0  # them to its sweep end in exchange for vertices without edges (admit_live)
+        m_end[p] = 0
     ok = True
     for v in range(n_before, n_after):
         ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
@@ -133,10 +134,11 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
             invp[p] = inv[v]
             loopsp[p] = loops[v]
             outdp[p] = out_deg[v]
-    for v in range(n_before, n_after):
-        invp[v] = inv[v]
-        loopsp[v] = loops[v]
-        outdp[v] = out_deg[v]
+    for p in range(n_before, n_after):  # new vertices, or vertices without edges swapped here (admit_live)
+        v = order[p]
+        invp[p] = inv[v]
+        loopsp[p] = loops[v]
+        outdp[p] = out_deg[v]
 
 
 @njit(cache=True, nogil=True)
@@ -162,18 +164,62 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
 
 
 @njit(cache=True, nogil=True)
-def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F):
-    """End a run of dense passes over the first ``n`` positions into a sparse iteration, both
-    in one walk of the positions (the scatter back and :func:`.frontier_dense.to_sparse` in
-    position order): ``x``, ``c`` and ``cprev`` back in id order without sign bits, the kept
-    flags, the frontier list ``F`` (the kept vertices in position order, then the unmarked
-    out-neighbours of the spreaders), ``last_spread`` of the spreaders. Returns the list's size
-    and the number of kept vertices at its head. Work: the positions before the sweep end."""
+def sort_ids(a, m, tmp):
+    """Sort the vertex ids ``a[:m]`` (int32, non-negative) in place: a least-significant-digit
+    radix sort, three passes of 11 bits, ``tmp`` scratch of at least ``m`` entries. O(m + 2048)
+    per pass: the frontier, not the graph."""
+    if m < 2:
+        return
+    count = np.empty(2049, dtype=np.int64)
+    src, dst = a, tmp
+    for shift in (0, 11, 22):
+        count[:] = 0
+        for i in range(m):
+            count[((src[i] >> shift) & 2047) + 1] += 1
+        for k in range(2048):
+            count[k + 1] += count[k]
+        for i in range(m):
+            d = (src[i] >> shift) & 2047
+            dst[count[d]] = src[i]
+            count[d] += 1
+        src, dst = dst, src
+    for i in range(m):  # three passes: the sorted ids ended in tmp
+        a[i] = src[i]
+
+
+@njit(cache=True, nogil=True)
+def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F, spread, tmp):
+    """End a run of dense passes over the first ``n`` positions into a sparse iteration (the
+    scatter back and :func:`.frontier_dense.to_sparse` in one walk of the positions): ``x``,
+    ``c`` and ``cprev`` back in id order without sign bits, the kept flags, ``last_spread`` of
+    the spreaders, and the frontier list ``F``: the kept vertices, then the unmarked
+    out-neighbours of the spreaders, both taken in id order as ``to_sparse`` takes them (the
+    walk collects them in position order, :func:`sort_ids` sorts them; ``spread`` and ``tmp``:
+    scratch of a vertex each), so the iterations are those of a walk over every id. Returns the
+    list's size and the number of kept vertices at its head. Work: the positions before the
+    sweep end and the frontier, never the ids past it; where they are fewer than the vertices
+    past the end, ``to_sparse`` itself (the same list, cheaper than sorting it)."""
     order = mv[0]
     out_off, out_deg, out_idx = g[3], g[4], g[5]
     ahead = np.uint64(PREFETCH_AHEAD)
     un = np.uint64(n)
+    if order.shape[0] <= 2 * n:
+        # few ids past the end: the walk over every id (to_sparse) costs less than the sorts
+        for p in range(un):
+            v = np.uint64(order[p])
+            if p + ahead < un:
+                w = np.uint64(order[p + ahead])
+                prefetch(x, w)
+                prefetch(c, w)
+                prefetch(cprev, w)
+                prefetch(flags, w)
+            x[v] = xp[p]
+            c[v] = cp[p]
+            cprev[v] = cp[p]
+            flags[v] = keepp[p]
+        return to_sparse(order.shape[0], g, flags, c, cprev, True, last_spread, stamp, F)
     m = 0
+    ns = 0
     for p in range(un):
         v = np.uint64(order[p])
         if p + ahead < un:
@@ -183,26 +229,30 @@ def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, st
             prefetch(cprev, w)
             prefetch(flags, w)
         x[v] = xp[p]
-        cv = abs(cp[p])
-        c[v] = cv
-        cprev[v] = cv
+        cv = cp[p]
+        c[v] = abs(cv)
+        cprev[v] = abs(cv)
         k = keepp[p]
         flags[v] = k
         if k:
             F[m] = v
             m += 1
+        if math.copysign(1.0, cv) < 0.0:
+            spread[ns] = v
+            ns += 1
     kept = m
-    for p in range(un):
-        if math.copysign(1.0, cp[p]) < 0.0:
-            v = np.uint64(order[p])
-            last_spread[v] = stamp
-            o = np.uint64(out_off[v])
-            for j in range(o, o + np.uint64(out_deg[v])):
-                w = np.uint64(out_idx[j])
-                if flags[w] == 0:
-                    flags[w] = 1
-                    F[m] = w
-                    m += 1
+    sort_ids(F, kept, tmp)
+    sort_ids(spread, ns, tmp)
+    for i in range(ns):
+        v = np.uint64(spread[i])
+        last_spread[v] = stamp
+        o = np.uint64(out_off[v])
+        for j in range(o, o + np.uint64(out_deg[v])):
+            w = np.uint64(out_idx[j])
+            if flags[w] == 0:
+                flags[w] = 1
+                F[m] = w
+                m += 1
     return m, kept
 
 

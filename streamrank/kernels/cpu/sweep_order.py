@@ -29,7 +29,8 @@ Vertices without any edge (*isolated*: the ids a graph creates up front, the pub
 protocol's padding) go after all others, in id order, outside every block: no batch reaches them
 until it gives them an edge, so the dense passes stop at the end of the others
 (:attr:`streamrank.store.cpu.CpuGraph.sweep_end`) and a padded graph costs what its edges cost,
-not what its ids do. The blocks are cut over the other vertices only.
+not what its ids do. A batch that gives such a vertex an edge moves it to the end
+(:func:`admit_live`). The blocks are cut over the other vertices only.
 
 The order and the block starts are a function of the degrees, the self-loop flags and ``block``
 only (never of the thread count); the store computes them at each layout
@@ -162,6 +163,45 @@ def live_count(in_deg, out_deg, n):
         if in_deg[v] != 0 or out_deg[v] != 0:
             nl += 1
     return nl
+
+
+@njit(cache=True, nogil=True)
+def admit_live(order, pos, end, ins_src, ins_dst):
+    """After a batch: the endpoints of inserted edges at or past the sweep end ``end`` move, in
+    the order of their positions (new vertices: of their ids), to positions ``end, end + 1, ...``,
+    each swapped with the vertex there (past the end: one without edges); returns the new end.
+    Both swapped vertices had no edges before the batch, so the position-space mirror of the
+    frontier loop (:mod:`.frontier_order`) holds the same empty row and per-vertex values at both
+    positions: its own upkeep of the batch's endpoints keeps it exact."""
+    m = 0
+    for ends in (ins_src, ins_dst):
+        for v in ends:
+            if pos[v] >= end:
+                m += 1
+    if m == 0:
+        return end
+    past = np.empty(m, dtype=np.int64)
+    m = 0
+    for ends in (ins_src, ins_dst):
+        for v in ends:
+            if pos[v] >= end:
+                past[m] = pos[v]
+                m += 1
+    past.sort()
+    last = -1
+    for i in range(m):
+        p = past[i]
+        if p == last:  # an endpoint of several edges
+            continue
+        last = p
+        v = order[p]
+        w = order[end]  # no edges (or v itself): the earlier moves left their vertices before it
+        order[p] = w
+        pos[w] = p
+        order[end] = v
+        pos[v] = end
+        end += 1
+    return end
 
 
 @njit(cache=True, nogil=True)
