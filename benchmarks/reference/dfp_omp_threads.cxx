@@ -1,6 +1,6 @@
 // Thread-scaling driver for the reference DF-P's OpenMP method (pagerankPruneDynamicFrontierOmp).
 //
-// Built by benchmarks/cpu_threads.sh against the headers of the reference implementation
+// Built by benchmarks/cpu_threads.py against the headers of the reference implementation
 // (.device-data/anchors, puzzlef/pagerank-cuda-dynamic); it calls that code unchanged and only
 // replaces its main.cu's driver: the same temporal protocol (ROWS vertices created up front, a
 // self-loop on every vertex, the first 90% of the lines as the base graph, then BATCHES
