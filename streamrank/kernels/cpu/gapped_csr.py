@@ -81,15 +81,17 @@ def room_needed(cap, touched, new_deg):
 
 
 @njit(cache=True, nogil=True)
-def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr):
+def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr, wt=None, i_wt=None):
     """Delete ``d_own[i] -> d_nbr[i]`` (all stored) and insert ``i_own[i] -> i_nbr[i]`` (none
     stored), both sorted by (own, nbr); ``(touched, new_deg)`` is their :func:`net_changes`.
     ``idx`` must have :func:`room_needed` slots past ``end``. Returns ``(new end, garbage slots
-    left behind)``."""
+    left behind)``. A weighted store passes its weights ``wt`` (moved with their edges) and the
+    insertions' ``i_wt``; without them Numba compiles the weight lines away."""
     maxdeg = 0
     for t in range(touched.shape[0]):
         maxdeg = max(maxdeg, deg[touched[t]])
     old = np.empty(maxdeg, dtype=idx.dtype)
+    oldw = np.empty(maxdeg if wt is not None else 0)
     garbage = 0
     p = 0
     q = 0
@@ -98,6 +100,8 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
         o = off[v]
         dv = deg[v]
         old[:dv] = idx[o: o + dv]
+        if wt is not None:
+            oldw[:dv] = wt[o: o + dv]
         target = o
         if new_deg[t] > cap[v]:
             garbage += cap[v]
@@ -111,6 +115,8 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
         while i < dv or (q < i_own.shape[0] and i_own[q] == v):
             if q < i_own.shape[0] and i_own[q] == v and (i >= dv or i_nbr[q] < old[i]):
                 idx[w] = i_nbr[q]
+                if wt is not None:
+                    wt[w] = i_wt[q]
                 w += 1
                 q += 1
             else:
@@ -118,6 +124,8 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
                     p += 1
                 else:
                     idx[w] = old[i]
+                    if wt is not None:
+                        wt[w] = oldw[i]
                     w += 1
                 i += 1
         deg[v] = w - target

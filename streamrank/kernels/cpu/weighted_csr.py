@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gapped_csr import MIN_ROOM, _rooms, lower_bound
+from . import gapped_csr
+from .gapped_csr import _rooms, lower_bound
 
 #: ``sum`` mode: a subtraction that leaves at most this fraction of the weight before it
 #: removes the edge (float error never leaves a ghost edge).
@@ -72,45 +73,7 @@ def update(off, deg, cap, idx, wt, end, touched, new_deg, d_own, d_nbr, i_own, i
     """:func:`.gapped_csr.update` carrying the weights: delete ``d_own[i] -> d_nbr[i]`` (all
     stored), insert ``i_own[i] -> i_nbr[i]`` with weight ``i_wt[i]`` (none stored), both sorted
     by (own, nbr). Returns ``(new end, garbage slots left behind)``."""
-    maxdeg = 0
-    for t in range(touched.shape[0]):
-        maxdeg = max(maxdeg, deg[touched[t]])
-    old = np.empty(maxdeg, dtype=idx.dtype)
-    oldw = np.empty(maxdeg)
-    garbage = 0
-    p = 0
-    q = 0
-    for t in range(touched.shape[0]):
-        v = touched[t]
-        o = off[v]
-        dv = deg[v]
-        old[:dv] = idx[o: o + dv]
-        oldw[:dv] = wt[o: o + dv]
-        target = o
-        if new_deg[t] > cap[v]:
-            garbage += cap[v]
-            target = end
-            cap[v] = max(MIN_ROOM, 2 * new_deg[t])
-            end += cap[v]
-            off[v] = target
-        w = target
-        i = 0
-        while i < dv or (q < i_own.shape[0] and i_own[q] == v):
-            if q < i_own.shape[0] and i_own[q] == v and (i >= dv or i_nbr[q] < old[i]):
-                idx[w] = i_nbr[q]
-                wt[w] = i_wt[q]
-                w += 1
-                q += 1
-            else:
-                if p < d_own.shape[0] and d_own[p] == v and d_nbr[p] == old[i]:
-                    p += 1
-                else:
-                    idx[w] = old[i]
-                    wt[w] = oldw[i]
-                    w += 1
-                i += 1
-        deg[v] = w - target
-    return end, garbage
+    return gapped_csr.update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr, wt, i_wt)
 
 
 @njit(cache=True, nogil=True)
