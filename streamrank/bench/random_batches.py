@@ -313,7 +313,9 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             report.setdefault("profile", {})[f"{frac:g}"] = profile
             log(f"fraction {frac:g}: profiled batch (stages synchronized): "
                 + ", ".join(f"{k} {v:.3f} ms" for k, v in profile.items()))
-        log(f"fraction {frac:g} (batch of {size} edges) done")
+        log(f"fraction {frac:g} (batch of {size} edges) done: " + "; ".join(
+            f"{r['algorithm']} {r['total_ms_median']:.2f} ms (graph {r['graph_ms_median']:.2f}), L1 {r['l1_error']:.2e}"
+            for r in rows[-len(names + extra + skipped):] if "note" not in r))
     report["rows"] = rows
     x_rank = x.get("auto", x.get("dfp", next(iter(x.values())))) if rows else res0.x
     report["memory"] = _memory_report(graph, track, load, rank, x_rank)  # printed by report.format_report
