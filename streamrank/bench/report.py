@@ -73,7 +73,7 @@ def plot_report(report: dict, path: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = report.get("rows", [])
+    rows = [r for r in report.get("rows", []) if "note" not in r]  # baselines that did not run
     if not rows:
         raise InvalidArgumentError("nothing to plot: the report has no rows")
     algos = list(dict.fromkeys(r["algorithm"] for r in rows))

@@ -85,7 +85,7 @@ def _kernels(cp):
     """The build's elementwise kernels (CuPy compiles and caches them on first use)."""
     if getattr(cp, "__name__", "") == "numpy":
         return _host_kernels()
-    if not _KERNELS:
+    if "pack" not in _KERNELS:  # (max_id adds its own entry)
         ek = cp.ElementwiseKernel
         _KERNELS["pack"] = ek("int64 s, int64 d", "int64 k", "k = (s << 32) | d", "streamrank_pack")
         _KERNELS["count_first"] = ek(
