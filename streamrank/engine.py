@@ -231,10 +231,8 @@ class Engine:
         integers or strings. ``vertices`` (external ids) are created first, in their order, edges
         or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
 
-        On the GPU, an engine without vertices given only insertions of dense integer ids (all
-        below ``4 |E| + 2**20``, string ids' codes included) loads them through the bounded build
-        (:mod:`streamrank.store.gpu_build`): the load peaks at the final store plus 16 bytes per
-        edge, checked with the ranks' memory before the store is allocated.
+        On the GPU, a first load of insertions of dense integer ids (string ids' codes included)
+        takes the bounded build (:mod:`streamrank.store.gpu_build`, docs/architecture.md).
 
         Raises
         ------
@@ -259,10 +257,8 @@ class Engine:
         return self.recompute()
 
     def _bulk_load(self, batch: EdgeBatch) -> bool:
-        """Load ``batch`` (ids encoded) into an empty GPU store through the bounded build
-        (:mod:`streamrank.store.gpu_build`: the final store plus 16 bytes per edge at the peak,
-        the rank update's memory checked with it) when it is all insertions of dense integer ids;
-        False (nothing done) otherwise, and the batch is applied as any other."""
+        """:meth:`GpuGraph.load_into_empty` of ``batch`` (ids encoded) when it is all insertions
+        into an empty GPU store, the rank update's memory checked with it; False: not taken."""
         if not self.backend.is_gpu or batch.weight is not None or len(batch) == 0 or self.graph.num_vertices:
             return False
         xp = self.backend.xp

@@ -16,11 +16,17 @@ Baselines measured in the same run:
   ranks: what a CuPy user would write. Once on the base graph, also from scratch to an L1 change
   of 1e-6 (the setting of the reference figure);
 - ``cugraph``: rebuild the pylibcugraph graph, then PageRank warm-started from the previous ranks,
-  where cuGraph is installed ("not installed" otherwise).
+  where cuGraph is installed.
+
+A baseline that cannot run (cuGraph not installed, or a graph too big for it beside the engine's
+on this GPU: :func:`~streamrank.bench.baselines.baseline_fits`) gets a row per fraction saying why.
+R-MAT graphs come from :func:`~streamrank.bench.rmat_keys.rmat_keys` (bounded memory) and load
+through :meth:`GpuGraph.from_keys`; the load's peak is reported against its stated bound.
 
 L1 error is measured after the last batch of each fraction against an oracle: cuGraph where
 installed, else a float64 cuSPARSE power iteration to an L1 change of 1e-13 on the GPU (an
-implementation independent of the engine's kernels), else SciPy on the CPU.
+implementation independent of the engine's kernels) where its matrix fits, else the same iteration
+over the store's in-lists (:mod:`streamrank.oracle.gpu_spmv`), else SciPy on the CPU.
 """
 
 from __future__ import annotations
