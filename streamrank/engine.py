@@ -230,14 +230,43 @@ class Engine:
         (weighted engines only) per-edge weights, as for :meth:`EdgeBatch.from_arrays`; ids are
         integers or strings. ``vertices`` (external ids) are created first, in their order, edges
         or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
+
+        On the GPU, a first load of insertions of dense integer ids (string ids' codes included)
+        takes the bounded build (:mod:`streamrank.store.gpu_build`, docs/architecture.md).
+
+        Raises
+        ------
+        GraphCapacityError
+            When the edges or their ranks do not fit: the graph and the string-id dictionary stay
+            as they were.
         """
         if vertices is not None:
             self.add_vertices(vertices)
         batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight, xp=self.backend.xp,
                                       max_id_bytes=self.max_id_bytes)
         self._check_weights(batch)
-        self.graph.apply(self._encode(batch), **self._headroom())
+        known = len(self.string_ids) if self.string_ids is not None else 0
+        try:
+            encoded = self._encode(batch)
+            if not self._bulk_load(encoded):
+                self.graph.apply(encoded, **self._headroom())
+        except GraphCapacityError:
+            if self.string_ids is not None:
+                self.string_ids.truncate(known)  # the refused edges' new ids get no codes
+            raise
         return self.recompute()
+
+    def _bulk_load(self, batch: EdgeBatch) -> bool:
+        """:meth:`GpuGraph.load_into_empty` of ``batch`` (ids encoded) when it is all insertions
+        into an empty GPU store, the rank update's memory checked with it; False: not taken."""
+        if not self.backend.is_gpu or batch.weight is not None or len(batch) == 0 or self.graph.num_vertices:
+            return False
+        xp = self.backend.xp
+        batch = batch.to(xp)
+        if not bool(batch.insert.all()):  # sync: deletions keep the batch's arrival-order semantics
+            return False
+        rank, graph, dtype = self._rank, self.graph, self.config.dtype
+        return graph.load_into_empty(batch.src, batch.dst, headroom=lambda n: rank.rank_headroom(graph, n, dtype))
 
     def _headroom(self) -> dict:
         """``graph.apply``'s keyword that checks the rank update's device memory with the batch's

@@ -43,6 +43,9 @@ def _run(tmp_path, device, capsys):
     algos = {r["algorithm"] for r in doc["rows"]}
     assert {"static", "nd", "dt", "df", "dfp"} <= algos
     for r in doc["rows"]:
+        if "note" in r:  # a baseline that did not run says why
+            assert r["algorithm"] in ("cusparse", "cugraph") and r["note"], r
+            continue
         assert r["total_ms_median"] > 0 and r["l1_error"] < 1e-4, r
     assert png.read_bytes()[:4] == b"\x89PNG"
     return doc
@@ -57,5 +60,25 @@ def test_bench_cpu(tmp_path, capsys):
 def test_bench_gpu(tmp_path, capsys):
     doc = _run(tmp_path, "gpu", capsys)
     assert doc["backend"] == "gpu" and doc["cugraph"] in ("installed", "not installed")
-    assert any(r["algorithm"] == "cusparse" for r in doc["rows"])
+    assert any(r["algorithm"] == "cusparse" and "note" not in r for r in doc["rows"])
+    if doc["cugraph"] != "installed":  # cuGraph's row says so instead of being left out
+        assert any(r["algorithm"] == "cugraph" and r["note"] == doc["cugraph"] for r in doc["rows"])
+    mem = doc["memory"]
+    assert "load_within_bound" in mem and mem["load_bound_bytes"] > mem["store_bytes"]
     assert "profile" in doc
+
+
+def test_baselines_say_why_they_cannot_load_a_graph():
+    from types import SimpleNamespace
+
+    from streamrank.bench.baselines import CUSPARSE_BYTES_PER_EDGE, baseline_fits
+
+    big = SimpleNamespace(num_edges=2**31 - 2**20, num_vertices=2**27)
+    assert "int32" in baseline_fits("cusparse", big, available=2**50, self_loops=True)
+    assert baseline_fits("cusparse", big, available=2**50) is None
+    g = SimpleNamespace(num_edges=10**9, num_vertices=10**7)
+    need = CUSPARSE_BYTES_PER_EDGE * (10**9 + 10**7)
+    assert baseline_fits("cusparse", g, available=need, self_loops=True) is None
+    assert "cannot load on this GPU" in baseline_fits("cusparse", g, available=need - 1, self_loops=True)
+    assert "cannot load on this GPU" in baseline_fits("cugraph", g, available=2**30)
+    assert baseline_fits("cugraph", g, available=2**40) is None

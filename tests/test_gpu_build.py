@@ -94,3 +94,81 @@ def test_bounded_build_on_the_device_equals_the_general_path(cp, seed, n_ids, m)
     for x, y in zip(a.edges(), b.edges()):
         assert np.array_equal(x.get(), y.get())
     assert np.array_equal(a.in_degree.get(), b.in_degree.get())
+
+
+def test_max_id_of_packed_keys_on_the_host():
+    keys = np.array([(3 << 32) | 70, (9 << 32) | 2], dtype=np.int64)
+    assert gb.max_id(np, keys) == 70 and gb.max_id(np, keys[:0]) == -1
+    assert gb.max_id(np, np.array([-5], dtype=np.int64)) < 0
+
+
+def sparse_ids(seed=7, k=200, m=20000):
+    """``k`` vertices with ids spread below 2**20 (dense enough for the bounded build)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(1 << 20, k, replace=False).astype(np.int64)
+    return ids[rng.integers(0, k, m)], ids[rng.integers(0, k, m)]
+
+
+@pytest.mark.gpu
+def test_the_load_checks_the_store_it_will_really_hold(cp):
+    """The build's check counts the vertices and slots it lays out: a limit of the built store's
+    bytes (plus the empty store's, which it replaces) admits it, one byte less refuses it; the
+    former estimate (every id of the range, at most 2 |E| vertices) would have refused it."""
+    from streamrank.errors import GraphCapacityError
+    from streamrank.store.gpu import FastUpdate, GpuGraph
+
+    s, d = sparse_ids()
+    off = FastUpdate(enabled=False)  # no room reserved after the build: nbytes is the build's
+    g = GpuGraph.from_edges(s, d, fast_update=off)
+    empty = GpuGraph(fast_update=off).nbytes
+    assert gb.max_id(cp, gb.packed_keys(cp, cp.asarray(s), cp.asarray(d))) == int(max(s.max(), d.max()))
+    GpuGraph.from_edges(s, d, fast_update=off, max_bytes=g.nbytes + empty)
+    with pytest.raises(GraphCapacityError):
+        GpuGraph.from_edges(s, d, fast_update=off, max_bytes=g.nbytes - 1)
+    e = int(g.num_edges)
+    n_most = min(int(max(s.max(), d.max())) + 1, 2 * s.shape[0])
+    assert gb.store_bytes(n_most, e) > g.nbytes + empty
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("string_ids", [False, True])
+def test_engine_load_takes_the_bounded_build_and_ranks_as_the_cpu(cp, string_ids):
+    from streamrank import Engine, RankConfig
+
+    s, d = edges(5, 3000, 30000)
+    if string_ids:
+        s, d = np.array([f"v{v}" for v in s], dtype=object), np.array([f"v{v}" for v in d], dtype=object)
+    cfg = RankConfig(tol=1e-12)
+    gpu, cpu = Engine("gpu", "static", config=cfg), Engine("cpu", "static", config=cfg)
+    def not_as_a_batch(*args, **kwargs):
+        raise AssertionError("the first load of dense ids goes through the bounded build")
+
+    gpu.graph.apply = not_as_a_batch
+    gpu.load_edges(s, d)
+    del gpu.graph.apply
+    cpu.load_edges(s, d)
+    assert gpu.graph.version == 1
+    ea, pa = gpu.ranks()
+    eb, pb = cpu.ranks()
+    assert np.array_equal(ea, eb) and np.abs(pa - pb).sum() < 1e-9
+    # a load with deletions keeps arrival-order semantics (applied as a batch)
+    other = Engine("gpu", "static", config=cfg)
+    ins = np.ones(len(s), dtype=bool)
+    ins[5] = False
+    other.load_edges(s, d, ins)
+    assert other.graph.num_edges <= gpu.graph.num_edges
+
+
+@pytest.mark.gpu
+def test_engine_load_refused_by_the_limit_leaves_the_engine_empty(cp):
+    from streamrank import Engine
+    from streamrank.errors import GraphCapacityError
+
+    s, d = edges(6, 3000, 30000)
+    eng = Engine("gpu", "static", max_graph_bytes=1 << 16)
+    with pytest.raises(GraphCapacityError):
+        eng.load_edges(s, d)
+    assert eng.num_vertices == 0 and eng.graph.num_edges == 0
+    eng.max_graph_bytes = None
+    eng.load_edges(s, d)
+    assert eng.graph.num_edges == np.unique((s << 32) | d).shape[0]

@@ -51,6 +51,31 @@ class CusparsePower:
         return p, it
 
 
+#: Device bytes per edge of rebuilding the cuSPARSE matrix from the edge list beside the store
+#: (the edge list's int64 pairs and their sort, the weights, the COO-to-CSR conversion's copies).
+CUSPARSE_BYTES_PER_EDGE = 64
+#: Device bytes per edge of cuGraph's graph built from the edge list (int64 pairs, float64
+#: weights, its own CSR).
+CUGRAPH_BYTES_PER_EDGE = 48
+#: cuSPARSE's CSR (``cupyx.scipy.sparse``) indexes with int32.
+CUSPARSE_MAX_NNZ = 2**31 - 1
+
+
+def baseline_fits(name: str, graph, *, available: int, self_loops: bool = False) -> str | None:
+    """None when the baseline ``name`` (``"cusparse"`` or ``"cugraph"``) can load ``graph`` on
+    this GPU, else why not (for the bench's baseline row): its index type, or its estimated
+    bytes against ``available`` (free device memory); ``self_loops``: a loop is added to every
+    vertex (``dangling="self-loop"``)."""
+    e = int(graph.num_edges) + (int(graph.num_vertices) if self_loops else 0)
+    if name == "cusparse" and e > CUSPARSE_MAX_NNZ:
+        return f"cannot load: {e:,} nonzeros past cuSPARSE's int32 CSR"
+    need = (CUSPARSE_BYTES_PER_EDGE if name == "cusparse" else CUGRAPH_BYTES_PER_EDGE) * e
+    if need > int(available):
+        return (f"cannot load on this GPU: ~{need / 2**30:.0f} GiB to build its graph beside the engine's, "
+                f"{int(available) / 2**30:.0f} GiB free")
+    return None
+
+
 def gpu_oracle(graph, *, alpha: float, dangling: str):
     """float64 cuSPARSE power iteration to an L1 change below 1e-13, as a host array."""
     p, _ = CusparsePower(graph, alpha=alpha, dangling=dangling, dtype="float64").run(
@@ -58,19 +83,23 @@ def gpu_oracle(graph, *, alpha: float, dangling: str):
     return p.get()
 
 
-def oracle_fn(backend, cfg, *, cugraph: bool):
+def oracle_fn(backend, cfg, *, cugraph: bool, cusparse: bool = True):
     """The benches' float64 oracle as ``(graph -> host ranks, name)``: cuGraph where ``cugraph``,
-    else a cuSPARSE power iteration on the GPU, else SciPy."""
+    else on the GPU a cuSPARSE power iteration where ``cusparse`` (its matrix fits), else the
+    same iteration over the store's own in-lists (:mod:`streamrank.oracle.gpu_spmv`), else SciPy."""
     if cugraph:
         from ..oracle.cugraph_static import cugraph_pagerank
 
         return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
-    if backend.is_gpu:
+    if backend.is_gpu and cusparse:
         return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
+    if backend.is_gpu:
+        from ..oracle.gpu_spmv import store_pagerank
+
+        return lambda g: store_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "store-spmv-float64"
     from ..oracle.static import oracle_pagerank
 
     return lambda g: oracle_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
-
 
 
 def baseline_step(name, graph, p_prev, cfg, backend):

@@ -42,8 +42,20 @@ def load_base_edges(spec: dict, *, xp, seed: int):
     return xp.asarray(src), xp.asarray(dst)
 
 
+def load_base_keys(spec: dict, *, xp, seed: int):
+    """R-MAT base edges as sorted distinct keys ``src << 32 | dst`` (int64, on ``xp``), generated
+    in bounded memory (:func:`streamrank.bench.rmat_keys.rmat_keys`)."""
+    from .rmat_keys import rmat_keys
+
+    return rmat_keys(spec["scale"], spec["edge_factor"], seed=seed, xp=xp)
+
+
 class BatchMaker:
-    """Random batches: 80% insertions of random edges, 20% deletions of random base edges."""
+    """Random batches: 80% insertions of random edges, 20% deletions of random base edges.
+
+    ``base_src`` is the base graph's sources and ``base_dst`` its targets, or ``base_src`` its
+    packed keys ``src << 32 | dst`` and ``base_dst`` None (8 bytes per base edge instead of 16).
+    """
 
     def __init__(self, graph, base_src, base_dst, *, xp, seed: int):
         self.xp = xp
@@ -60,10 +72,13 @@ class BatchMaker:
         ins_s = ext[self.rs.randint(0, n, n_ins)]
         ins_d = ext[self.rs.randint(0, n, n_ins)]
         pick = self.rs.randint(0, int(self.base_src.shape[0]), n_del)
-        src = xp.concatenate([ins_s, self.base_src[pick]])
-        dst = xp.concatenate([ins_d, self.base_dst[pick]])
+        if self.base_dst is None:
+            keys = self.base_src[pick]
+            del_s, del_d = keys >> 32, keys & 0xFFFFFFFF
+        else:
+            del_s, del_d = self.base_src[pick], self.base_dst[pick]
+        src = xp.concatenate([ins_s, del_s])
+        dst = xp.concatenate([ins_d, del_d])
         op = xp.concatenate([xp.ones(n_ins, dtype=bool), xp.zeros(n_del, dtype=bool)])
         perm = self.rs.permutation(size)
         return EdgeBatch(src[perm].astype(xp.int64), dst[perm].astype(xp.int64), op[perm])
-
-

@@ -16,11 +16,17 @@ Baselines measured in the same run:
   ranks: what a CuPy user would write. Once on the base graph, also from scratch to an L1 change
   of 1e-6 (the setting of the reference figure);
 - ``cugraph``: rebuild the pylibcugraph graph, then PageRank warm-started from the previous ranks,
-  where cuGraph is installed ("not installed" otherwise).
+  where cuGraph is installed.
+
+A baseline that cannot run (cuGraph not installed, or a graph too big for it beside the engine's
+on this GPU: :func:`~streamrank.bench.baselines.baseline_fits`) gets a row per fraction saying why.
+R-MAT graphs come from :func:`~streamrank.bench.rmat_keys.rmat_keys` (bounded memory) and load
+through :meth:`GpuGraph.from_keys`; the load's peak is reported against its stated bound.
 
 L1 error is measured after the last batch of each fraction against an oracle: cuGraph where
 installed, else a float64 cuSPARSE power iteration to an L1 change of 1e-13 on the GPU (an
-implementation independent of the engine's kernels), else SciPy on the CPU.
+implementation independent of the engine's kernels) where its matrix fits, else the same iteration
+over the store's in-lists (:mod:`streamrank.oracle.gpu_spmv`), else SciPy on the CPU.
 """
 
 from __future__ import annotations
@@ -37,8 +43,8 @@ from ..store.memory import DeviceMemoryTracker, PoolPeak, out_of_memory, set_dev
 from ..errors import InvalidArgumentError
 from ..oracle.metrics import l1_error
 from ..rank.published import published_ranks
-from .baselines import CusparsePower, baseline_step, oracle_fn
-from .inputs import BatchMaker, load_base_edges, parse_graph_spec
+from .baselines import CusparsePower, baseline_fits, baseline_step, oracle_fn
+from .inputs import BatchMaker, load_base_edges, load_base_keys, parse_graph_spec
 
 DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
 
@@ -54,6 +60,38 @@ class BenchOptions:
     config: RankConfig = field(default_factory=RankConfig)
     baselines: bool = True
     gpu_memory_limit: object = None  # bytes or text ("40G"); None: STREAMRANK_GPU_MEMORY_LIMIT
+
+
+def _available(xp) -> int:
+    from ..store.memory import read_device_memory
+
+    return read_device_memory(xp).available
+
+
+def baseline_status(backend, graph, *, baselines: bool, cugraph_installed: bool, self_loops: bool = False) -> dict:
+    """Per baseline (``"cusparse"``, ``"cugraph"``) None when it runs, else why not: not asked
+    (``--no-baselines``), not on the GPU, cuGraph not installed, or the graph too big for it on
+    this GPU (:func:`~streamrank.bench.baselines.baseline_fits`)."""
+    if not backend.is_gpu:
+        return {}
+    if not baselines:
+        return {"cusparse": "not run (--no-baselines)", "cugraph": "not run (--no-baselines)"}
+    free = _available(backend.xp)
+    return {"cusparse": baseline_fits("cusparse", graph, available=free, self_loops=self_loops),
+            "cugraph": (baseline_fits("cugraph", graph, available=free, self_loops=self_loops)
+                        if cugraph_installed else "not installed")}
+
+
+def load_bound_bytes(graph, input_edges: int, spec: dict) -> int:
+    """The stated bound of the load's peak over its input (docs/architecture.md): the final
+    store, the build's keys and their sort's buffer (16 bytes per input edge), and the id plan's
+    per-id and per-vertex arrays (:mod:`streamrank.store.gpu_build`)."""
+    from ..store import gpu_build
+
+    hi = (1 << spec["scale"]) - 1 if spec.get("kind") == "rmat" else 2 * int(input_edges)
+    per_vertex = gpu_build.BUILD_BYTES_PER_VERTEX * (int(graph.num_vertices) + 1)
+    return (int(graph.nbytes) + gpu_build.WORK_BYTES_PER_EDGE * int(input_edges)
+            + max(gpu_build.plan_work_bytes(hi, input_edges), per_vertex))
 
 
 def _stats(values) -> tuple:
@@ -97,36 +135,54 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     spec = parse_graph_spec(opts.graph)
     report = {"graph": dict(spec), "device": device_name(backend), "backend": backend.name,
               "config": cfg.to_dict(), "batches": int(opts.batches), "seed": int(opts.seed)}
-    use_cugraph = backend.is_gpu and cugraph_available() and opts.baselines
-    report["cugraph"] = "installed" if use_cugraph else "not installed"
 
+    rmat = spec["kind"] == "rmat"
     t = time.perf_counter()
     with PoolPeak(xp) as gen_peak:
-        try:
-            base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
-        except MemoryError as exc:  # the generator's arrays (R-MAT: about 40 bytes per drawn edge)
+        try:  # R-MAT: sorted distinct packed keys, generated in bounded pieces (bench/rmat_keys.py)
+            if rmat:
+                base_src, base_dst = load_base_keys(spec, xp=xp, seed=opts.seed), None
+            else:
+                base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
+        except MemoryError as exc:
             raise out_of_memory(exc, xp=xp, what=f"generating the edges of {spec['name']}",
                                 changed="no graph was built") from exc
     backend.synchronize()
     report["graph"]["generate_s"] = time.perf_counter() - t
     t = time.perf_counter()
     with PoolPeak(xp) as load_peak:  # every allocation of the build, the sorts' buffers included
-        graph = Graph.from_edges(base_src, base_dst)
+        if rmat and backend.is_gpu:  # the build consumes its keys: the bench keeps its own for the batches
+            graph = Graph.from_keys(base_src.copy(), id_bound=1 << spec["scale"])
+        elif rmat:
+            graph = Graph.from_edges(base_src >> 32, base_src & 0xFFFFFFFF)
+        else:
+            graph = Graph.from_edges(base_src, base_dst)
         backend.synchronize()
     report["graph"].update(vertices=graph.num_vertices, edges=graph.num_edges,
                            build_s=time.perf_counter() - t)
     load = {"generate_peak_pool_bytes": gen_peak.bytes, "load_peak_pool_bytes": load_peak.bytes,
             "load_start_pool_bytes": load_peak.start_bytes}
+    if backend.is_gpu:
+        load["load_bound_bytes"] = load_bound_bytes(graph, int(base_src.shape[0]), spec)
     # Device memory: the store's own arrays, and the peak over the engine's stages (sampled after
-    # the build and after every rank update; the bench's base edge arrays, 16 B per edge, and one
-    # rank vector per algorithm are live then too).
+    # the build and after every rank update; the bench's base edges, 8 B per edge for R-MAT, and
+    # one rank vector per algorithm are live then too).
     track = DeviceMemoryTracker(backend)
     track.sample("store built")
     log(f"graph {spec['name']}: {graph.num_vertices} vertices, {graph.num_edges} edges "
         f"(generated in {report['graph']['generate_s']:.2f} s, stored in {report['graph']['build_s']:.2f} s) "
         f"on {report['device']}")
 
-    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=use_cugraph)
+    # baselines that cannot load this graph on this GPU say so in their rows
+    self_loops = cfg.dangling == "self-loop"
+    status = baseline_status(backend, graph, baselines=opts.baselines, cugraph_installed=cugraph_available(),
+                             self_loops=self_loops)
+    use_cugraph = status.get("cugraph") is None and backend.is_gpu
+    report["cugraph"] = "installed" if use_cugraph else status.get("cugraph", "not installed")
+    report["baseline_status"] = {k: v for k, v in status.items() if v is not None}
+    cusparse_fits = backend.is_gpu and baseline_fits("cusparse", graph, available=_available(xp),
+                                                     self_loops=self_loops) is None
+    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=use_cugraph, cusparse=cusparse_fits)
 
     # ---- static on the base graph: the engine's, then cuSPARSE at the same criterion and at L1 1e-6
     rank.static_pagerank(graph, config=cfg)  # warm-up (pools, first-use compilation)
@@ -141,7 +197,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     report["static"] = static
     log(f"static {cfg.dtype}: {static['ms']:.2f} ms, {static['iterations']} iterations, "
         f"L1 error {static['l1_error']:.2e} (oracle {oracle_name})")
-    if backend.is_gpu and opts.baselines:
+    if backend.is_gpu and status.get("cusparse") is None:
         t = time.perf_counter()
         power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype=cfg.dtype)
         backend.synchronize()
@@ -178,7 +234,9 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     maker = BatchMaker(graph, base_src, base_dst, xp=xp, seed=opts.seed + 1)
     rows = []
     names = list(opts.algorithms)
-    extra = (["cusparse"] if backend.is_gpu and opts.baselines else []) + (["cugraph"] if use_cugraph else [])
+    extra = (["cusparse"] if backend.is_gpu and status.get("cusparse") is None else []) + \
+        (["cugraph"] if use_cugraph else [])
+    skipped = [b for b in ("cusparse", "cugraph") if status.get(b) is not None]
     for frac in opts.fractions:
         size = max(1, int(round(float(frac) * graph.num_edges)))
         start = res0 if not rows else rank.static_pagerank(graph, config=cfg)  # graph moved on: untimed
@@ -245,18 +303,25 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                 "l1_error": l1_error(p_final, ref),
                 "ran": {k: r["ran"].count(k) for k in sorted(set(r["ran"]))},
             })
-        for row in rows[-len(names + extra):]:
+        for b in skipped:  # the baseline's row says why it did not run
+            rows.append({"fraction": float(frac), "batch_size": size, "algorithm": b, "note": status[b]})
+        for row in rows[-len(names + extra + skipped):]:
+            if "note" in row:
+                continue
             a = row["algorithm"]
             row["speedup_vs_static"] = totals["static"] / totals[a] if "static" in totals else float("nan")
             row["speedup_vs_cusparse"] = totals["cusparse"] / totals[a] if "cusparse" in totals else float("nan")
-            row["speedup_vs_cugraph"] = (totals["cugraph"] / totals[a]) if "cugraph" in totals else "not installed"
+            row["speedup_vs_cugraph"] = (totals["cugraph"] / totals[a]) if "cugraph" in totals else \
+                (status.get("cugraph") and "-")
         # One more batch, after the errors were taken: every stage synchronized and timed.
         profile = _profile_batch(graph, rank, maker, size, x, cfg, backend) if backend.is_gpu else None
         if profile:
             report.setdefault("profile", {})[f"{frac:g}"] = profile
             log(f"fraction {frac:g}: profiled batch (stages synchronized): "
                 + ", ".join(f"{k} {v:.3f} ms" for k, v in profile.items()))
-        log(f"fraction {frac:g} (batch of {size} edges) done")
+        log(f"fraction {frac:g} (batch of {size} edges) done: " + "; ".join(
+            f"{r['algorithm']} {r['total_ms_median']:.2f} ms (graph {r['graph_ms_median']:.2f}), L1 {r['l1_error']:.2e}"
+            for r in rows[-len(names + extra + skipped):] if "note" not in r))
     report["rows"] = rows
     x_rank = x.get("auto", x.get("dfp", next(iter(x.values())))) if rows else res0.x
     report["memory"] = _memory_report(graph, track, load, rank, x_rank)  # printed by report.format_report
@@ -280,6 +345,9 @@ def _memory_report(graph, track, load: dict, rank, x) -> dict:
     # the build's own working set: its peak over what was live before it (the bench's edge arrays)
     peak, start = load.get("load_peak_pool_bytes"), load.get("load_start_pool_bytes")
     out["load_peak_bytes_per_edge"] = (peak - start) / e if peak is not None else None
+    bound = load.get("load_bound_bytes")
+    if bound is not None and peak is not None:
+        out["load_within_bound"] = bool(peak - start <= bound)
     return out
 
 

@@ -15,7 +15,7 @@ TABLE_COLUMNS = [
     ("total_ms_median", "total med"), ("total_ms_p95", "total p95"),
     ("iterations_median", "iters"), ("affected_median", "affected"),
     ("l1_error", "L1 err"), ("speedup_vs_static", "x static"), ("speedup_vs_cusparse", "x cusparse"),
-    ("speedup_vs_cugraph", "x cugraph"),
+    ("speedup_vs_cugraph", "x cugraph"), ("note", "note"),
 ]
 
 SWEEP_COLUMNS = [("variant", "sweep"), ("ms_per_sweep", "ms"), ("bytes_per_sweep", "bytes"),
@@ -51,6 +51,13 @@ def format_report(report: dict) -> str:
                      f"arrays ({mem['load_start_pool_bytes'] / 2**20:.0f} MiB of them the bench's edge arrays; "
                      f"the build's own {mem['load_peak_bytes_per_edge']:.1f} B/edge, the store included); "
                      f"generating the edges: peak {mem['generate_peak_pool_bytes'] / 2**20:.0f} MiB")
+    if mem.get("load_bound_bytes") is not None:
+        lines.append(f"load bound (store + 16 B per input edge + the id plan's table): "
+                     f"{mem['load_bound_bytes'] / 2**20:.0f} MiB; the load's peak over its input "
+                     f"{(mem['load_peak_pool_bytes'] - mem['load_start_pool_bytes']) / 2**20:.0f} MiB: "
+                     f"{'within' if mem.get('load_within_bound') else 'PAST'} the bound")
+    for name, why in (report.get("baseline_status") or {}).items():
+        lines.append(f"{name}: {why}")
     sw = report.get("sweeps")
     if sw:
         lines.append(f"one full sweep ({sw['sweeps_timed']} timed per run; device copy {sw['copy_gb_s']:.0f} GB/s):")
@@ -66,7 +73,7 @@ def plot_report(report: dict, path: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = report.get("rows", [])
+    rows = [r for r in report.get("rows", []) if "note" not in r]  # baselines that did not run
     if not rows:
         raise InvalidArgumentError("nothing to plot: the report has no rows")
     algos = list(dict.fromkeys(r["algorithm"] for r in rows))

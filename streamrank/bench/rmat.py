@@ -5,7 +5,9 @@ probabilities ``a, b, c, d = 1 - a - b - c`` (default 0.57, 0.19, 0.19, 0.05, th
 setting). The generator draws ``edge_factor * 2**scale`` edges, relabels vertices with a random
 permutation (so that high-degree vertices are not clustered at small ids), then removes
 self-loops and duplicate edges. With ``xp=cupy`` everything runs on the device: at scale 24
-(268 M drawn edges) the peak is about 10 GB of device memory.
+(268 M drawn edges) the peak is about 10 GB of device memory (41 bytes per drawn edge); the
+benchmarks use :func:`streamrank.bench.rmat_keys.rmat_keys`, the same distribution generated in
+bounded memory.
 """
 
 from __future__ import annotations

@@ -33,7 +33,6 @@ import numpy as np
 
 from ..batch import EdgeBatch
 from .changes import AppliedChanges, SectionChanges
-from . import gpu_build
 from .memory import check_max_bytes, is_out_of_memory, mib, out_of_memory
 from ..errors import InvalidArgumentError
 from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
@@ -41,21 +40,14 @@ from .gpu_fast import FastUpdate, FastUpdater, PendingFast
 
 from .gpu_lists import MASK32 as _MASK32
 from .gpu_lists import MAX_VERTICES, Direction, update_kernel
+from .gpu_load import BulkLoading
 from .gpu_room import RoomKeeping
 from .gpu_slow import apply_slow
 from ..ids.gpu import GpuIdMap
-from .normalize import collapse_last_op
-
-
-def _build_bytes(n: int, e: int) -> int:
-    """Upper bound of the device bytes a build of ``n`` vertices and ``e`` distinct edges
-    allocates (:mod:`streamrank.store.gpu_build`): the store's arrays and the packed keys with
-    the sort's buffer."""
-    return gpu_build.store_bytes(n, e) + gpu_build.WORK_BYTES_PER_EDGE * int(e)
 
 
 # ---------------------------------------------------------------------- the store
-class GpuGraph(RoomKeeping):
+class GpuGraph(BulkLoading, RoomKeeping):
     """Dynamic directed graph (set semantics, self-loops allowed) on the device.
 
     Same contract as :class:`streamrank.store.cpu.CpuGraph` (docs/architecture.md); arrays are
@@ -163,76 +155,6 @@ class GpuGraph(RoomKeeping):
             raise out_of_memory(exc, xp=cp, what=f"building a graph of {len(src):,} edges", held=g.nbytes,
                                 changed="no graph was built") from exc
         return g
-
-    def _from_edges(self, s, d, *, dense: bool = True) -> None:
-        """Fill an empty store with the edges ``s -> d`` (external ids, device); ``dense=False``
-        takes the general path whatever the ids (the reference the bounded build is tested against)."""
-        cp = self.xp
-        e_in = int(s.shape[0])
-        if e_in == 0:
-            return
-        hi_id = int(cp.maximum(s.max(), d.max()).get())  # sync: chooses the path
-        if dense and gpu_build.dense_ids(hi_id, e_in):
-            self._from_dense_edges(s, d, hi_id)
-            return
-        # Sorted distinct pairs, as collapse_last_op would leave them (all ops are insertions).
-        # Packing into one key needs ids below 2**31; otherwise sort by (src, dst) with lexsort.
-        if hi_id < 2**31:
-            keys = cp.unique((s << 32) | d)
-            s, d = keys >> 32, keys & _MASK32
-            del keys
-        else:
-            s, d, _, _ = collapse_last_op(cp, s, d, cp.ones(s.shape, dtype=bool))
-        both = cp.empty(2 * s.shape[0], dtype=cp.int64)
-        both[0::2], both[1::2] = s, d
-        plan = self.ids.plan_add(both)
-        del both
-        n, e = plan.count, int(s.shape[0])
-        self._check(self.ids.growth_bytes(n) + _build_bytes(n, e),
-                    f"building a graph of {n:,} vertices and {e:,} edges")
-        self.ids.commit_add(plan)
-        self._build(plan.internal[0::2], plan.internal[1::2], checked=True)
-
-    def _from_dense_edges(self, s, d, hi_id: int) -> None:
-        """:meth:`_from_edges` for ids in ``[0, hi_id]``, a dense range: the bounded build of
-        :mod:`streamrank.store.gpu_build`, its memory checked before the first allocation."""
-        cp = self.xp
-        e_in = int(s.shape[0])
-        what = f"loading a graph of {e_in:,} edges (ids below {hi_id + 1:,})"
-        n_most = min(hi_id + 1, 2 * e_in)
-        self._check(self.ids.growth_bytes(n_most) + gpu_build.store_bytes(n_most, e_in), what,
-                    scratch=gpu_build.load_work_bytes(hi_id, e_in, dedup=False))
-        keys = gpu_build.packed_keys(cp, s, d)
-        if not gpu_build.sorted_distinct(cp, keys):
-            self._check(0, what, scratch=gpu_build.load_work_bytes(hi_id, e_in, dedup=True) + keys.nbytes)
-            keys = gpu_build.distinct_sorted(cp, keys)
-        plan, to_internal = gpu_build.dense_plan(cp, keys, hi_id)
-        n, e = plan.count, int(keys.shape[0])
-        if n > MAX_VERTICES:
-            raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
-        gpu_build.to_internal_keys(cp, keys, to_internal)
-        del to_internal
-        self.ids.commit_add(plan)
-        self._build_keys(keys, n)
-
-    def _build(self, s, d, *, checked: bool = False) -> None:
-        """Rebuild both directions from distinct internal edges ``s -> d`` (int64, device);
-        ``checked``: the caller has checked the memory (:func:`_build_bytes`)."""
-        n = len(self.ids)
-        if n > MAX_VERTICES:
-            raise InvalidArgumentError(f"the GPU graph store holds at most {MAX_VERTICES} vertices")
-        if not checked:
-            e = int(s.shape[0])
-            self._check(_build_bytes(n, e), f"building a graph of {n:,} vertices and {e:,} edges")
-        self._build_keys(gpu_build.packed_keys(self.xp, s, d), n)
-
-    def _build_keys(self, keys, n: int) -> None:
-        """Both directions from the distinct internal keys ``src << 32 | dst`` (consumed: sorted
-        and rewritten in place)."""
-        self._vcap = n + max(16, n // 4)
-        self._out, self._in = gpu_build.build_both(self.xp, n, self._vcap, keys)
-        self._num_edges = int(keys.shape[0])
-        self._ensure_room()
 
     # ------------------------------------------------------------------ sizes and views
     @property

@@ -39,6 +39,8 @@ DEDUP_BYTES_PER_EDGE = 25
 TABLE_BYTES_PER_ID = 12
 #: Working bytes per vertex of the id plan (ids, keys, order, ranks, numbering).
 PLAN_BYTES_PER_VERTEX = 40
+#: Temporary bytes per vertex of building one direction (degrees, capacities, offsets, starts).
+BUILD_BYTES_PER_VERTEX = 40
 #: Ids below ``DENSE_FACTOR * |E| + DENSE_SLACK`` take the dense id plan.
 DENSE_FACTOR = 4
 DENSE_SLACK = 1 << 20
@@ -68,36 +70,42 @@ def _host_kernels() -> dict:
     def degree(k, deg):
         np.add.at(deg, k >> 32, 1)
 
+    def degree_low(k, deg):
+        np.add.at(deg, k & _M32, 1)
+
     def fill(k, off, start, idx):
         u = k >> 32
         idx[off[u] + np.arange(k.shape[0]) - start[u]] = (k & _M32).astype(np.int32)
 
     return {"pack": pack, "count_first": count_first, "remap": remap, "swap": swap, "degree": degree,
-            "fill": fill}
+            "degree_low": degree_low, "fill": fill}
 
 
 def _kernels(cp):
     """The build's elementwise kernels (CuPy compiles and caches them on first use)."""
     if getattr(cp, "__name__", "") == "numpy":
         return _host_kernels()
-    if not _KERNELS:
+    if "pack" not in _KERNELS:  # (max_id adds its own entry)
         ek = cp.ElementwiseKernel
         _KERNELS["pack"] = ek("int64 s, int64 d", "int64 k", "k = (s << 32) | d", "streamrank_pack")
         _KERNELS["count_first"] = ek(
             "int64 k", "raw int32 count, raw int64 first",
             """long long u = k >> 32, v = k & 0xFFFFFFFFLL;
                atomicAdd(&count[u], 1); atomicAdd(&count[v], 1);
-               atomicMin((unsigned long long*)&first[u], (unsigned long long)(2 * i));
-               atomicMin((unsigned long long*)&first[v], (unsigned long long)(2 * i + 1));""",
+               const long long p = 2 * (long long)i;  // past 2**30 edges 2 * i leaves int32
+               atomicMin((unsigned long long*)&first[u], (unsigned long long)p);
+               atomicMin((unsigned long long*)&first[v], (unsigned long long)(p + 1));""",
             "streamrank_count_first")
         _KERNELS["remap"] = ek(
             "raw int32 to_int", "int64 k",
             "k = ((long long)to_int[k >> 32] << 32) | (long long)to_int[k & 0xFFFFFFFFLL]", "streamrank_remap")
         _KERNELS["swap"] = ek("", "int64 k", "k = ((k & 0xFFFFFFFFLL) << 32) | (k >> 32)", "streamrank_swap")
         _KERNELS["degree"] = ek("int64 k", "raw int32 deg", "atomicAdd(&deg[k >> 32], 1)", "streamrank_degree")
+        _KERNELS["degree_low"] = ek("int64 k", "raw int32 deg", "atomicAdd(&deg[k & 0xFFFFFFFFLL], 1)",
+                                    "streamrank_degree_low")
         _KERNELS["fill"] = ek(
             "int64 k, raw int64 off, raw int64 start", "raw int32 idx",
-            "long long u = k >> 32; idx[off[u] + i - start[u]] = (int)(k & 0xFFFFFFFFLL)", "streamrank_fill")
+            "long long u = k >> 32; idx[off[u] + (long long)i - start[u]] = (int)(k & 0xFFFFFFFFLL)", "streamrank_fill")
     return _KERNELS
 
 
@@ -123,6 +131,28 @@ def load_work_bytes(hi: int, e: int, *, dedup: bool) -> int:
     e, ids = int(e), int(hi) + 1
     work = WORK_BYTES_PER_EDGE * e + TABLE_BYTES_PER_ID * ids + PLAN_BYTES_PER_VERTEX * min(ids, 2 * e)
     return work + (DEDUP_BYTES_PER_EDGE - WORK_BYTES_PER_EDGE) * e * bool(dedup)
+
+
+def plan_work_bytes(hi: int, e: int) -> int:
+    """Temporary bytes of the id plan (:func:`dense_plan`) of ``e`` keys with ids up to ``hi``:
+    the count and first-position table and the plan's per-vertex arrays (at most ``2 e`` vertices)."""
+    ids = int(hi) + 1
+    return TABLE_BYTES_PER_ID * ids + PLAN_BYTES_PER_VERTEX * min(ids, 2 * int(e))
+
+
+def max_id(cp, keys) -> int:
+    """The largest id (source or target) of packed keys ``src << 32 | dst``, by one reduction
+    without temporaries (one sync); -1 for no keys, and a negative key makes it negative."""
+    if keys.shape[0] == 0:
+        return -1
+    if getattr(cp, "__name__", "") == "numpy":
+        lo = int((keys & _M32).max())
+        return -1 if int(keys.min()) < 0 else max(int(keys.max() >> 32), lo)
+    if "max_id" not in _KERNELS:
+        _KERNELS["max_id"] = cp.ReductionKernel(
+            "int64 k", "int64 m", "k < 0 ? -(1LL << 62) : max(k >> 32, k & 0xFFFFFFFFLL)",
+            "(a < 0 || b < 0) ? min(a, b) : max(a, b)", "m = a", "0", "streamrank_max_id")
+    return int(_KERNELS["max_id"](keys))
 
 
 def packed_keys(cp, s, d):
@@ -182,21 +212,59 @@ def to_internal_keys(cp, keys, to_internal) -> None:
         _kernels(cp)["remap"](to_internal, keys)
 
 
-def build_direction(cp, n: int, vcap: int, keys) -> Direction:
+def degrees(cp, keys, n: int) -> tuple:
+    """Out- and in-degrees (int32, ``n`` each) of the distinct internal keys ``u << 32 | t``
+    (any order): one atomic count per edge and direction, no per-edge temporaries."""
+    out = cp.zeros(max(n, 1), dtype=cp.int32)
+    inn = cp.zeros(max(n, 1), dtype=cp.int32)
+    if keys.shape[0]:
+        _kernels(cp)["degree"](keys, out)
+        _kernels(cp)["degree_low"](keys, inn)
+    return out[:n], inn[:n]
+
+
+def direction_end(cp, deg32) -> int:
+    """Slots a direction of degrees ``deg32`` lays out (``deg + 2 + deg / 8`` per vertex; one sync)."""
+    if deg32.shape[0] == 0:
+        return 0
+    deg = deg32.astype(cp.int64)
+    return int((deg + _slack(cp, deg)).sum())
+
+
+def idx_length(end: int) -> int:
+    """Length of a built direction's ``idx``: ``end`` slots and a tail of a quarter, at least 65,536."""
+    return int(end) + max(1 << 16, int(end) // 4)
+
+
+def layout_bytes(vcap: int, ends) -> int:
+    """Bytes of the directions a build lays out: per direction ``vcap`` rows of 16 bytes and
+    :func:`idx_length` slots of 4 bytes (exact, where :func:`store_bytes` bounds them)."""
+    return sum(16 * int(vcap) + 4 * idx_length(end) for end in ends)
+
+
+def build_scratch_bytes(n: int, e: int) -> int:
+    """Temporary bytes of :func:`build_both` beyond the keys: the sort's buffer and the
+    per-vertex temporaries of :func:`build_direction`."""
+    return WORK_BYTES_PER_EDGE // 2 * int(e) + BUILD_BYTES_PER_VERTEX * (int(n) + 1)
+
+
+def build_direction(cp, n: int, vcap: int, keys, deg32=None) -> Direction:
     """A :class:`Direction` of ``n`` vertices (rows for ``vcap``) from the sorted distinct
-    internal keys ``u << 32 | t``, filled by two kernels over the keys (no per-edge temporaries)."""
+    internal keys ``u << 32 | t``, filled by two kernels over the keys (no per-edge temporaries);
+    ``deg32``: the degrees by ``u`` when counted already (:func:`degrees`)."""
     d = Direction(cp, vcap)
     e = int(keys.shape[0])
-    deg32 = cp.zeros(max(n, 1), dtype=cp.int32)
-    if e:
-        _kernels(cp)["degree"](keys, deg32)
+    if deg32 is None:
+        deg32 = cp.zeros(max(n, 1), dtype=cp.int32)
+        if e:
+            _kernels(cp)["degree"](keys, deg32)
     deg = deg32[:n].astype(cp.int64)
     del deg32
     cap = deg + _slack(cp, deg)
     off = _exclusive_cumsum(cp, cap)
     start = _exclusive_cumsum(cp, deg)
     end = int(off[n]) if n else 0  # sync: the host sizes idx
-    d.idx = cp.zeros(end + max(1 << 16, end // 4), dtype=cp.int32)
+    d.idx = cp.zeros(idx_length(end), dtype=cp.int32)
     if e:
         _kernels(cp)["fill"](keys, off, start, d.idx)
     d.off[:n] = off[:n]
@@ -206,12 +274,15 @@ def build_direction(cp, n: int, vcap: int, keys) -> Direction:
     return d
 
 
-def build_both(cp, n: int, vcap: int, keys) -> tuple:
+def build_both(cp, n: int, vcap: int, keys, deg=None) -> tuple:
     """``(out, in)`` directions from the distinct internal keys ``src << 32 | dst`` (any order),
-    which are sorted in place and then turned into ``dst << 32 | src`` in place."""
+    which are sorted in place and then turned into ``dst << 32 | src`` in place; ``deg``: their
+    ``(out, in)`` degrees when counted already (:func:`degrees`)."""
+    deg_out, deg_in = (None, None) if deg is None else deg
     keys.sort()
-    out = build_direction(cp, n, vcap, keys)
+    out = build_direction(cp, n, vcap, keys, deg_out)
+    del deg_out
     if keys.shape[0]:
         _kernels(cp)["swap"](keys)
     keys.sort()
-    return out, build_direction(cp, n, vcap, keys)
+    return out, build_direction(cp, n, vcap, keys, deg_in)
