@@ -58,14 +58,15 @@ def gpu_oracle(graph, *, alpha: float, dangling: str):
     return p.get()
 
 
-def oracle_fn(backend, cfg, *, cugraph: bool):
+def oracle_fn(backend, cfg, *, cugraph: bool, weighted: bool = False):
     """The benches' float64 oracle as ``(graph -> host ranks, name)``: cuGraph where ``cugraph``,
-    else a cuSPARSE power iteration on the GPU, else SciPy."""
+    else a cuSPARSE power iteration on the GPU (unweighted graphs), else SciPy (which takes a
+    weighted store's weights)."""
     if cugraph:
         from ..oracle.cugraph_static import cugraph_pagerank
 
         return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
-    if backend.is_gpu:
+    if backend.is_gpu and not weighted:
         return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
     from ..oracle.static import oracle_pagerank
 
