@@ -42,9 +42,11 @@ def _store_view(graph, ids):
     return edges, outw
 
 
+@pytest.mark.parametrize("planning", ["host", "device"])
 @pytest.mark.parametrize("mode", ["set", "sum"])
-def test_the_gpu_store_follows_the_cpu_store(mode):
+def test_the_gpu_store_follows_the_cpu_store(mode, planning):
     gpu = Engine("gpu", "dfp", weighted=True, multi_edges=mode)
+    gpu.graph.host_planning = planning == "host"
     cpu = Engine("cpu", "dfp", weighted=True, multi_edges=mode)
     for b, (s, d, ins, w) in enumerate(_stream(5, 25, 400, 300)):
         batch = EdgeBatch.from_arrays(s, d, ins, weight=w)

@@ -5,9 +5,10 @@ vertex its out-weight ``W[v]`` (the sum of its out-edges' weights, summed afresh
 for every vertex a batch touches, so it never drifts). Only ``Engine(weighted=True)`` creates
 this store; the unweighted store has no weight array and runs its own code unchanged.
 
-Every batch takes one path (the unweighted store's fused small-batch kernel and its reserved
-room are not used): the batch is sorted by pair and arrival, each pair's stored weight looked
-up (a warp per pair scanning the source's list) and its records folded in arrival order under
+A batch takes one of two paths (the unweighted store's fused small-batch kernel and its reserved
+room are not used): a small host batch is planned on the host with one round trip to the device
+(:mod:`.gpu_weighted_small`), any other on the device. On the device the batch is sorted by pair
+and arrival, each pair's stored weight looked up (a warp per pair scanning the source's list) and its records folded in arrival order under
 ``set`` or ``sum`` (``fold_pairs`` in ``kernels/cuda/graph_weights.cu``, the CPU store's rule).
 A pair absent before and present after is an insertion, present before and absent after a
 deletion, present both times with another weight a *reweight*
@@ -33,6 +34,7 @@ from .gpu import GpuGraph
 from .gpu_fast import FastUpdate
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
 from .gpu_weighted_lists import WeightedDirection, fold_pairs
+from .gpu_weighted_small import apply_small, is_small
 from .memory import is_out_of_memory, mib, out_of_memory
 
 #: Device bytes of a weighted batch's per-edge temporaries (sorts, keys, weights, plans).
@@ -56,6 +58,9 @@ class WeightedGpuGraph(GpuGraph):
     """
 
     weighted = True
+    #: Small host batches are planned on the host (:mod:`.gpu_weighted_small`: one round trip to
+    #: the device); False plans every batch on the device (the reference the tests compare with).
+    host_planning = True
 
     def __init__(self, *, multi_edges: str = "set", max_bytes: int | None = None, fast_update=None):
         if multi_edges not in MULTI_EDGES:
@@ -131,8 +136,9 @@ class WeightedGpuGraph(GpuGraph):
     def apply(self, batch: EdgeBatch, *, fast: bool = True, headroom=None) -> AppliedChanges:
         """Apply a batch under the store's ``multi_edges`` rule and return what really changed.
 
-        ``fast`` is accepted for the store interface and ignored (one path). ``headroom`` as for
-        :meth:`GpuGraph.apply`.
+        ``fast`` is accepted for the store interface and ignored. ``headroom`` as for
+        :meth:`GpuGraph.apply`. A host batch of at most
+        :data:`~streamrank.store.gpu_weighted_small.SMALL_MAX` edges is planned on the host.
 
         Returns
         -------
@@ -151,6 +157,8 @@ class WeightedGpuGraph(GpuGraph):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
+            if self.host_planning and is_small(batch):
+                return apply_small(self, batch, headroom)
             return self._apply_weighted(batch.to(cp), headroom)
         except Exception as exc:
             if not is_out_of_memory(exc, cp):

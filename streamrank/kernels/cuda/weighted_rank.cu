@@ -51,20 +51,23 @@ __device__ __forceinline__ double pull_value(long long v, const long long* __res
 
 }  // namespace
 
-// inv[v] = 1 / (W[v] + self) (0 when that is 0), c[v] = x[v] inv[v], total[0] += sum x (zeroed
-// by the caller), for v < n.
+// The start of a call, for v < n: x[v] = x_prev[v] (v < k) or 1 (a new vertex), inv[v] = 1 / (W[v]
+// + self) (0 when that is 0), c[v] = x[v] inv[v], and total[0] += sum x (zeroed by the caller).
 template <typename V>
-__global__ void w_prepare(long long n, const double* __restrict__ W, int self, const V* __restrict__ x,
-                          V* __restrict__ c, double* __restrict__ inv, double* __restrict__ total) {
+__global__ void w_prepare(long long n, long long k, const V* __restrict__ x_prev, const double* __restrict__ W,
+                          int self, V* __restrict__ x, V* __restrict__ c, double* __restrict__ inv,
+                          double* __restrict__ total) {
   __shared__ double scratch[32];
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   double s = 0.0;
   for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < n; v += stride) {
+    const V xv = v < k ? x_prev[v] : V(1);
     const double d = W[v] + static_cast<double>(self);
     const double iv = d > 0.0 ? 1.0 / d : 0.0;
+    x[v] = xv;
     inv[v] = iv;
-    c[v] = static_cast<V>(static_cast<double>(x[v]) * iv);
-    s += static_cast<double>(x[v]);
+    c[v] = static_cast<V>(static_cast<double>(xv) * iv);
+    s += static_cast<double>(xv);
   }
   s = sr::block_sum(s, scratch);
   if (threadIdx.x == 0 && s != 0.0) atomicAdd(total, s);
@@ -107,17 +110,16 @@ __global__ void w_mark_out(const long long* __restrict__ src, const I* src32, lo
 // The iteration loop of one call, in one cooperative launch.
 //   lists: L0, L1 (frontier pair, iteration it reads L[it & 1] of cnt[it & 1] vertices and builds
 //   the other; MODE 0 reads L0 only, or every vertex when L0 == nullptr), S (this iteration's
-//   spreading vertices, cnt[2 + (it & 1)]); acc: per parity max |dx| and sum dx; status:
-//   [0] unused, [1] iterations, [2] converged, [3] initially listed; total[0]: sum x in and out;
-//   hist[it]: vertices updated by iteration it.
+//   spreading vertices, cnt[2 + (it & 1)]); acc: per parity max |dx| and sum dx; out: [0]
+//   iterations, [1] converged, [2] initially listed, [3] sum x (in and out), [4 + it] vertices
+//   updated by iteration it (one buffer: the host reads the outcome in one copy).
 template <typename V, int MODE>
 __global__ void __launch_bounds__(256) w_loop(
     long long n, const long long* __restrict__ in_off, const int* __restrict__ in_deg,
     const int* __restrict__ in_idx, const double* __restrict__ in_wt, const long long* __restrict__ out_off,
     const int* __restrict__ out_deg, const int* __restrict__ out_idx, V* __restrict__ x, V* __restrict__ c,
     const double* __restrict__ inv, V* __restrict__ xnew, int* __restrict__ flags, int* L0, int* L1,
-    int* __restrict__ S, int* cnt, double* acc, int* __restrict__ status, double* total, int* __restrict__ hist,
-    double alpha, int self, double tol, double tau_f, double tau_p, int max_iter) {
+    int* __restrict__ S, int* cnt, double* acc, double* out, double alpha, int self, double tol, double tau_f, double tau_p, int max_iter) {
   __shared__ double smax[32];
   __shared__ double ssum[32];
   cg::grid_group grid = cg::this_grid();
@@ -127,8 +129,8 @@ __global__ void __launch_bounds__(256) w_loop(
   const long long gwarp = tid >> 5, warps = threads >> 5;
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
   const bool all = MODE == 0 && L0 == nullptr;
-  if (leader) status[3] = all ? static_cast<int>(n) : cnt[0];
-  double tot = total[0];
+  if (leader) out[2] = all ? static_cast<double>(n) : static_cast<double>(cnt[0]);
+  double tot = out[3];
   int iters = 0;
   bool conv = false;
   for (int it = 0; it < max_iter; ++it) {
@@ -194,7 +196,7 @@ __global__ void __launch_bounds__(256) w_loop(
     }
     const double m = acc[2 * a];
     tot += acc[2 * a + 1];
-    if (leader) hist[it] = static_cast<int>(count);
+    if (leader) out[4 + it] = static_cast<double>(count);
     iters = it + 1;
     if (m < tol * tot) {
       conv = true;
@@ -202,8 +204,8 @@ __global__ void __launch_bounds__(256) w_loop(
     }
   }
   if (leader) {
-    status[1] = iters;
-    status[2] = conv ? 1 : 0;
-    total[0] = tot;
+    out[0] = static_cast<double>(iters);
+    out[1] = conv ? 1.0 : 0.0;
+    out[3] = tot;
   }
 }

@@ -19,6 +19,8 @@ armed loop) is not used for weighted graphs: the engine applies a weighted batch
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...config import RankConfig, check_algorithm
@@ -33,10 +35,12 @@ _CU = "weighted_rank.cu"
 _CTYPES = {"float64": "double", "float32": "float"}
 _PLAIN = ("w_prepare<double>", "w_prepare<float>", "w_mark_ids<int>", "w_mark_out<int>")
 _LOOPS = tuple(f"w_loop<{t}, {m}>" for t in ("double", "float") for m in (0, 1, 2))
-#: Blocks per multiprocessor of the cooperative loop (capped by what is resident).
+#: Blocks per multiprocessor of the cooperative loop over a frontier, and over every vertex
+#: (capped by what is resident).
 BLOCKS_PER_SM = 2
-#: Device bytes per vertex of one call's buffers (x, c, the new values, 1 / W, flags, three lists).
-BYTES_PER_VERTEX = 3 * 8 + 8 + 4 + 3 * 4
+EVERY_BLOCKS_PER_SM = 4
+#: Device bytes per vertex of the workspace (c, the new values, 1 / W, flags, three lists).
+BYTES_PER_VERTEX = 2 * 8 + 8 + 4 + 3 * 4
 #: Loop modes of the kernel.
 _FIXED, _GROW, _PRUNE = 0, 1, 2
 
@@ -45,14 +49,23 @@ def _plain(name: str):
     return get_kernel(_CU, name, _PLAIN)
 
 
-def _loop(dtype: str, mode: int):
+@functools.lru_cache(maxsize=None)
+def _loop(dtype: str, mode: int, every: bool):
+    """``(kernel, grid)`` of the cooperative loop (more blocks for a pass over every vertex)."""
     k = get_kernel(_CU, f"w_loop<{_CTYPES[dtype]}, {mode}>", _LOOPS, cooperative=True)
-    return k, max(1, min(resident_blocks(k, BLOCK), BLOCKS_PER_SM * sm_count()))
+    per_sm = EVERY_BLOCKS_PER_SM if every else BLOCKS_PER_SM
+    return k, max(1, min(resident_blocks(k, BLOCK), per_sm * sm_count()))
 
 
 def rank_headroom(graph, n_after: int, dtype: str) -> int:
-    """Device bytes a rank update may allocate on ``graph`` grown to ``n_after`` vertices."""
-    return BYTES_PER_VERTEX * int(n_after) + 4 * 1024
+    """Device bytes a rank update may allocate on ``graph`` grown to ``n_after`` vertices: the new
+    iterate and, when the workspace is too small, a larger one."""
+    n_after = int(n_after)
+    need = 8 * n_after
+    ws = graph.__dict__.get("_weighted_rank_ws", {}).get(dtype)
+    if ws is None or ws.cap < n_after:
+        need += BYTES_PER_VERTEX * (n_after + n_after // 4 + 16)
+    return need + 8 * 1024
 
 
 def _check(graph, x_prev, config):
@@ -65,86 +78,112 @@ def _check(graph, x_prev, config):
             raise InvalidArgumentError(f"x_prev has shape {x_prev.shape}, graph has {graph.num_vertices} vertices")
 
 
-class _Call:
-    """One call's device buffers."""
+class _Workspace:
+    """A graph's buffers of the weighted rank calls (one per dtype), kept from call to call and
+    grown by a quarter beyond the vertex count when the graph outgrows them. ``flags`` is all
+    zero between calls; ``small`` holds the counters (4 int32 as 2 float64) and accumulators
+    (4), ``out`` the loop's outcome (:func:`_run`)."""
 
     def __init__(self, cp, n: int, dtype: str, max_iter: int):
-        m = max(n, 1)
-        self.inv = cp.empty(m, dtype=cp.float64)
-        self.c = cp.empty(m, dtype=dtype)
-        self.xnew = cp.empty(m, dtype=dtype)
-        self.flags = cp.zeros(m, dtype=cp.int32)
-        self.lists = [cp.empty(m, dtype=cp.int32) for _ in range(3)]
-        self.cnt = cp.zeros(4, dtype=cp.int32)
-        self.acc = cp.zeros(4, dtype=cp.float64)
-        self.status = cp.zeros(4, dtype=cp.int32)
-        self.total = cp.zeros(1, dtype=cp.float64)
-        self.hist = cp.zeros(max_iter, dtype=cp.int32)
+        cap = max(n + n // 4, 16)
+        self.cap = cap
+        self.inv = cp.empty(cap, dtype=cp.float64)
+        self.c = cp.empty(cap, dtype=dtype)
+        self.xnew = cp.empty(cap, dtype=dtype)
+        self.flags = cp.zeros(cap, dtype=cp.int32)
+        self.lists = [cp.empty(cap, dtype=cp.int32) for _ in range(3)]
+        self.small = cp.zeros(6, dtype=cp.float64)
+        self.cnt = self.small[:2].view(cp.int32)
+        self.acc = self.small[2:]
+        self.out = cp.zeros(4 + int(max_iter), dtype=cp.float64)
+
+    def reset(self, cp) -> None:
+        """Counters, accumulators and the outcome's head to zero (two memsets, no kernel)."""
+        stream = cp.cuda.get_current_stream().ptr
+        cp.cuda.runtime.memsetAsync(self.small.data.ptr, 0, self.small.nbytes, stream)
+        cp.cuda.runtime.memsetAsync(self.out.data.ptr, 0, 32, stream)
+
+    def clear_flags(self, cp, n: int) -> None:
+        cp.cuda.runtime.memsetAsync(self.flags.data.ptr, 0, 4 * n, cp.cuda.get_current_stream().ptr)
+
+
+def _workspace(graph, n: int, dtype: str, max_iter: int) -> _Workspace:
+    cp = graph.xp
+    spaces = graph.__dict__.setdefault("_weighted_rank_ws", {})
+    ws = spaces.get(dtype)
+    if ws is None or ws.cap < n or ws.out.shape[0] < 4 + int(max_iter):
+        ws = spaces[dtype] = _Workspace(cp, n, dtype, max_iter)
+    ws.reset(cp)
+    return ws
 
 
 def _start(graph, x_prev, config):
-    """``(x, call)``: the iterate (``x_prev`` extended by ones, a new array of the config's dtype)
-    and the call's buffers with ``1 / W``, the contributions and ``sum(x)`` prepared."""
+    """``(x, ws)``: the iterate (``x_prev`` extended by ones, a new array of the config's dtype)
+    and the workspace with ``1 / W``, the contributions and ``sum(x)`` prepared (one launch)."""
     cp = graph.xp
     n = graph.num_vertices
-    x = cp.ones(n, dtype=config.dtype)
-    if x_prev is not None and x_prev.shape[0]:
-        x[: x_prev.shape[0]] = cp.asarray(x_prev)
-    call = _Call(cp, n, config.dtype, int(config.max_iter))
+    x = cp.empty(n, dtype=config.dtype)
+    ws = _workspace(graph, n, config.dtype, int(config.max_iter))
     if n:
-        self_loop = np.int32(config.dangling == "self-loop")
+        k = 0 if x_prev is None else int(x_prev.shape[0])
+        prev = x if k == 0 else cp.ascontiguousarray(cp.asarray(x_prev).astype(config.dtype, copy=False))
         launch(_plain(f"w_prepare<{_CTYPES[config.dtype]}>"), grid_for_threads(n), BLOCK,
-               (np.int64(n), graph.out_weight, self_loop, x, call.c, call.inv, call.total))
-    return x, call
+               (np.int64(n), np.int64(k), prev, graph.out_weight, np.int32(config.dangling == "self-loop"), x, ws.c,
+                ws.inv, ws.out[3:]))
+    return x, ws
 
 
-def _mark_ids(call, ids) -> None:
+def _mark_ids(ws, ids) -> None:
     m = int(ids.shape[0])
     if m:
         launch(_plain("w_mark_ids<int>"), grid_for_threads(m), BLOCK,
-               (ids, np.int64(m), call.flags, call.lists[0], call.cnt))
+               (ids, np.int64(m), ws.flags, ws.lists[0], ws.cnt))
 
 
-def _mark_out(graph, call, sources=None, lo: int = 0, hi: int = 0) -> None:
+def _mark_out(graph, ws, sources=None, lo: int = 0, hi: int = 0) -> None:
     """Mark the out-neighbours of ``sources`` (int64), or of the list's entries ``lo .. hi``."""
     if sources is not None:
         lo, hi = 0, int(sources.shape[0])
     if hi <= lo:
         return
     src = sources if sources is not None else np.uint64(0)
-    src32 = np.uint64(0) if sources is not None else call.lists[0]
+    src32 = np.uint64(0) if sources is not None else ws.lists[0]
     launch(_plain("w_mark_out<int>"), grid_for_warps(hi - lo), BLOCK,
            (src, src32, np.int64(lo), np.int64(hi), graph.out_offset, graph.out_degree, graph.out_indices,
-            call.flags, call.lists[0], call.cnt))
+            ws.flags, ws.lists[0], ws.cnt))
 
 
 def _ids(cp, *arrays):
-    parts = [cp.asarray(a, dtype=cp.int64).ravel() for a in arrays if a is not None]
-    return cp.ascontiguousarray(cp.concatenate(parts)) if parts else cp.zeros(0, dtype=cp.int64)
+    parts = [cp.asarray(a, dtype=cp.int64).ravel() for a in arrays if a is not None and a.shape[0]]
+    if len(parts) == 1:
+        return cp.ascontiguousarray(parts[0])
+    return cp.concatenate(parts) if parts else cp.zeros(0, dtype=cp.int64)
 
 
-def _run(graph, x, call, config, mode: int, algorithm: str, *, every: bool) -> RankResult:
-    """The cooperative loop over every vertex (``every``) or from the marked list, then its outcome (one wait)."""
+def _run(graph, x, ws, config, mode: int, algorithm: str, *, every: bool) -> RankResult:
+    """The cooperative loop over every vertex (``every``) or from the marked list, then its outcome
+    (one wait, one copy)."""
     cp = graph.xp
     n = graph.num_vertices
     if n == 0:
         return RankResult(x, 0.0, 0, True, [], algorithm, "gpu", 0)
-    k, grid = _loop(config.dtype, mode)
-    lst = call.lists
+    k, grid = _loop(config.dtype, mode, every)
+    lst = ws.lists
     args = (np.int64(n), graph.in_offset, graph.in_degree, graph.in_indices, graph.in_weights, graph.out_offset,
-            graph.out_degree, graph.out_indices, x, call.c, call.inv, call.xnew, call.flags,
-            np.uint64(0) if every else lst[0], lst[1], lst[2], call.cnt, call.acc, call.status, call.total,
-            call.hist, np.float64(config.alpha), np.int32(config.dangling == "self-loop"), np.float64(config.tol),
-            np.float64(config.frontier_tol), np.float64(config.prune_tol), np.int32(config.max_iter))
+            graph.out_degree, graph.out_indices, x, ws.c, ws.inv, ws.xnew, ws.flags,
+            np.uint64(0) if every else lst[0], lst[1], lst[2], ws.cnt, ws.acc, ws.out, np.float64(config.alpha),
+            np.int32(config.dangling == "self-loop"), np.float64(config.tol), np.float64(config.frontier_tol),
+            np.float64(config.prune_tol), np.int32(config.max_iter))
     try:
         k((grid,), (BLOCK,), args)
     except Exception as exc:  # driver errors (no cooperative launch here) as the package's own
         raise KernelError(f"launching the weighted rank loop failed: {exc}") from exc
-    status = call.status.get()  # sync: the loop's outcome (one wait per call)
-    it = int(status[1])
-    total = float(call.total.get()[0])
-    hist = call.hist[:it].get().tolist() if it else []
-    return RankResult(x, total, it, bool(status[2]), [int(h) for h in hist], algorithm, "gpu", int(status[3]))
+    if not every:
+        ws.clear_flags(cp, n)  # the loop leaves its last frontier marked
+    out = ws.out.get()  # sync: the loop's outcome (one wait per call)
+    it = int(out[0])
+    hist = [int(h) for h in out[4:4 + it]]
+    return RankResult(x, float(out[3]), it, bool(out[1]), hist, algorithm, "gpu", int(out[2]))
 
 
 def _guarded(fn):
@@ -174,8 +213,8 @@ def static_pagerank(graph, *, config: RankConfig | None = None, x0=None, algorit
     from ``x0`` (default all ones) until ``max|dx| / sum(x) < tol``."""
     config = RankConfig() if config is None else config
     _check(graph, x0, config)
-    x, call = _start(graph, x0, config)
-    return _run(graph, x, call, config, _FIXED, algorithm, every=True)
+    x, ws = _start(graph, x0, config)
+    return _run(graph, x, ws, config, _FIXED, algorithm, every=True)
 
 
 @_guarded
@@ -196,26 +235,26 @@ def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
     _check(graph, x_prev, config)
     if algorithm == "static":
         return static_pagerank(graph, config=config)
-    x, call = _start(graph, x_prev, config)
+    x, ws = _start(graph, x_prev, config)
     if algorithm in ("nd", "warm"):
-        return _run(graph, x, call, config, _FIXED, algorithm, every=True)
+        return _run(graph, x, ws, config, _FIXED, algorithm, every=True)
     cp = graph.xp
     rew_src, rew_dst = changes.reweighted_src, changes.reweighted_dst
     if algorithm == "dt":
-        _mark_ids(call, _ids(cp, changes.ins_src, changes.ins_dst, rew_src, rew_dst, changes.del_src,
-                             changes.del_dst))
-        lo, hi = 0, int(call.cnt[0].get())  # sync per level of the traversal
+        _mark_ids(ws, _ids(cp, changes.ins_src, changes.ins_dst, rew_src, rew_dst, changes.del_src,
+                           changes.del_dst))
+        lo, hi = 0, int(ws.cnt[0].get())  # sync per level of the traversal
         while hi > lo:
-            _mark_out(graph, call, lo=lo, hi=hi)
-            lo, hi = hi, int(call.cnt[0].get())
-        return _run(graph, x, call, config, _FIXED, "dt", every=False)
+            _mark_out(graph, ws, lo=lo, hi=hi)
+            lo, hi = hi, int(ws.cnt[0].get())
+        return _run(graph, x, ws, config, _FIXED, "dt", every=False)
     sources = _ids(cp, changes.ins_src, rew_src, changes.del_src)  # a reweight acts at its source
-    _mark_out(graph, call, sources)
-    _mark_ids(call, _ids(cp, changes.del_dst))
+    _mark_out(graph, ws, sources)
+    _mark_ids(ws, _ids(cp, changes.del_dst))
     if config.dangling == "self-loop":
-        _mark_ids(call, sources)
+        _mark_ids(ws, sources)
     mode = _GROW if algorithm == "df" else _PRUNE
-    return _run(graph, x, call, config, mode, "dfp" if algorithm == "auto" else algorithm, every=False)
+    return _run(graph, x, ws, config, mode, "dfp" if algorithm == "auto" else algorithm, every=False)
 
 
 __all__ = ["rank_headroom", "static_pagerank", "update_pagerank"]
