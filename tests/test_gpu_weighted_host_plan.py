@@ -80,8 +80,12 @@ class _Direction:
             hit = np.flatnonzero(self.idx[self._row(u)] == v)
             self.wt[self.off[u] + hit[0]] = x
 
-    def delete_weighted(self, keys, m):
+    def delete_weighted(self, keys, m, gend=None):
         keys = np.asarray(keys)[:m]
+        if gend is not None:  # each key's group end, as the kernel reads it
+            u = keys >> 32
+            want = np.array([i + int(np.sum(u[i:] == u[i])) for i in range(m)])
+            np.testing.assert_array_equal(np.asarray(gend)[:m], want)
         for u in np.unique(keys >> 32).tolist():
             gone = set((keys[(keys >> 32) == u] & 0xFFFFFFFF).tolist())
             row = self._row(u)
@@ -137,6 +141,15 @@ class _Model:
     @property
     def num_vertices(self):
         return len(self.ids)
+
+    def _pair_info(self, pairs, npairs):
+        """``pair_info`` of graph_weights.cu: ids, stored weights, row sizes (7 npairs int64)."""
+        u, v = self.ids.lookup(pairs[:npairs]), self.ids.lookup(pairs[npairs:])
+        w = np.asarray(self._out.weights_of(u, v))
+        def rows(d, ids):
+            return np.array([int(d[i]) if i >= 0 else 0 for i in ids.tolist()], dtype=np.int64)
+        return np.concatenate([u, v, w.view(np.int64), rows(self._out.deg, u), rows(self._out.cap, u),
+                               rows(self._in.deg, v), rows(self._in.cap, v)]).astype(np.int64)
 
     def _check(self, needed, what, scratch=0):
         pass

@@ -28,12 +28,12 @@ from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.gpu import GpuIdMap
 from ..kernels.cpu.weighted_csr import ZERO_REL
-from ..kernels.cuda.launch import _cupy
+from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
 from .changes import AppliedChanges
 from .gpu import GpuGraph
 from .gpu_fast import FastUpdate
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
-from .gpu_weighted_lists import WeightedDirection, fold_pairs
+from .gpu_weighted_lists import WeightedDirection, fold_pairs, weights_kernel
 from .gpu_weighted_small import apply_small, is_small
 from .memory import is_out_of_memory, mib, out_of_memory
 
@@ -119,6 +119,19 @@ class WeightedGpuGraph(GpuGraph):
         """Stored weights of internal ``src[i] -> dst[i]`` (NaN where absent)."""
         cp = self.xp
         return self._out.weights_of(cp.asarray(src, dtype=cp.int64), cp.asarray(dst, dtype=cp.int64))
+
+    def _pair_info(self, pairs, npairs: int):
+        """For the host planning (:mod:`.gpu_weighted_small`): of the distinct pairs ``pairs[p] ->
+        pairs[npairs + p]`` (host int64, external ids) the internal ids, stored weights and row
+        sizes, read back in one copy (``pair_info`` in graph_weights.cu; 7 ``npairs`` int64)."""
+        cp = self.xp
+        q = cp.asarray(pairs)
+        info = cp.empty(7 * npairs, dtype=cp.int64)
+        ids, out, inn = self.ids, self._out, self._in
+        launch(weights_kernel("pair_info<int>"), grid_for_warps(npairs), BLOCK,
+               (ids.keys, ids.vals, ids.mask, q, np.int64(npairs), out.off, out.deg, out.cap, out.idx, out.wt,
+                inn.deg, inn.cap, info))
+        return info.get()  # sync: the one round trip of a small batch
 
     # ------------------------------------------------------------------ room
     def _rows_bytes(self, vcap: int) -> int:

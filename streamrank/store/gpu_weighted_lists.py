@@ -17,6 +17,7 @@ from .gpu_lists import Direction, _exclusive_cumsum, _slack
 
 _CU = "graph_weights.cu"
 _NAMES = (
+    "pair_info<int>",
     "edge_weight<int>",
     "set_weight<int>",
     "fold_pairs<bool>",
@@ -152,11 +153,13 @@ class WeightedDirection(Direction):
                    (np.int64(n), self.off, self.deg, self.idx, self.wt, keys, kw, np.int64(keys.shape[0]),
                     np.int32(bool(reverse))))
 
-    def delete_weighted(self, keys, m: int) -> None:
-        """Remove the edges of the first ``m`` sorted keys (all present, distinct) with their weights."""
+    def delete_weighted(self, keys, m: int, gend=None) -> None:
+        """Remove the edges of the first ``m`` sorted keys (all present, distinct) with their
+        weights; ``gend``: each key's group end when the caller has it."""
         if m == 0:
             return
-        gend = self._groups(keys[:m])[0]
+        if gend is None:
+            gend = self._groups(keys[:m])[0]
         launch(weights_kernel("delete_grouped_w<int>"), grid_for_warps(m), BLOCK,
                (keys, gend, np.int64(m), self.off, self.deg, self.idx, self.wt))
 

@@ -3,7 +3,7 @@
 A batch of at most :data:`SMALL_MAX` edges whose arrays are on the host is planned on the host,
 with one round trip to the device: the batch is sorted by pair and arrival (NumPy), the pairs'
 internal ids, stored weights and the rows' degrees and capacities are looked up on the device
-and read back in one copy, the records are folded in arrival order (the CPU store's Numba fold,
+by one launch and read back in one copy (``WeightedGpuGraph._pair_info``), the records are folded in arrival order (the CPU store's Numba fold,
 :func:`streamrank.kernels.cpu.weighted_csr.fold_pairs`), new ids are numbered by the rule of both
 id maps (:func:`streamrank.ids.plan.plan_new_ids`), and the sorted keys, the insertion groups and
 the relocation plan (``plan_groups`` in ``graph_update.cu``, computed here from the degrees read
@@ -77,23 +77,10 @@ def apply_small(g, batch, headroom=None) -> AppliedChanges:
     npairs = int(ps.shape[0])
 
     # One round trip: internal ids, stored weights, and the rows of both endpoints.
-    internal = g.ids.lookup(cp.asarray(np.concatenate([ps, pd])))
-    is_d, id_d = internal[:npairs], internal[npairs:]
-    before_d = g._out.weights_of(is_d, id_d)
-    if g._vcap:  # (an unknown id, -1, reads row 0: overwritten below)
-        cs, cd = cp.maximum(is_d, 0), cp.maximum(id_d, 0)
-        rows = cp.stack([g._out.deg[cs], g._out.cap[cs], g._in.deg[cd], g._in.cap[cd]]).astype(cp.int64)
-    else:
-        rows = cp.zeros((4, npairs), dtype=cp.int64)
-    back = cp.concatenate([internal, before_d.view(cp.int64), rows.ravel()]).get()  # sync: the one round trip
-    is_, id_ = back[:npairs], back[npairs:2 * npairs]
-    before = back[2 * npairs:3 * npairs].view(np.float64)
-    out_deg, out_cap, in_deg, in_cap = back[3 * npairs:].reshape(4, npairs)
-    unknown_s, unknown_d = is_ < 0, id_ < 0  # a new vertex's row is empty
-    for a in (out_deg, out_cap):
-        a[unknown_s] = 0
-    for a in (in_deg, in_cap):
-        a[unknown_d] = 0
+    info = g._pair_info(np.concatenate([ps, pd]), npairs).reshape(7, npairs)
+    is_, id_ = info[0], info[1]
+    before = np.ascontiguousarray(info[2]).view(np.float64)
+    out_deg, out_cap, in_deg, in_cap = info[3], info[4], info[5], info[6]
 
     after = wcsr.fold_pairs(starts, ins, w, before, g.multi_edges == "sum")
     was, now = ~np.isnan(before), ~np.isnan(after)
@@ -128,8 +115,9 @@ def apply_small(g, batch, headroom=None) -> AppliedChanges:
     r_s, r_d, r_w = is_[rew], id_[rew], after[rew]
     gend_o, off_o, cap_o, extra_out = _groups(ikey, o_deg, o_cap, g._out.end)
     gend_i, off_i, cap_i, extra_in = _groups(rikey, r_deg, r_cap, g._in.end)
-    g._check(id_bytes + g._rows_bytes(vcap) + g._out.reserve_bytes(extra_out) + g._in.reserve_bytes(extra_in),
-             what, scratch=temp)
+    needed = id_bytes + g._rows_bytes(vcap) + g._out.reserve_bytes(extra_out) + g._in.reserve_bytes(extra_in)
+    if needed or n_after > n_before:  # (no growth: the rank update reuses what the last one freed)
+        g._check(needed, what, scratch=temp)
     g._grow_vertices(vcap)
     g.ids.reserve(plan.count)
     g._out.reserve(extra_out)
@@ -137,15 +125,18 @@ def apply_small(g, batch, headroom=None) -> AppliedChanges:
 
     # Three copies up: the int64 parts, the weights, the new capacities.
     n_ins, n_del, n_rew = int(ikey.shape[0]), int(dkey.shape[0]), int(r_s.shape[0])
+    zeros = np.zeros(dkey.shape[0], dtype=np.int64)
+    gend_d, gend_rd = _groups(dkey, zeros, zeros, 0)[0], _groups(rdkey, zeros, zeros, 0)[0]
     parts = [ikey, rikey, dkey, rdkey, gend_o, gend_i, off_o, off_i, r_s, r_d,
-             ikey >> 32, ikey & 0xFFFFFFFF, dkey >> 32, dkey & 0xFFFFFFFF, np.concatenate([i_s, d_s, r_s])]
+             ikey >> 32, ikey & 0xFFFFFFFF, dkey >> 32, dkey & 0xFFFFFFFF, np.concatenate([i_s, d_s, r_s]),
+             gend_d, gend_rd]
     up = cp.asarray(np.concatenate(parts).astype(np.int64))
     views, at = [], 0
     for p in parts:
         views.append(up[at:at + p.shape[0]])
         at += p.shape[0]
     (ikey_d, rikey_d, dkey_d, rdkey_d, gend_o_d, gend_i_d, off_o_d, off_i_d, r_s_d, r_d_d,
-     ins_src, ins_dst, del_src, del_dst, touched) = views
+     ins_src, ins_dst, del_src, del_dst, touched, gend_d_d, gend_rd_d) = views
     wts = cp.asarray(np.concatenate([iw, riw, r_w]))
     iw_d, riw_d, r_w_d = wts[:n_ins], wts[n_ins:2 * n_ins], wts[2 * n_ins:]
     caps = cp.asarray(np.concatenate([cap_o, cap_i]))
@@ -157,8 +148,8 @@ def apply_small(g, batch, headroom=None) -> AppliedChanges:
     if n_rew:  # present before and after: no slot moves
         g._out.set_weights(r_s_d, r_d_d, r_w_d)
         g._in.set_weights(r_d_d, r_s_d, r_w_d)
-    g._out.delete_weighted(dkey_d, n_del)
-    g._in.delete_weighted(rdkey_d, n_del)
+    g._out.delete_weighted(dkey_d, n_del, gend_d_d)
+    g._in.delete_weighted(rdkey_d, n_del, gend_rd_d)
     g._out.insert_weighted(ikey_d, iw_d, n_ins, (gend_o_d, off_o_d, cap_o_d, None))
     g._in.insert_weighted(rikey_d, riw_d, n_ins, (gend_i_d, off_i_d, cap_i_d, None))
     g._out.end += extra_out

@@ -8,6 +8,7 @@
 // warps touch the same list. Work is O(batch + degrees of the touched vertices), except
 // relocate_all_w (compaction), gather_edges_w (export) and fill_weights (builds).
 #include "common.cuh"
+#include "idhash.cuh"
 
 #define SR_NO_KEY 0x7fffffffffffffffLL
 
@@ -66,6 +67,43 @@ __global__ void edge_weight(const long long* __restrict__ qs, const long long* _
       if (at >= 0) w = wt[at];
     }
     if (lane == 0) out[q] = w;
+  }
+}
+
+// What the host planning of a small batch needs of its np distinct pairs (external ids q[p] ->
+// q[np + p]), one warp per pair, into one int64 buffer of 7 np entries: the source's and the
+// target's internal ids (-1: unknown), the pair's stored weight (its bits; NaN: absent), the
+// source's out-degree and out-capacity and the target's in-degree and in-capacity (0 for an
+// unknown vertex).
+template <typename I>
+__global__ void pair_info(const long long* __restrict__ hkeys, const int* __restrict__ hvals, unsigned long long mask,
+                          const long long* __restrict__ q, long long np, const long long* __restrict__ out_off,
+                          const I* __restrict__ out_deg, const I* __restrict__ out_cap, const I* __restrict__ out_idx,
+                          const double* __restrict__ out_wt, const I* __restrict__ in_deg,
+                          const I* __restrict__ in_cap, long long* __restrict__ info) {
+  const int lane = threadIdx.x & 31;
+  for (long long p = warp_id_global(); p < np; p += warps_in_grid()) {
+    long long u = -1, v = -1;
+    if (lane == 0) {
+      u = sr::hash_find(hkeys, hvals, mask, q[p]);
+      v = sr::hash_find(hkeys, hvals, mask, q[np + p]);
+    }
+    u = __shfl_sync(SR_FULL_MASK, u, 0);
+    v = __shfl_sync(SR_FULL_MASK, v, 0);
+    double w = __longlong_as_double(0x7ff8000000000000LL);  // NaN: absent
+    if (u >= 0 && v >= 0) {
+      const long long at = find_in_row<I>(out_idx, out_off[u], out_deg[u], static_cast<I>(v));
+      if (at >= 0) w = out_wt[at];
+    }
+    if (lane == 0) {
+      info[p] = u;
+      info[np + p] = v;
+      info[2 * np + p] = __double_as_longlong(w);
+      info[3 * np + p] = u >= 0 ? static_cast<long long>(out_deg[u]) : 0;
+      info[4 * np + p] = u >= 0 ? static_cast<long long>(out_cap[u]) : 0;
+      info[5 * np + p] = v >= 0 ? static_cast<long long>(in_deg[v]) : 0;
+      info[6 * np + p] = v >= 0 ? static_cast<long long>(in_cap[v]) : 0;
+    }
   }
 }
 
