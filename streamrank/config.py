@@ -114,11 +114,6 @@ def check_algorithm(name: str) -> str:
 #: How a weighted graph combines repeated pairs (``Engine(multi_edges=...)``, docs/api.md).
 MULTI_EDGES = ("set", "sum")
 
-#: Why a weighted engine cannot run on the GPU backend (yet).
-GPU_WEIGHTED = ("weighted graphs run on the CPU backend for now: create the engine with "
-                "device='cpu' (--device cpu)")
-
-
 def check_weighting(weighted, multi_edges) -> tuple[bool, str]:
     """``(weighted, multi_edges)`` validated.
 

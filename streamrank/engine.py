@@ -17,7 +17,7 @@ from .batch import EdgeBatch, check_weights
 from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
 # MULTI_EDGES is re-exported (the daemon's settings read it from here)
-from .config import GPU_WEIGHTED, MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
+from .config import MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
 from .errors import (BatchFormatError, ConfigError, DeviceMemoryError, GraphCapacityError, InvalidArgumentError,
                      StreamrankError)
 from .rank.published import published_ranks
@@ -66,8 +66,15 @@ class StepResult:
 
 def _modules(backend: Backend, weighted: bool = False, multi_edges: str = "set"):
     """``(graph store factory, rank module, rank keyword arguments)`` of a backend: the CPU rank
-    code takes a workspace that lives as long as the engine. A weighted graph (CPU only) has its
-    own store and rank code; the unweighted ones never see a weight."""
+    code takes a workspace that lives as long as the engine. A weighted graph has its own store
+    and rank code on either backend; the unweighted ones never see a weight."""
+    if backend.is_gpu and weighted:
+        from functools import partial
+
+        from .store.gpu_weighted import WeightedGpuGraph
+        from .rank.gpu import weighted as pagerank_gpu_w
+
+        return partial(WeightedGpuGraph, multi_edges=multi_edges), pagerank_gpu_w, {}
     if backend.is_gpu:
         from .store import gpu as graph_gpu
         from .rank.gpu import pagerank as pagerank_gpu
@@ -109,7 +116,8 @@ class Engine:
     weighted : bool
         Keep a weight per edge (default False: today's unweighted graph, no weight array). A
         vertex's out-weight then replaces its out-degree: ``u`` sends ``r[u] * w(u, v) / W[u]``
-        along ``(u, v)``. CPU backend only for now.
+        along ``(u, v)``. Both backends (on the GPU a weighted batch takes the store's one
+        weighted update path and the weighted rank kernels, without the one-wait batch).
     multi_edges : {"set", "sum"}
         How a repeated pair combines. ``"set"`` (default): an insertion makes the edge present
         with its weight (replacing the old one), a deletion removes it. ``"sum"`` (needs
@@ -120,8 +128,7 @@ class Engine:
     Raises
     ------
     ConfigError
-        For a bad ``weighted`` or ``multi_edges`` value, ``"sum"`` without ``weighted=True``, or
-        ``weighted=True`` on the GPU backend (also when ``device="auto"`` picks the GPU).
+        For a bad ``weighted`` or ``multi_edges`` value, or ``"sum"`` without ``weighted=True``.
 
     Notes
     -----
@@ -140,11 +147,7 @@ class Engine:
         self._ids_lock = IdTypeLock(check_id_type(id_type))
         self.max_id_bytes = check_max_id_bytes(max_id_bytes)
         self.string_ids: StringIdMap | None = StringIdMap() if id_type == "string" else None
-        if weighted and (device == "gpu" or (isinstance(device, Backend) and device.is_gpu)):
-            raise ConfigError(GPU_WEIGHTED)
         self.backend = resolve_backend(device)
-        if weighted and self.backend.is_gpu:
-            raise ConfigError(GPU_WEIGHTED + " (device='auto' picked the GPU)")
         self.algorithm = check_algorithm(algorithm)
         self.config = config
         graph_cls, self._rank, self._rank_kw = _modules(self.backend, self._weighted, self._multi_edges)
@@ -154,7 +157,7 @@ class Engine:
         self.last: RankResult | None = None
         self.policy = AutoPolicy() if self.algorithm == "auto" else None
         self._stepper = None
-        if self.backend.is_gpu and ONE_SYNC:
+        if self.backend.is_gpu and ONE_SYNC and not self._weighted:  # weighted: no one-wait batch
             from .rank.gpu.step import OneSyncStepper
 
             self._stepper = OneSyncStepper(self.backend.xp)
@@ -259,7 +262,7 @@ class Engine:
     def _bulk_load(self, batch: EdgeBatch) -> bool:
         """:meth:`GpuGraph.load_into_empty` of ``batch`` (ids encoded) when it is all insertions
         into an empty GPU store, the rank update's memory checked with it; False: not taken."""
-        if not self.backend.is_gpu or batch.weight is not None or len(batch) == 0 or self.graph.num_vertices:
+        if not self.backend.is_gpu or self._weighted or len(batch) == 0 or self.graph.num_vertices:
             return False
         xp = self.backend.xp
         batch = batch.to(xp)

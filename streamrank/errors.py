@@ -18,7 +18,8 @@ class InvalidArgumentError(StreamrankError, ValueError):
 
 class ConfigError(InvalidArgumentError):
     """A combination of engine or daemon settings that cannot work together (for example
-    ``multi_edges="sum"`` without ``weighted=True``, or a weighted graph on the GPU backend)."""
+    ``multi_edges="sum"`` without ``weighted=True``, or a personalized PageRank method that takes
+    no weights on the GPU asked of a weighted graph)."""
 
 
 class BackendUnavailableError(StreamrankError, RuntimeError):

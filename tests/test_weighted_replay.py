@@ -51,9 +51,9 @@ def write(path: Path, records, fmt: str) -> Path:
     return path
 
 
-def replay_ranks(tmp_path, path, *flags):
+def replay_ranks(tmp_path, path, *flags, device="cpu"):
     out = tmp_path / "ranks.parquet"
-    rc = main(["replay", str(path), *flags, "--ranks-out", str(out), "--no-progress", "--device", "cpu",
+    rc = main(["replay", str(path), *flags, "--ranks-out", str(out), "--no-progress", "--device", device,
                "--top", "0", *TOLS])
     assert rc == 0
     t = pq.read_table(out)
@@ -71,6 +71,16 @@ def test_weighted_replay_matches_networkx(tmp_path, capsys, fmt, mode):
     if fmt != "parquet":
         assert "5 bad line(s) skipped" in err.err and "weight 0 is zero" in err.err
     assert "weighted, multi-edges " + mode in err.out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["set", "sum"])
+def test_weighted_replay_on_the_gpu_matches_networkx(tmp_path, mode):
+    records = make_records(5, 1500, 120)
+    path = write(tmp_path / "e.csv", records, "csv")
+    flags = ["--multi-edges", mode] + (["--weighted"] if mode == "set" else [])
+    ids, p = replay_ranks(tmp_path, path, *flags, "--base-fraction", "0.3", "--batch-size", "37", device="gpu")
+    assert l1_to_networkx(ids, p, records, mode) <= 1e-6
 
 
 def test_set_and_sum_differ_and_unweighted_ignores_weights(tmp_path):

@@ -1,5 +1,6 @@
-"""Weighted graphs through the engine: set and sum streams with deletions, every algorithm, both
-dangling modes, against NetworkX's weighted PageRank of a final graph built here from the records."""
+"""Weighted graphs through the engine on both backends: set and sum streams with deletions, every
+algorithm, both dangling modes, against NetworkX's weighted PageRank of a final graph built here
+from the records (and cuGraph's weighted PageRank on the GPU where it is installed)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import numba
 import numpy as np
 import pytest
 
-from streamrank import ALGORITHMS, ConfigError, EdgeBatch, Engine, RankConfig
+from streamrank import ALGORITHMS, EdgeBatch, Engine, RankConfig
+from streamrank.backend import to_host
 from streamrank.oracle.metrics import l1_error
 from streamrank.oracle.static import oracle_pagerank
 
-#: "gpu" as a test id would mark the test for GPU hosts only; the refusal needs no GPU
-DEVICES = pytest.mark.parametrize("device", ["cpu", "gpu"], ids=["cpu", "gpu-refuses"])
+
+def _weights(eng) -> dict:
+    """``{(src, dst): weight}`` of the engine's store (external ids), on the host."""
+    s, d = eng.edges_external()
+    return dict(zip(zip(s.tolist(), d.tolist()), to_host(eng.graph.edge_weights()).tolist()))
 
 
 def _model_apply(model: dict, src, dst, insert, weight, mode: str) -> None:
@@ -63,15 +68,10 @@ def _networkx_ranks(model: dict, vertices, dangling: str) -> np.ndarray:
     return np.array([ref[v] for v in vertices])
 
 
-@DEVICES
 @pytest.mark.parametrize("mode", ["set", "sum"])
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
 def test_weighted_replay_matches_networkx_for_every_algorithm(device, mode, dangling):
     config = RankConfig(dangling=dangling)
-    if device == "gpu":
-        with pytest.raises(ConfigError, match="CPU backend"):
-            Engine(device, weighted=True, multi_edges=mode, config=config)
-        return
     base, batches = _records(seed=11)
     model: dict = {}
     _model_apply(model, *base, mode)
@@ -93,8 +93,7 @@ def test_weighted_replay_matches_networkx_for_every_algorithm(device, mode, dang
         np.testing.assert_array_equal(ids, ext)
         assert l1_error(p, ref) <= 1e-6, (algorithm, l1_error(p, ref))
     # the store holds exactly the model's edges and weights
-    s, d = results["dfp"].edges_external()
-    got = dict(zip(zip(s.tolist(), d.tolist()), results["dfp"].graph.edge_weights().tolist()))
+    got = _weights(results["dfp"])
     assert got.keys() == model.keys()
     assert all(abs(got[k] - model[k]) <= 1e-12 * model[k] for k in model)
     # SciPy's weighted oracle agrees with NetworkX
@@ -102,11 +101,11 @@ def test_weighted_replay_matches_networkx_for_every_algorithm(device, mode, dang
 
 
 @pytest.mark.parametrize("dangling", ["uniform", "self-loop"])
-def test_set_mode_with_weight_one_ranks_as_unweighted(dangling):
+def test_set_mode_with_weight_one_ranks_as_unweighted(device, dangling):
     base, batches = _records(seed=12, batches=4)
     config = RankConfig(dangling=dangling)
-    plain = Engine("cpu", "dfp", config=config)
-    weighted = Engine("cpu", "dfp", config=config, weighted=True)
+    plain = Engine(device, "dfp", config=config)
+    weighted = Engine(device, "dfp", config=config, weighted=True)
     plain.load_edges(base[0], base[1])
     weighted.load_edges(base[0], base[1])  # an unweighted batch: weight 1
     for s, d, ins, _w in batches:
@@ -121,8 +120,8 @@ def test_set_mode_with_weight_one_ranks_as_unweighted(dangling):
 
 
 @pytest.mark.parametrize("algorithm", ["df", "dfp", "dt"])
-def test_a_weight_change_alone_moves_the_ranks(algorithm):
-    eng = Engine("cpu", algorithm, weighted=True)
+def test_a_weight_change_alone_moves_the_ranks(device, algorithm):
+    eng = Engine(device, algorithm, weighted=True)
     eng.load_edges([1, 1, 2, 3], [2, 3, 3, 1], weight=[1.0, 1.0, 1.0, 1.0])
     before = eng.ranks()[1].copy()
     step = eng.apply(EdgeBatch.from_arrays([1], [2], weight=[9.0]))  # set: 1 -> 9
@@ -138,17 +137,17 @@ def test_a_weight_change_alone_moves_the_ranks(algorithm):
     assert same.changes.empty and same.changes.dropped["present_insertion"] == 1
 
 
-def test_sum_rule_details():
-    eng = Engine("cpu", "dfp", weighted=True, multi_edges="sum")
+def test_sum_rule_details(device):
+    eng = Engine(device, "dfp", weighted=True, multi_edges="sum")
     eng.load_edges([1, 1, 1, 2], [2, 2, 3, 3])  # unweighted insertions count 1 each
-    w = dict(zip(zip(*(a.tolist() for a in eng.edges_external())), eng.graph.edge_weights().tolist()))
+    w = _weights(eng)
     assert w == {(1, 2): 2.0, (1, 3): 1.0, (2, 3): 1.0}
     # float error never leaves a ghost edge: three insertions of 0.1, one deletion of 0.3
     eng.apply(EdgeBatch.from_arrays([5, 5, 5, 5], [6, 6, 6, 6], [True, True, True, False], weight=[0.1, 0.1, 0.1, 0.3]))
     assert eng.graph.num_edges == 3 and eng.lookup([5, 6]).max() == -1  # nothing left: no vertex either
     step = eng.apply(EdgeBatch.from_arrays([1, 1, 2, 9], [2, 3, 3, 9], [False, False, False, False],
                                            weight=[0.5, 5.0, np.nan, 1.0]))
-    w = dict(zip(zip(*(a.tolist() for a in eng.edges_external())), eng.graph.edge_weights().tolist()))
+    w = _weights(eng)
     assert w == {(1, 2): 1.5}  # 2 - 0.5; 1 - 5 goes; a deletion without a weight removes
     assert step.changes.num_reweights == 1 and step.changes.num_deletions == 2
     assert step.changes.dropped["absent_deletion"] == 1
@@ -157,19 +156,23 @@ def test_sum_rule_details():
     np.testing.assert_allclose(eng.ranks()[1].sum(), 1.0)
 
 
-def test_out_weights_and_both_directions():
-    eng = Engine("cpu", "dfp", weighted=True)
+def test_out_weights_and_both_directions(device):
+    eng = Engine(device, "dfp", weighted=True)
     eng.load_edges([1, 1, 2], [2, 3, 3], weight=[2.0, 3.0, 0.5])
     g = eng.graph
     i1, i2, i3 = eng.lookup([1, 2, 3])
-    np.testing.assert_array_equal(g.out_weight[[i1, i2, i3]], [5.0, 0.5, 0.0])
-    ins = {int(g.in_indices[j]): float(g.in_weights[j]) for j in range(g.in_offset[i3], g.in_offset[i3] + g.in_degree[i3])}
+    np.testing.assert_array_equal(to_host(g.out_weight)[[i1, i2, i3]], [5.0, 0.5, 0.0])
+    out_w, out_i, out_o = to_host(g.out_weights), to_host(g.out_indices), to_host(g.out_offset)
+    in_w, in_i, in_o, in_d = (to_host(a) for a in (g.in_weights, g.in_indices, g.in_offset, g.in_degree))
+    ins = {int(in_i[j]): float(in_w[j]) for j in range(in_o[i3], in_o[i3] + in_d[i3])}
     assert ins == {int(i1): 3.0, int(i2): 0.5}
+    outs = {int(out_i[j]): float(out_w[j]) for j in range(out_o[i1], out_o[i1] + to_host(g.out_degree)[i1])}
+    assert outs == {int(i2): 2.0, int(i3): 3.0}
 
 
-def test_auto_policy_and_threads_agree():
+def test_auto_policy_and_threads_agree(device):
     base, batches = _records(seed=13, batches=3)
-    eng = Engine("cpu", "auto", weighted=True, multi_edges="sum")
+    eng = Engine(device, "auto", weighted=True, multi_edges="sum")
     eng.load_edges(base[0], base[1], weight=base[3])
     for s, d, ins, w in batches:
         step = eng.apply(EdgeBatch.from_arrays(s, d, ins, weight=w))

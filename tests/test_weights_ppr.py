@@ -1,4 +1,6 @@
-"""Personalized PageRank of weighted graphs (CPU): every method against NetworkX's weighted PPR."""
+"""Personalized PageRank of weighted graphs: every method against NetworkX's weighted PPR on the CPU;
+on the GPU the power iteration (the engine's weighted device store and a device view of a host
+store), the other methods refused with a clear error."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import numpy as np
 import pytest
 
 from streamrank import ConfigError, Engine
-from streamrank.ppr import DeviceGraphView, personalized_pagerank
+from streamrank.ppr import DeviceGraphView, personalized_pagerank, personalized_pagerank_batch
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,28 @@ def test_monte_carlo_walks_follow_the_weights(weighted, dangling):
     assert np.abs(unweighted - want).sum() > 10 * err  # the walks took the weights, not the degrees
 
 
-def test_gpu_view_of_a_weighted_graph_is_refused(weighted):
-    eng = weighted[0]
-    with pytest.raises(ConfigError, match="CPU backend"):
-        DeviceGraphView(eng.graph)
+@pytest.mark.gpu
+@pytest.mark.parametrize("dangling", ["personalization", "uniform"])
+@pytest.mark.parametrize("where", ["engine", "view"])
+def test_gpu_power_takes_the_weights_and_other_methods_refuse(weighted, dangling, where):
+    eng, G, _plain, seed = weighted
+    if where == "engine":  # the same records on the GPU engine
+        s, d = eng.edges_external()
+        gpu = Engine("gpu", "dfp", weighted=True, multi_edges="sum")
+        gpu.load_edges(s, d, weight=eng.graph.edge_weights())
+        graph = gpu.graph
+        ext = gpu.graph.ids.external.get()
+    else:
+        graph = DeviceGraphView(eng.graph)
+        ext = eng.graph.ids.external
+    ref = _nx_ppr(G, seed, dangling)
+    want = np.array([ref[int(v)] for v in ext])
+    res = personalized_pagerank(graph, seed, method="power", dangling=dangling, return_vector=True)
+    assert res.device == "gpu" and res.converged
+    assert np.abs(res.vector - want).sum() <= 1e-8
+    batch = personalized_pagerank_batch(graph, [seed, int(ext[1])], method="power", dangling=dangling,
+                                        return_vector=True)
+    assert np.abs(batch[0].vector - want).sum() <= 1e-8
+    for method in ("push", "pull", "hybrid", "montecarlo"):
+        with pytest.raises(ConfigError, match="method='power'"):
+            personalized_pagerank(graph, seed, method=method, dangling=dangling)

@@ -83,17 +83,18 @@ def gpu_oracle(graph, *, alpha: float, dangling: str):
     return p.get()
 
 
-def oracle_fn(backend, cfg, *, cugraph: bool, cusparse: bool = True):
+def oracle_fn(backend, cfg, *, cugraph: bool, cusparse: bool = True, weighted: bool = False):
     """The benches' float64 oracle as ``(graph -> host ranks, name)``: cuGraph where ``cugraph``,
-    else on the GPU a cuSPARSE power iteration where ``cusparse`` (its matrix fits), else the
-    same iteration over the store's own in-lists (:mod:`streamrank.oracle.gpu_spmv`), else SciPy."""
+    else on the GPU for an unweighted graph a cuSPARSE power iteration where ``cusparse`` (its
+    matrix fits), else the same iteration over the store's own in-lists
+    (:mod:`streamrank.oracle.gpu_spmv`), else SciPy (which takes a weighted store's weights)."""
     if cugraph:
         from ..oracle.cugraph_static import cugraph_pagerank
 
         return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
-    if backend.is_gpu and cusparse:
+    if backend.is_gpu and cusparse and not weighted:
         return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
-    if backend.is_gpu:
+    if backend.is_gpu and not weighted:
         from ..oracle.gpu_spmv import store_pagerank
 
         return lambda g: store_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "store-spmv-float64"

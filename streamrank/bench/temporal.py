@@ -30,7 +30,7 @@ put beside ours with the ratio (reference ms per batch over ours; its timer cove
 computation only, ours the graph update too): its CUDA DF-P on the GPU backend, its OpenMP DF-P
 (``pagerankPruneDynamicFrontierOmp``) on the CPU backend.
 
-``weighted`` runs the same replay on a weighted engine (CPU backend): with ``multi_edges="set"``
+``weighted`` runs the same replay on a weighted engine (either backend): with ``multi_edges="set"``
 every edge weighs 1 (the unweighted ranks, through the weighted code), with ``"sum"`` a repeated
 line adds 1 to its edge's weight (on sx-mathoverflow: how often a user answered another), which
 makes it a reweight (``reweighted_median``) instead of a no-op. The oracle then takes the weights.
@@ -156,7 +156,8 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                                    f"{int(max(src.max(), dst.max()))}")
     skip_loops = cfg.dangling == "self-loop"
     base_end = int(opts.base_fraction * lines)
-    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=backend.is_gpu and cugraph_available())
+    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=backend.is_gpu and cugraph_available(),
+                                    weighted=bool(opts.weighted))
     report = {"protocol": "temporal", "graph": {"name": opts.path, "lines": lines, "base_lines": base_end},
               "device": device_name(backend), "backend": backend.name, "config": cfg.to_dict(),
               "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle_name,

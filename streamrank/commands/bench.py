@@ -80,7 +80,7 @@ def add_arguments(p):
                    help="cap the device memory the GPU backend may use (8G, 512M, bytes; default: "
                         "STREAMRANK_GPU_MEMORY_LIMIT, else none): a load or batch past it stops with an error")
     p.add_argument("--weighted", action="store_true",
-                   help="temporal: replay on a weighted engine (CPU backend; every line weighs 1)")
+                   help="temporal: replay on a weighted engine (every line weighs 1)")
     p.add_argument("--multi-edges", default=None, choices=("set", "sum"),
                    help="temporal, weighted: a repeated line sets its edge's weight (set, default: weight 1, the "
                         "unweighted ranks) or adds 1 to it (sum, turns --weighted on: counts repeated interactions)")

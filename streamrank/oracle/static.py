@@ -94,7 +94,7 @@ def oracle_pagerank(graph, *, alpha: float = 0.85, dangling: str = "uniform",
         return cugraph_pagerank(graph, alpha=alpha, dangling=dangling)
     s, d = graph.edges()
     s, d = to_host(s), to_host(d)  # device-to-host copy of the edge list on the GPU (oracle only)
-    w = graph.edge_weights() if getattr(graph, "weighted", False) else None
+    w = to_host(graph.edge_weights()) if getattr(graph, "weighted", False) else None
     return scipy_pagerank(s, d, graph.num_vertices, weight=w, alpha=alpha, dangling=dangling)
 
 

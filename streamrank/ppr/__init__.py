@@ -15,10 +15,15 @@ import time
 import numpy as np
 
 from ..backend import to_host
-from ..errors import InvalidArgumentError
+from ..errors import ConfigError, InvalidArgumentError
 from ._graph import DeviceGraphView, cached, graph_arrays
 from .semantics import (ATOMICS, DANGLING_MODES, METHODS, PprResult, check_alpha, check_choice,
                         resolve_seed_sets, resolve_seeds, top_k, topk_precision)
+
+#: Why a method other than the power iteration refuses a weighted graph on the GPU.
+GPU_WEIGHTED_METHODS = ("method={method!r} does not take edge weights on the GPU: query a weighted graph there with "
+                        "method='power' (--method power), or run on the CPU backend (--device cpu), where every "
+                        "method takes the weights")
 
 __all__ = ["personalized_pagerank", "personalized_pagerank_batch", "PprResult", "METHODS", "ATOMICS",
            "DANGLING_MODES", "DeviceGraphView", "topk_precision"]
@@ -137,6 +142,9 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
     alpha, k, tol, eps, max_iter, walks, walkers = (opts[x] for x in ("alpha", "k", "tol", "eps", "max_iter", "walks",
                                                                        "walkers"))
     t0 = time.perf_counter()
+    weighted_gpu = getattr(graph, "weighted", False) and getattr(graph, "xp", np) is not np
+    if weighted_gpu and method != "power":
+        raise ConfigError(GPU_WEIGHTED_METHODS.format(method=method))
     pers = resolve_seeds(graph, seeds, weights)
     ga = cached(graph, ("graph-arrays",), lambda: graph_arrays(graph))
     xp, is_gpu = ga.xp, ga.is_gpu
@@ -146,7 +154,14 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
 
     ids = None  # p's positions are store ids (else: ids[i] is the store id of position i)
     if method == "power":
-        if is_gpu:
+        if weighted_gpu:
+            from .gpu_power import personalization_gpu
+            from .gpu_weighted import power_gpu_weighted
+
+            pd, _seeds = personalization_gpu(ga.n, pers)
+            p, it, conv, change = power_gpu_weighted(graph, pd, alpha=alpha, dangling=dangling, tol=tol,
+                                                     max_iter=max_iter, dtype=dtype)
+        elif is_gpu:
             from .gpu_power import personalization_gpu, power_gpu
 
             pd, seeds_d = personalization_gpu(ga.n, pers)
@@ -241,7 +256,8 @@ def personalized_pagerank_batch(graph, seeds_list, **kwargs) -> list:
     if isinstance(seeds_list, (int, np.integer, dict)):
         raise InvalidArgumentError("seeds_list must be a sequence of seed ids or seed sets")
     seeds_list = list(seeds_list)
-    if kwargs.get("method", "power") != "power" or not seeds_list or kwargs.get("weights") is not None:
+    if (kwargs.get("method", "power") != "power" or not seeds_list or kwargs.get("weights") is not None
+            or getattr(graph, "weighted", False)):
         return [personalized_pagerank(graph, s, **kwargs) for s in seeds_list]
     ga = cached(graph, ("graph-arrays",), lambda: graph_arrays(graph)) if hasattr(graph, "out_offset") else None
     if ga is None or not ga.is_gpu:

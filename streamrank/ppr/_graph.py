@@ -59,10 +59,11 @@ def graph_arrays(graph) -> GraphArrays:
     ga = GraphArrays(xp, int(graph.num_vertices), int(graph.num_edges), out_off, out_deg, out_idx,
                      in_off, in_deg, in_idx)
     if getattr(graph, "weighted", False):
-        from ..kernels.cpu.ppr import segment_sums
-
         ga.out_weight, ga.out_weights, ga.in_weights = graph.out_weight, graph.out_weights, graph.in_weights
-        ga.out_cumulative = segment_sums(ga.n, out_off, out_deg, graph.out_weights)
+        if xp is np:  # the CPU's Monte Carlo walks (the GPU's take no weights: personalized_pagerank refuses them)
+            from ..kernels.cpu.ppr import segment_sums
+
+            ga.out_cumulative = segment_sums(ga.n, out_off, out_deg, graph.out_weights)
     return ga
 
 
@@ -112,21 +113,21 @@ def cached(graph, key, make):
 class DeviceGraphView:
     """A read-only GPU copy of a host graph store's arrays (CuPy), with the store contract's
     attributes. Used where no GPU store is at hand (the CLI loading a file with ``--device gpu``,
-    tests); the engine's own GPU graph is queried directly."""
+    tests); the engine's own GPU graph is queried directly. A weighted store's view carries its
+    weights (``weighted``, ``out_weight``, ``out_weights``, ``in_weights``)."""
 
     backend_name = "gpu"
 
     def __init__(self, graph):
-        if getattr(graph, "weighted", False):
-            from ..errors import ConfigError
-
-            raise ConfigError("personalized PageRank of a weighted graph runs on the CPU backend for now "
-                              "(--device cpu)")
         import cupy as cp
 
         self.xp = cp
         self.ids = graph.ids  # host id map: seeds are looked up on the host
         self.num_vertices = int(graph.num_vertices)
         self.num_edges = int(graph.num_edges)
-        for name in ("out_offset", "out_degree", "out_indices", "in_offset", "in_degree", "in_indices"):
+        self.weighted = bool(getattr(graph, "weighted", False))
+        names = ("out_offset", "out_degree", "out_indices", "in_offset", "in_degree", "in_indices")
+        if self.weighted:
+            names += ("out_weight", "out_weights", "in_weights")
+        for name in names:
             setattr(self, name, cp.asarray(getattr(graph, name)))

@@ -19,9 +19,9 @@ from ..ids.strings import StringIdMap
 def _store(backend, weighted: bool = False):
     if weighted:
         if backend.is_gpu:
-            from ..errors import ConfigError
+            from ..store.gpu_weighted import WeightedGpuGraph
 
-            raise ConfigError("a weighted graph runs on the CPU backend for now (--device cpu)")
+            return WeightedGpuGraph
         from ..store.cpu_weighted import WeightedCpuGraph
 
         return WeightedCpuGraph
@@ -68,7 +68,7 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
         if ck is None:
             raise SourceError(f"no readable checkpoint in {spec}")
         ids = StringIdMap.from_state(ck.engine_state) if ck.engine_state.get("id_type") == "string" else None
-        if "weight" in ck.engine_state:  # a weighted engine's checkpoint: its weights, on the CPU
+        if "weight" in ck.engine_state:  # a weighted engine's checkpoint: its weights, on either backend
             cls = _store(backend, weighted=True)
         return cls.from_state(ck.engine_state), {"graph": spec, "checkpoint": ck.path, "seq": ck.seq,
                                                  "backend": backend.name, "reason": backend.reason}, ids
@@ -92,7 +92,11 @@ def load_graph_with_ids(spec: str, *, device: str = "auto", id_type: str = "auto
         batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight)
     else:
         batch = EdgeBatch.from_arrow(table)
-    g = _store(backend, weighted=True)() if batch.weighted else CpuGraph()  # weights: repeated pairs set the weight
+    if batch.weighted:  # weights: repeated pairs set the weight (on the GPU, the weighted device store)
+        g = _store(backend, weighted=True)()
+        g.apply(batch)
+        return g, {"graph": spec, "backend": backend.name, "reason": backend.reason}, ids
+    g = CpuGraph()
     g.apply(batch)
     if backend.is_gpu:
         s, d = g.edges_external()

@@ -12,7 +12,6 @@ import logging
 
 from .memory import check_fits, check_max_bytes, out_of_memory
 from ..errors import GraphCapacityError
-from .gpu_lists import Direction
 
 log = logging.getLogger("streamrank.store.gpu")
 
@@ -101,7 +100,7 @@ class RoomKeeping:
         live = self._num_edges + 2 * n
         for d in (self._out, self._in):
             if d.end > 2 * live + (1 << 20):
-                if self._try_grow(Direction.compact_bytes(n, self._num_edges), lambda d=d: d.compact(n),
+                if self._try_grow(d.compact_bytes(n, self._num_edges), lambda d=d: d.compact(n),
                                   "compacting the graph store"):
                     self.compactions += 1
                 else:
@@ -118,7 +117,7 @@ class RoomKeeping:
         """
         n = self.num_vertices
         for d in (self._out, self._in):
-            self._check(Direction.compact_bytes(n, self._num_edges), "compacting the graph store")
+            self._check(d.compact_bytes(n, self._num_edges), "compacting the graph store")
             try:
                 d.compact(n)
             except GraphCapacityError:
