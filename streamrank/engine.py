@@ -234,8 +234,8 @@ class Engine:
         integers or strings. ``vertices`` (external ids) are created first, in their order, edges
         or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
 
-        On the GPU, a first load of insertions of dense integer ids (string ids' codes included)
-        takes the bounded build (:mod:`streamrank.store.gpu_build`, docs/architecture.md).
+        On the GPU, a first load of insertions of dense integer ids into an unweighted engine
+        (string ids' codes included) takes the bounded build (:mod:`streamrank.store.gpu_build`, docs/architecture.md).
 
         Raises
         ------
