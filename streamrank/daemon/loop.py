@@ -47,6 +47,7 @@ from .drift import DriftGuard
 from .ingest import Ingest
 from .live import LiveState, batch_info
 from .metrics import DaemonMetrics
+from .publishing import RankOutput
 from .signals import ShutdownFlag
 from .staleness import staleness_fields
 from .warmup import wants_warm_up, warm_up
@@ -92,6 +93,7 @@ class Daemon:
         self.publisher = None
         self.dead_letters = None
         self.snapshots = None
+        self.output: RankOutput | None = None
         self.drift = DriftGuard(every=config.drift_every, bound=config.drift_bound,
                                 alpha=config.rank.alpha, dangling=config.rank.dangling)
         self.window: BatchWindow | None = None
@@ -104,7 +106,7 @@ class Daemon:
         self._last_lag = 0.0
         self._broker_ok = True
         self._applied_log = None
-        self._ranks = None             # (ids, p) of the last batch, when computed
+        self._ranks = None             # (ids, p) of the last batch, when a snapshot copied them
         self.edges_applied = 0
         self.id_lock: IdTypeLock | None = None  # the stream's vertex id kind, shared by the source
         self._exit_status = 0
@@ -151,10 +153,11 @@ class Daemon:
             self.producer = self._retry(lambda: endpoints.make_producer(cfg, on_stats=self._client_stats),
                                         "creating the producer")
         if cfg.publish_topic:
-            restored = self.engine.ranks()[1] if self.engine.graph.num_vertices else None
-            self.publisher = endpoints.make_publisher(cfg, self.producer, restored)
+            self.publisher = endpoints.make_publisher(cfg, self.producer)
         self.dead_letters = endpoints.make_dead_letters(cfg, self.producer)
         self.snapshots = endpoints.make_snapshots(cfg)
+        self.output = RankOutput(self.engine, self.publisher, self.snapshots, threshold=cfg.publish_threshold)
+        self.output.prime(self.engine)  # a restored or base graph: only later moves are published
         self.source.open(self.positions)
         self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
                              threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size,
@@ -282,26 +285,11 @@ class Daemon:
         self._exit_status = EXIT_GRAPH_CAPACITY
 
     def _publish(self, seq: int) -> int:
-        snapshot = self.snapshots is not None and self.snapshots.due(seq)
-        if self.publisher is None and not snapshot:
-            self._ranks = None
-            return 0
-        view = self.live.view() if self.live is not None else None
-        ids, p = (view.ids, view.p) if view is not None else self.engine.ranks()
-        self._ranks = (ids, p)
-        sent = 0
-        if self.publisher is not None:
-            out = self._retry(lambda: self.publisher.publish(seq, ids, p), "publishing")
-            for kind, k in out.items():
-                if k:
-                    self.metrics.published.labels(kind=kind).inc(k)
-            sent = sum(out.values())
-        if snapshot:
-            try:
-                self.snapshots.write(seq, ids, p)
-            except StreamrankError as exc:
-                log.error("snapshot failed: %s", exc)
-        return sent
+        out, self._ranks = self.output.publish(self.engine, seq, retry=self._retry)
+        for kind, k in out.items():
+            if k:
+                self.metrics.published.labels(kind=kind).inc(k)
+        return sum(out.values())
 
     def _drift_results(self) -> None:
         for r in self.drift.results():
@@ -313,6 +301,7 @@ class Daemon:
                     self.engine.recompute()
                     if self.live is not None:
                         self.live.publish(self.engine, info=dict(self.live.view().info, drift_corrected=True))
+                self._ranks = None  # ranks of before the recompute
                 self.ckpt.force_full()  # the log replays batches only
                 self.metrics.drift_corrections.inc()
                 self._dirty = True

@@ -59,11 +59,23 @@ def published_ranks(x, in_degree, *, alpha: float, dangling: str) -> np.ndarray:
         For an unknown ``dangling`` mode, ``alpha`` outside (0, 1), a missing or mis-sized
         ``in_degree`` in self-loop mode, or a non-finite or non-positive ``sum(x)``.
     """
+    x = np.asarray(to_host(x), dtype=np.float64)  # device-to-host copy on the GPU
+    if dangling == "self-loop" and in_degree is not None:
+        in_degree = np.asarray(to_host(in_degree))  # device-to-host copy on the GPU
+    return _published(np, x, in_degree, alpha=alpha, dangling=dangling)
+
+
+def published_ranks_on(xp, x, in_degree, *, alpha: float, dangling: str):
+    """:func:`published_ranks` computed where ``x`` lives (``xp``: :mod:`numpy` or :mod:`cupy`),
+    returned there: no copy of ``x`` leaves the device. Same rules and errors."""
+    return _published(xp, xp.asarray(x, dtype=xp.float64), in_degree, alpha=alpha, dangling=dangling)
+
+
+def _published(xp, x, in_degree, *, alpha: float, dangling: str):
     if dangling not in DANGLING_MODES:
         raise InvalidArgumentError(f"dangling must be one of {DANGLING_MODES}, got {dangling!r}")
     if not 0.0 < float(alpha) < 1.0:
         raise InvalidArgumentError(f"alpha must be in (0, 1), got {alpha}")
-    x = np.asarray(to_host(x), dtype=np.float64)  # device-to-host copy on the GPU
     if x.ndim != 1:
         raise InvalidArgumentError(f"x must be one-dimensional, got shape {x.shape}")
     n = x.shape[0]
@@ -76,7 +88,7 @@ def published_ranks(x, in_degree, *, alpha: float, dangling: str) -> np.ndarray:
         return x / total
     if in_degree is None:
         raise InvalidArgumentError("self-loop mode needs in_degree")
-    deg = np.asarray(to_host(in_degree))  # device-to-host copy on the GPU
+    deg = in_degree
     if deg.shape != (n,):
         raise InvalidArgumentError(f"in_degree has shape {deg.shape}, x has {n} entries")
     exact = deg == 0
