@@ -37,7 +37,7 @@ from ..checkpoints.full import MANIFEST
 from ..engine import Engine
 from ..errors import GraphCapacityError, SourceError, StateUnreadableError, StreamrankError
 from ..ids.kinds import IdTypeLock, concat_ids, id_kind, to_string_array
-from .base_graph import load_base_graph
+from .base_graph import base_engine
 from .batching import BatchWindow, batch_weights
 from .checkpoint_worker import CheckpointWorker
 from .checkpoints import CheckpointStage
@@ -130,11 +130,7 @@ class Daemon:
                      ck.snapshot.path, ck.replayed, ck.seq, self.engine.graph.num_vertices,
                      self.engine.graph.num_edges, self.positions)
         else:
-            self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                                 max_id_bytes=cfg.max_id_bytes, max_graph_bytes=cfg.max_graph_bytes,
-                                 weighted=cfg.is_weighted, multi_edges=cfg.multi_edges)
-            if cfg.base_graph:
-                load_base_graph(self.engine, cfg.base_graph, cfg)
+            self.engine = base_engine(cfg)  # empty, or --base-graph
             log.info("no checkpoint in %s: starting from %s", cfg.checkpoint_dir,
                      f"base graph {cfg.base_graph}" if cfg.base_graph else "an empty graph")
         self.id_lock = IdTypeLock(cfg.id_type)
