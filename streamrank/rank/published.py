@@ -72,6 +72,15 @@ def published_ranks_on(xp, x, in_degree, *, alpha: float, dangling: str):
 
 
 def _published(xp, x, in_degree, *, alpha: float, dangling: str):
+    return apply_form(x, published_form(xp, x, in_degree, alpha=alpha, dangling=dangling))
+
+
+def published_form(xp, x, in_degree, *, alpha: float, dangling: str) -> tuple:
+    """How the published ranks follow from the iterate ``x`` (on ``xp``'s backend):
+    ``(divide, f0, f1, exact)``, where ``p = x / f0`` when ``divide``, else ``p = x * f0`` with
+    the vertices of the mask ``exact`` at ``x * f1`` (:func:`apply_form`). ``exact`` is the mask
+    of the vertices without in-edges in self-loop mode (whether or not ``divide``), else None.
+    Same rules and errors as :func:`published_ranks`."""
     if dangling not in DANGLING_MODES:
         raise InvalidArgumentError(f"dangling must be one of {DANGLING_MODES}, got {dangling!r}")
     if not 0.0 < float(alpha) < 1.0:
@@ -80,23 +89,31 @@ def _published(xp, x, in_degree, *, alpha: float, dangling: str):
         raise InvalidArgumentError(f"x must be one-dimensional, got shape {x.shape}")
     n = x.shape[0]
     if n == 0:
-        return x.copy()
+        return True, 1.0, 0.0, None
     total = float(x.sum())
     if not (np.isfinite(total) and total > 0.0):
         raise InvalidArgumentError(f"sum(x) must be finite and positive, got {total}")
     if dangling != "self-loop":
-        return x / total
+        return True, total, 0.0, None
     if in_degree is None:
         raise InvalidArgumentError("self-loop mode needs in_degree")
     deg = in_degree
     if deg.shape != (n,):
         raise InvalidArgumentError(f"in_degree has shape {deg.shape}, x has {n} entries")
     exact = deg == 0
-    pinned = x[exact] * ((1.0 - float(alpha)) / n)
-    pinned_mass = float(pinned.sum())
+    f1 = (1.0 - float(alpha)) / n
+    pinned_mass = float((x[exact] * f1).sum())
     rest = float(x[~exact].sum())
     if not (rest > 0.0 and pinned_mass < 1.0):
-        return x / total  # all vertices without in-edges, or far from the fixed point
-    p = x * ((1.0 - pinned_mass) / rest)
-    p[exact] = pinned
+        return True, total, 0.0, exact  # all vertices without in-edges, or far from the fixed point
+    return False, (1.0 - pinned_mass) / rest, f1, exact
+
+
+def apply_form(x, form: tuple):
+    """The published ranks of ``x`` under ``form`` (:func:`published_form`), on ``x``'s backend."""
+    divide, f0, f1, exact = form
+    if divide:
+        return x / f0
+    p = x * f0
+    p[exact] = x[exact] * f1
     return p
