@@ -60,15 +60,41 @@ def test_rmat_base_and_bad_specs(tmp_path):
         base_engine(_cfg(tmp_path, str(tmp_path / "empty")))
 
 
-def test_daemon_from_checkpoint_base_publishes_only_later_moves(tmp_path):
-    """A daemon started on a checkpoint base: its first batch is seq 1, and the parquet snapshot
-    and final checkpoint hold the base graph plus the stream."""
+def test_daemon_from_checkpoint_base(tmp_path):
+    """A daemon started on a checkpoint base checkpoints the base (seq 0, full) before it reads
+    a record; its first batch is seq 1, and the final checkpoint holds the base plus the stream."""
+    import json
+
     from streamrank.daemon.loop import Daemon
 
     eng, path = _saved(tmp_path)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.txt").write_text("100 101\n101 3\n")
-    assert Daemon(_cfg(tmp_path, path)).run() == 0
-    ck = load_latest(tmp_path / "ck")
+    assert Daemon(_cfg(tmp_path, path, applied_log=str(tmp_path / "applied.jsonl"))).run() == 0
+    from streamrank.checkpoints.recovery import load_latest_state
+
+    assert load_latest(tmp_path / "ck").seq == 0  # the base, full; the batch in the log after it
+    ck = load_latest_state(tmp_path / "ck")
     assert ck.seq == 1
     assert ck.engine_state["x"].shape[0] == eng.graph.num_vertices + 2
+    events = [json.loads(x) for x in (tmp_path / "applied.jsonl").read_text().splitlines()]
+    kinds = [(e["event"], e.get("seq"), e.get("kind")) for e in events if e["event"] in ("apply", "checkpoint")]
+    assert kinds[0] == ("checkpoint", 0, "full") and kinds[1][:2] == ("apply", 1), kinds
+
+
+def test_checkpoint_not_due_while_one_is_written(tmp_path):
+    """A checkpoint that falls due while the last is being written waits for the next batch
+    boundary after it: the loop never waits for a slow write."""
+    import threading
+
+    from streamrank.daemon.loop import Daemon
+
+    d = Daemon(_cfg(tmp_path, None))
+    d._dirty = True
+    assert d._checkpoint_due()  # the first batch is checkpointed at once
+    release = threading.Event()
+    d._ckpt_worker.submit(release.wait)
+    assert not d._checkpoint_due()
+    release.set()
+    assert d._ckpt_worker.join(5.0)
+    assert d._checkpoint_due()

@@ -16,7 +16,10 @@ decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand ov
 - checkpoints are full now and then and incremental (a log of the batches) in between
   (:mod:`.checkpoints`); the loop takes what a checkpoint holds at a batch boundary, and the wait
   for acknowledgements, the write and the commit run on a worker (:mod:`.checkpoint_worker`)
-  while the loop goes on (the final checkpoint at shutdown runs on the loop's thread);
+  while the loop goes on (the final checkpoint at shutdown runs on the loop's thread); one that
+  falls due while the last is still being written is taken at the first batch boundary after
+  it, so a slow write (a full checkpoint of a large graph) never holds the loop back; a fresh
+  start from a base graph checkpoints it before the first record is read;
 - a shutdown request (signal) ends the batch in hand, publishes, checkpoints, commits, exits 0.
 """
 
@@ -359,7 +362,7 @@ class Daemon:
         return self._ranks if self._ranks is not None else self.engine.ranks()
 
     def _checkpoint_due(self) -> bool:
-        if not self._dirty:
+        if not self._dirty or self._ckpt_worker.busy:  # one in flight: the next boundary after it
             return False
         if self._first_ckpt or self._since_ckpt >= self.cfg.checkpoint_every:
             return True
@@ -432,6 +435,10 @@ class Daemon:
             if self.live is not None:
                 self.http = start_http(cfg, self.live, self.engine, self.positions)
             self._open_io()
+            if self.engine.seq == 0 and self.engine.graph.num_vertices and \
+                    not os.path.exists(os.path.join(cfg.checkpoint_dir, MANIFEST)):
+                self._dirty = True
+                self._checkpoint()  # the base graph, on the worker, before the first record is read
             log.info("serving: %s -> %s", cfg.input_dir or f"{cfg.bootstrap_servers} {cfg.topic}",
                      cfg.publish_topic or "(no publish topic)")
             while True:
