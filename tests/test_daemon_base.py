@@ -82,19 +82,25 @@ def test_daemon_from_checkpoint_base(tmp_path):
     assert kinds[0] == ("checkpoint", 0, "full") and kinds[1][:2] == ("apply", 1), kinds
 
 
-def test_checkpoint_not_due_while_one_is_written(tmp_path):
-    """A checkpoint that falls due while the last is being written waits for the next batch
-    boundary after it: the loop never waits for a slow write."""
+def test_checkpoint_due_by_time_waits_for_the_one_in_flight(tmp_path):
+    """A checkpoint that falls due by time while the last is being written waits for the next
+    batch boundary after it (the loop never waits for a slow write); one due by batch count is
+    taken on schedule."""
     import threading
 
     from streamrank.daemon.loop import Daemon
 
-    d = Daemon(_cfg(tmp_path, None))
-    d._dirty = True
-    assert d._checkpoint_due()  # the first batch is checkpointed at once
+    d = Daemon(_cfg(tmp_path, None, checkpoint_interval=0.01, checkpoint_every=3))
+    d._dirty, d._first_ckpt, d._last_ckpt = True, False, 0.0
+    assert d._checkpoint_due()  # by time
     release = threading.Event()
     d._ckpt_worker.submit(release.wait)
-    assert not d._checkpoint_due()
-    release.set()
+    try:
+        assert not d._checkpoint_due()
+        d._since_ckpt = 3
+        assert d._checkpoint_due()  # by count: on schedule (it will wait for the write)
+        d._since_ckpt = 0
+    finally:
+        release.set()
     assert d._ckpt_worker.join(5.0)
     assert d._checkpoint_due()

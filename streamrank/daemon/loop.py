@@ -17,9 +17,9 @@ decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand ov
   (:mod:`.checkpoints`); the loop takes what a checkpoint holds at a batch boundary, and the wait
   for acknowledgements, the write and the commit run on a worker (:mod:`.checkpoint_worker`)
   while the loop goes on (the final checkpoint at shutdown runs on the loop's thread); one that
-  falls due while the last is still being written is taken at the first batch boundary after
-  it, so a slow write (a full checkpoint of a large graph) never holds the loop back; a fresh
-  start from a base graph checkpoints it before the first record is read;
+  falls due by time while the last is still being written is taken at the first batch boundary
+  after it, so a slow write (a full checkpoint of a large graph) does not hold the loop back; a
+  fresh start from a base graph checkpoints it before the first record is read;
 - a shutdown request (signal) ends the batch in hand, publishes, checkpoints, commits, exits 0.
 """
 
@@ -362,11 +362,13 @@ class Daemon:
         return self._ranks if self._ranks is not None else self.engine.ranks()
 
     def _checkpoint_due(self) -> bool:
-        if not self._dirty or self._ckpt_worker.busy:  # one in flight: the next boundary after it
+        if not self._dirty:
             return False
         if self._first_ckpt or self._since_ckpt >= self.cfg.checkpoint_every:
             return True
-        return self.cfg.checkpoint_interval > 0 and time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_interval
+        # due by time while the last is still being written: the first batch boundary after it
+        return self.cfg.checkpoint_interval > 0 and time.monotonic() - self._last_ckpt >= \
+            self.cfg.checkpoint_interval and not self._ckpt_worker.busy
 
     def _update_lag(self) -> None:
         if not hasattr(self.source, "lags") or self.cfg.lag_interval <= 0:
