@@ -35,6 +35,15 @@ A run is ``FORMAT:EDGES_PER_MESSAGE:CLIENT:PUBLISH_FORMAT[:RATE]`` (drain mode: 
     python benchmarks/daemon.py --mode drain --runs json:1:confluent:arrow \\
         --daemon-root before=/tmp/old-checkout --daemon-root after=.     # before/after, alternated
     python benchmarks/daemon.py --runs json:1:confluent:keyed --seconds 30 --string-ids  # ids user_<id>
+    python benchmarks/daemon.py --runs arrow:1000:confluent:arrow:1000000 --producers 4 \
+        --base-graph rmat:24 --stream-rmat 24 --seconds 20        # on a base of R-MAT 24 (see below)
+
+On a large base (``--base-graph``: the daemon's own option, an edge file, a checkpoint or
+``rmat:SCALE`` generated on the device when the daemon starts), ``--stream-rmat SCALE`` makes the
+streamed file ``--stream-edges`` R-MAT edges over the same id range (the R-MAT quadrant
+probabilities, ids relabelled by a permutation of their own: the stream's endpoints are spread
+over the base's vertices, hubs and leaves alike), inserted then deleted again and again. The
+daemon is given ``--start-timeout`` seconds to load the base before its first batch.
 
 Prints a table and writes the JSON report and the plot when asked.
 """
@@ -61,6 +70,7 @@ from _broker import ROOT, child_env, start_broker, start_daemon
 from _client_stats import print_table as print_client_stats
 from _client_stats import read_json_lines as read_applied
 from _client_stats import summarize as summarize_client_stats
+from _rmat_stream import rmat_stream_file
 
 sys.path.insert(0, str(ROOT))
 from streamrank.daemon.staleness import STALENESS_EDGES_MS  # noqa: E402
@@ -227,6 +237,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
                            "--checkpoint-every", "1000000", "--full-checkpoint-every", str(args.full_every),
                            "--kafka-client", run["client"], "--publish-format", run["publish_format"],
                            "--id-type", "string" if args.string_ids else "int",
+                           *(["--base-graph", args.base_graph] if args.base_graph else []),
                            *(["--kafka-stats-interval", str(args.client_stats)] if args.client_stats else []),
                            *(["--decode-threads", str(args.decode_threads)] if args.decode_threads else [])],
                           rdir / "daemon.log", root=root)
@@ -234,7 +245,7 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
     rss.start()
     prods = []
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + args.start_timeout
         while not (applied.exists() and "serving" in (rdir / "daemon.log").read_text()):
             if daemon.poll() is not None or time.time() > deadline:
                 raise SystemExit(f"daemon did not start:\n{(rdir / 'daemon.log').read_text()[-2000:]}")
@@ -292,7 +303,8 @@ def one_run(run: dict, args, bootstrap: str, broker, work: Path, *, label: str =
                 "max_bytes": max(e["bytes"] for e in c)}
 
     return {
-        **run, "daemon": label or "this checkout", "daemon_root": str(root), "mode": mode,
+        **run, "daemon": label or "this checkout", "base_graph": args.base_graph, "daemon_root": str(root),
+        "mode": mode,
         "mode_label": mode_label(mode, run, filled), "tag": tag, "producers": args.producers,
         "host_load_1min": round(load, 1), "id_type": "string" if args.string_ids else "int",
         "window_s": round(span, 1), "batches": len(win),
@@ -436,6 +448,14 @@ def main(argv=None) -> int:
                     help="the Kafka clients' statistics every SECONDS (the daemon's --kafka-stats-interval, the "
                          "producers' --stats), summed up per run (confluent-kafka; 0: off, needed for a daemon "
                          "root from before the flag)")
+    ap.add_argument("--base-graph", default=None,
+                    help="the daemon's --base-graph: an edge file, a checkpoint, or rmat:SCALE[:EF[:SEED]] "
+                         "(generated on the device when the daemon starts)")
+    ap.add_argument("--stream-rmat", type=int, default=None, metavar="SCALE",
+                    help="stream --stream-edges R-MAT edges over ids 0 .. 2**SCALE - 1 instead of --file")
+    ap.add_argument("--stream-edges", type=int, default=2_000_000)
+    ap.add_argument("--start-timeout", type=float, default=60.0,
+                    help="seconds the daemon has to start (load its base graph) before its first batch")
     ap.add_argument("--string-ids", action="store_true",
                     help="rewrite the file's ids as strings (user_<id>) and run the daemon with --id-type string")
     ap.add_argument("--daemon-root", action="append", default=[], metavar="LABEL=PATH",
@@ -458,6 +478,12 @@ def main(argv=None) -> int:
     print(f"engine kernels ready on {processor} ({args.device}) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     bootstrap, broker = start_broker(args.bootstrap_servers)
     work = Path(tempfile.mkdtemp(prefix="streamrank-bench-"))
+    if args.stream_rmat:
+        t1 = time.perf_counter()
+        args.file = str(rmat_stream_file(args.stream_rmat, args.stream_edges,
+                                         work / f"rmat{args.stream_rmat}.parquet"))
+        print(f"stream: {args.stream_edges:,} R-MAT {args.stream_rmat} edges drawn in "
+              f"{time.perf_counter() - t1:.1f}s", file=sys.stderr)
     if args.string_ids:
         from bench_string_ids import rewrite
 
@@ -468,7 +494,8 @@ def main(argv=None) -> int:
         for run, (label, root) in itertools.product(runs, roots):  # checkouts alternate run by run
             results.append(one_run(run, args, bootstrap, broker, work, label=label, root=root))
             r = results[-1]
-            print(f"{r['tag']} ({r['mode_label']}): {r['edges_per_s']} edges/s over {r['window_s']}s, staleness "
+            print(f"{r['tag']} ({r['mode_label']}, base {args.base_graph or 'none'}): {r['edges_per_s']} edges/s "
+                  f"over {r['window_s']}s, staleness "
                   f"p50/p99 {r['staleness_ms_p50']}/{r['staleness_ms_p99']} ms (host load {r['host_load_1min']}); "
                   f"oldest record per batch, p50/p99 ms: {r['latency_split_ms']}", file=sys.stderr)
     finally:

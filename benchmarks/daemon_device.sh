@@ -34,6 +34,16 @@
 #    the producers' default 5 ms for SR_TARGET_JSON5_SECONDS (20: Tansu's fetch slows down with
 #    the number of record batches stored, which 5 ms multiplies, see docs/daemon.md); each after
 #    SR_WARMUP (8) s. Each call's JSON is written when it ends, so a cut-off run keeps the rest.
+# 6. Only when SR_MODES has "base", on the first device: the target checks on large base graphs.
+#    Per base in SR_BASE_GRAPHS ("rmat:24 rmat:26"; the daemon's --base-graph, generated on the
+#    device when each daemon starts), a stream of SR_STREAM_EDGES (2 M) R-MAT edges of the base's
+#    scale (benchmarks/daemon.py --stream-rmat), Arrow messages of 1,000 edges: at
+#    SR_TARGET_ARROW_RATE for SR_BASE_SECONDS (12) after SR_BASE_WARMUP (8) s, batches of up to
+#    SR_BASE_BATCH_SIZE (200000) edges or 100 ms (daemon_<dev>_base_<scale>_arrow.json); then at
+#    100,000 edges/s for SR_BASE_STALENESS_SECONDS (10) after 6 s, batches of up to 10,000 edges
+#    or SR_STALENESS_BATCH_WAIT_MS, one producer lingering 5 ms (daemon_<dev>_base_<scale>_staleness.json).
+#    Checkpoints: the first batch's full one, then incremental every 5 s (--full-every
+#    SR_BASE_FULL_EVERY, 1000); each daemon has SR_BASE_START_TIMEOUT (300) s to load its base.
 #
 # Every run records the Kafka clients' statistics (the daemon's consumer and producer, the bench
 # producers; a table per call and "client_stats" in the JSON: fetch round trips, records per
@@ -54,6 +64,8 @@
 # SR_TARGET_JSON5_SECONDS (20; 0 skips that row), SR_TARGET_LINGER_MS (50),
 # SR_TARGET_ARROW_RATE (1000000) and SR_TARGET_JSON_RATE (250000): the rates the producers offer
 # (above the targets, to show headroom), SR_STALENESS_BATCH_WAIT_MS (50),
+# SR_BASE_GRAPHS, SR_STREAM_EDGES, SR_BASE_SECONDS, SR_BASE_WARMUP, SR_BASE_BATCH_SIZE,
+# SR_BASE_STALENESS_SECONDS, SR_BASE_FULL_EVERY, SR_BASE_START_TIMEOUT (step 6),
 # SR_DEPS (/tmp/sr-deps), SR_WHEELS (.device-wheels), PYTHON (python3).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +93,14 @@ TARGET_JSON5_SECONDS=${SR_TARGET_JSON5_SECONDS:-20}
 TARGET_ARROW_RATE=${SR_TARGET_ARROW_RATE:-1000000}
 TARGET_JSON_RATE=${SR_TARGET_JSON_RATE:-250000}
 STALENESS_BATCH_WAIT_MS=${SR_STALENESS_BATCH_WAIT_MS:-50}
+BASE_GRAPHS=${SR_BASE_GRAPHS:-"rmat:24 rmat:26"}
+STREAM_EDGES=${SR_STREAM_EDGES:-2000000}
+BASE_SECONDS=${SR_BASE_SECONDS:-12}
+BASE_WARMUP=${SR_BASE_WARMUP:-8}
+BASE_BATCH_SIZE=${SR_BASE_BATCH_SIZE:-200000}
+BASE_STALENESS_SECONDS=${SR_BASE_STALENESS_SECONDS:-10}
+BASE_FULL_EVERY=${SR_BASE_FULL_EVERY:-1000}
+BASE_START_TIMEOUT=${SR_BASE_START_TIMEOUT:-300}
 WORK=$(mktemp -d /tmp/sr-device-bench.XXXXXX)
 mkdir -p "$OUT" "$DEPS"
 TABLES="$OUT/tables.txt"
@@ -206,6 +226,35 @@ if has_mode targets; then
         target targets_json_linger5 "$TARGET_JSON5_SECONDS" "$BATCH_SIZE" 100 5 "$PRODUCERS" \
             "json:1:confluent:arrow:$TARGET_JSON_RATE"
     fi
+fi
+
+# ---------------------------------------------------------------- 7. on large base graphs (first device; not by default)
+if has_mode base; then
+    dev=${devices# }; dev=${dev%% *}
+    for base in $BASE_GRAPHS; do
+        scale=${base#rmat:}; scale=${scale%%:*}
+        for what in arrow staleness; do
+            if [ $what = arrow ]; then
+                rate=$TARGET_ARROW_RATE; secs=$BASE_SECONDS; warm=$BASE_WARMUP; bs=$BASE_BATCH_SIZE; wait_ms=100
+                linger=$TARGET_LINGER_MS; prods=$PRODUCERS
+            else
+                rate=100000; secs=$BASE_STALENESS_SECONDS; warm=6; bs=10000; wait_ms=$STALENESS_BATCH_WAIT_MS
+                linger=5; prods=1
+            fi
+            [ "$secs" -gt 0 ] || continue
+            echo "== base $base, --device $dev: Arrow messages of 1,000 edges at $rate edges/s, ${secs}s after ${warm}s, $prods producers lingering $linger ms, batches of up to $bs edges or $wait_ms ms" \
+                | tee -a "$TABLES"
+            TMPDIR="$WORK" PYTHONUNBUFFERED=1 "$PY" benchmarks/daemon.py --runs "arrow:1000:confluent:arrow:$rate" \
+                --device "$dev" --base-graph "$base" --stream-rmat "$scale" --stream-edges "$STREAM_EDGES" \
+                --start-timeout "$BASE_START_TIMEOUT" --full-every "$BASE_FULL_EVERY" --seconds "$secs" \
+                --warmup "$warm" --producers "$prods" --batch-size "$bs" --batch-wait-ms "$wait_ms" \
+                --producer-linger-ms "$linger" --decode-threads "$DECODE_THREADS" \
+                --json "$OUT/daemon_${dev}_base_${scale}_$what.json" 2>&1 | tee -a "$TABLES"
+            rc=${PIPESTATUS[0]}
+            [ "$rc" = 0 ] || { echo "bench_daemon.py (base $base, $what) exited $rc" | tee -a "$TABLES"; status=1; }
+            echo "-- $(( $(date +%s) - t_start ))s so far" | tee -a "$TABLES"
+        done
+    done
 fi
 
 # ---------------------------------------------------------------- logs (checkpoints left out)

@@ -135,10 +135,8 @@ class RankPublisher:
         return self._moved.moved(p)
 
     def publish(self, seq: int, ids, p, *, force_top_k: bool = False) -> dict:
-        """Send the moved vertices of batch ``seq`` (and the top-k when due).
-
-        The keyed messages go to the producer in one ``send_many`` call (one ``send`` each for a
-        producer without it).
+        """Send the moved vertices of batch ``seq`` (and the top-k when due), found by a scan of
+        every vertex on the host (the daemon finds them on the engine's backend and calls :meth:`send`).
 
         Parameters
         ----------
@@ -156,12 +154,54 @@ class RankPublisher:
         connectors.kafka_clients.SinkError
         """
         idx = self.moved(p)
+        top = None
+        if self.top_k_due(seq, force=force_top_k) and p.shape[0]:
+            k = min(self.top_k, p.shape[0])
+            top = np.argpartition(-p, k - 1)[:k]
+            top = top[np.lexsort((ids[top], -p[top]))]
+            top = (ids[top], p[top])
+        sent = self.send(seq, ids[idx], p[idx], top=top)
+        self._moved.mark(idx, p)
+        return sent
+
+    def top_k_due(self, seq: int, *, force: bool = False) -> bool:
+        """Whether batch ``seq`` sends the top-k message."""
+        return bool(self.top_k and self.top_k_every and (seq % self.top_k_every == 0 or force))
+
+    def send(self, seq: int, vertex, rank, *, top=None) -> dict:
+        """Send the rank updates of batch ``seq``: exactly the vertices given (the moved ones), as
+        keyed messages, one Arrow message, or both (none when ``vertex`` is empty), and the top-k
+        message when ``top`` is given.
+
+        The keyed messages go to the producer in one ``send_many`` call (one ``send`` each for a
+        producer without it).
+
+        Parameters
+        ----------
+        seq : int
+        vertex, rank : ndarray
+            External ids and published ranks of the vertices to send.
+        top : tuple of ndarray, optional
+            ``(external ids, ranks)`` of the best vertices, in order (rank descending, then id).
+
+        Returns
+        -------
+        dict
+            Messages sent by kind.
+
+        Raises
+        ------
+        connectors.kafka_clients.SinkError
+        """
+        vertex, rank = np.asarray(vertex), np.asarray(rank)
+        if vertex.shape[0:1] != rank.shape[0:1]:
+            raise InvalidArgumentError(f"send: {vertex.shape} vertices but {rank.shape} ranks")
         headers = [("seq", str(seq).encode())]
         sent = {"vertex": 0, "batch": 0, "top_k": 0}
         send = self.producer.send
         topic = self.topic
         if self.publish_format in ("keyed", "both"):
-            keys, values = keyed_messages(seq, ids[idx], p[idx])
+            keys, values = keyed_messages(seq, vertex, rank)
             send_many = getattr(self.producer, "send_many", None)
             if send_many is not None:
                 send_many(topic, keys, values, headers)
@@ -169,17 +209,14 @@ class RankPublisher:
                 for k, v in zip(keys, values):
                     send(topic, key=k, value=v, headers=headers)
             sent["vertex"] = len(keys)
-        if self.publish_format in ("arrow", "both") and idx.size:
-            send(topic, key=BATCH_KEY, value=encode_rank_batch(seq, ids[idx], p[idx]), headers=headers)
+        if self.publish_format in ("arrow", "both") and vertex.shape[0]:
+            send(topic, key=BATCH_KEY, value=encode_rank_batch(seq, vertex, rank), headers=headers)
             sent["batch"] = 1
-        if self.top_k and self.top_k_every and (seq % self.top_k_every == 0 or force_top_k) and p.shape[0]:
-            k = min(self.top_k, p.shape[0])
-            top = np.argpartition(-p, k - 1)[:k]
-            top = top[np.lexsort((ids[top], -p[top]))]
-            body = {"seq": int(seq), "k": int(k), "top": [[_vertex(ids[i]), float(p[i])] for i in top]}
+        if top is not None:
+            t_ids, t_p = top
+            body = {"seq": int(seq), "k": int(len(t_p)), "top": [[_vertex(v), float(r)] for v, r in zip(t_ids, t_p)]}
             send(topic, key=TOP_K_KEY, value=json.dumps(body, ensure_ascii=False).encode(), headers=headers)
             sent["top_k"] = 1
-        self._moved.mark(idx, p)
         for k, n in sent.items():
             self.sent[k] += n
         return sent

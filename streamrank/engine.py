@@ -20,7 +20,7 @@ from .rank.auto_policy import AutoPolicy
 from .config import MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
 from .errors import (BatchFormatError, ConfigError, DeviceMemoryError, GraphCapacityError, InvalidArgumentError,
                      StreamrankError)
-from .rank.published import published_ranks
+from .rank.published import published_ranks, published_ranks_on
 from .rank.result import RankResult
 from .ids.strings import StringIdMap
 from .ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_max_id_bytes, to_string_array
@@ -434,6 +434,22 @@ class Engine:
         ext, p = self.ranks()
         idx = _top(p, int(k))
         return ext[idx], p[idx]
+
+    def published(self):
+        """Published ranks by internal id (as :meth:`ranks`), left on the backend: a device array
+        on the GPU."""
+        cfg = self.config
+        return published_ranks_on(self.backend.xp, self.x, self.graph.in_degree, alpha=cfg.alpha,
+                                  dangling=cfg.dangling)
+
+    def moved(self, tracker):
+        """The vertices whose published rank moved by more than ``tracker.threshold`` since
+        ``tracker`` (a :class:`~streamrank.rank.moved.MovedTracker` on this backend) last recorded
+        them, a :class:`~streamrank.rank.moved.Moved`: compared and compacted on the backend, only
+        they reach the host. :func:`~streamrank.rank.moved.mark_sent` records them once sent."""
+        from .rank.moved import collect_moved
+
+        return collect_moved(tracker, self.published(), self.graph.ids.external, decode=self._external)
 
     def edges_external(self):
         """All edges as host arrays of external ids ``(src, dst)`` (int64 or ``str`` objects)."""

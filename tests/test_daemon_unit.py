@@ -144,6 +144,10 @@ def test_staleness_fields_weighted_by_edges():
     assert STALENESS_EDGES_MS[first] <= 10 < STALENESS_EDGES_MS[first + 1]
     assert staleness_fields([EdgeRun(z, z, z > 0, "k", 1, ends=np.array([101]), positions=np.array([1]),
                                      timestamps_ms=np.array([-1]))]) == {}
+    # records re-read long after they were produced (past the last bucket edge) count in the last bucket
+    old = staleness_fields([EdgeRun(z, z, z > 0, "k", 1, ends=np.array([101]), positions=np.array([1]),
+                                    timestamps_ms=np.array([0.5]))], now_ms=10 * STALENESS_EDGES_MS[-1])
+    assert old["stale_hist"] == [len(STALENESS_EDGES_MS) - 2, [101]]
 
 
 @pytest.mark.parametrize("dump_s, dumped", [(0.05, True), (0.0, False)])

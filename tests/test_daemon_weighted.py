@@ -126,7 +126,7 @@ def test_restart_under_other_weighting_rules_is_refused(clean_run, tmp_path, fla
 
 @pytest.mark.parametrize("mode", ["set", "sum"])
 def test_weighted_base_graph_applies_its_rows_in_order(tmp_path, mode):
-    from streamrank.daemon.base_graph import load_base_graph
+    from streamrank.daemon.base_graph import load_edge_file as load_base_graph
     from streamrank.daemon.config import load_config
     from streamrank.engine import Engine
 

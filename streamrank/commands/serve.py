@@ -27,7 +27,10 @@ _FLAGS = {
     "--input-dir": ("input_dir", dict(metavar="DIR", help="read edge files from DIR (name order) instead of Kafka")),
     "--exit-when-done": ("exit_when_done", dict(action="store_const", const=True,
                                                  help="directory mode: checkpoint and exit once every file is read")),
-    "--base-graph": ("base_graph", dict(metavar="FILE", help="edge file loaded as the base graph on a fresh start")),
+    "--base-graph": ("base_graph", dict(metavar="FILE|CHECKPOINT|rmat:SCALE[:EF[:SEED]]",
+                                        help="base graph of a fresh start: an edge file, a checkpoint (a full "
+                                             "checkpoint file or a checkpoint directory), or a synthetic R-MAT graph "
+                                             "generated on the device")),
     "--start-from": ("start_from", dict(choices=("earliest", "latest"),
                                          help="where partitions without a checkpointed position start (default earliest)")),
     "--checkpoint-dir": ("checkpoint_dir", dict(metavar="DIR", help="checkpoint directory (required)")),

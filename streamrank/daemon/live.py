@@ -1,11 +1,13 @@
 """What the daemon's HTTP API reads: an immutable view of the ranks after each applied batch.
 
-The loop's thread applies a batch and publishes a :class:`RankView` (the external ids and the
-published ranks of that batch, with what ``/status`` shows) by swapping one reference, both under
-:attr:`LiveState.engine_lock`, and writes it to the shared-memory view the HTTP server's process
-reads (:class:`~streamrank.daemon.shared_view.SnapshotWriter`). Readers never see a half-applied
-batch. The ids of a view are the engine's append-only id array (internal ids are never reused,
-so the prefix a view holds never changes); the ranks are a fresh array per batch.
+The loop's thread applies a batch and publishes a :class:`RankView` (the external ids of that
+batch, with what ``/status`` shows) by swapping one reference, both under
+:attr:`LiveState.engine_lock`, and writes the batch's ranks to the shared-memory view the HTTP
+server's process reads (:class:`~streamrank.daemon.shared_view.SnapshotWriter`; only the entries
+that changed, found on the engine's backend by :class:`~streamrank.daemon.view_delta.SlotMirror`),
+whose views carry the ranks. Readers never see a half-applied batch. The ids of a view are the
+engine's append-only id array, copied to the host as it grows (internal ids are never reused,
+so the prefix a view holds never changes).
 
 A personalized PageRank query needs the graph itself: :meth:`LiveState.frozen_graph` copies the
 store's arrays under the same lock (so the loop waits for at most one copy, and only while a
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rank.published import published_ranks
+from .view_delta import SlotMirror
 
 #: Ids a new vertex index takes before the recent ones are merged into its sorted table.
 _MERGE_MIN = 4096
@@ -36,9 +38,11 @@ class RankView:
     seq : int
         The batch sequence number (0: the base graph or an empty one, before any batch).
     ids : numpy.ndarray
-        External id of each internal id (int64, or an object array of ``str``).
-    p : numpy.ndarray
-        Published rank of each internal id (float64, sums to 1).
+        External id of each internal id (int64, or an object array of ``str``; the prefix of
+        an append-only array: read ``ids[:n]``).
+    p : numpy.ndarray or None
+        Published rank of each internal id (float64, sums to 1); None in the daemon's own view
+        (the HTTP server's views, read from shared memory, carry them).
     info : dict
         What ``/status`` shows of this batch (edges, stage times, algorithm, graph size).
     applied_at : float
@@ -50,6 +54,7 @@ class RankView:
     p: np.ndarray
     info: dict
     applied_at: float
+    num: int = -1  # vertices, for a view without ranks
     _order: np.ndarray | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: encoded answers about this view, by request (the HTTP server's cache: one batch's top-k
@@ -58,7 +63,7 @@ class RankView:
 
     @property
     def n(self) -> int:
-        return int(self.p.shape[0])
+        return int(self.p.shape[0]) if self.p is not None else int(self.num)
 
     def top(self, k: int) -> np.ndarray:
         """Internal ids of the ``k`` best vertices, by rank descending then external id.
@@ -196,7 +201,8 @@ class LiveState:
         self._view: RankView | None = None
         self._frozen: FrozenGraph | None = None
         self._engine = None
-        self._names = None  # string ids: decoded names, grown with the graph (prefix never changes)
+        self._ids = None  # (host buffer, filled): external ids, grown with the graph (prefix never changes)
+        self._mirror = SlotMirror()  # what the shared view's slots hold, on the engine's backend
 
     def attach_shared(self, writer) -> None:
         """Publish into ``writer`` (a :class:`~streamrank.daemon.shared_view.SnapshotWriter`) from now on."""
@@ -209,39 +215,40 @@ class LiveState:
         return writer
 
     # ------------------------------------------------------------------ writer (the loop's thread)
-    def _external(self, engine) -> np.ndarray:
-        ext = engine.backend.to_host(engine.graph.ids.external)
-        if engine.string_ids is None:
-            return ext
-        n, names = ext.shape[0], self._names
-        have = 0 if names is None else names[1]
-        if names is None or names[0].shape[0] < n:
-            buf = np.empty(max(2 * n, 1024), dtype=object)
-            if names is not None:
-                buf[:have] = names[0][:have]
-            names = (buf, have)
+    def _external(self, engine, n: int) -> np.ndarray:
+        """The external ids of internal ids ``0 .. n-1`` (host; decoded names for string ids):
+        only those past the last call are copied from the engine."""
+        buf, have = self._ids if self._ids is not None else (None, 0)
+        string = engine.string_ids is not None
+        if buf is not None and (buf.dtype == object) != string:  # the first edges fixed the id kind
+            buf, have = None, 0
+        if buf is None or buf.shape[0] < n:
+            grown = np.empty(max(2 * n, 1024), dtype=object if string else np.int64)
+            if buf is not None:
+                grown[:have] = buf[:have]
+            buf = grown
         if n > have:
-            names[0][have:n] = engine.string_ids.decode(ext[have:n])
-        self._names = (names[0], n)
-        return names[0][:n]
+            fresh = engine.backend.to_host(engine.graph.ids.external[have:n])
+            buf[have:n] = engine.string_ids.decode(fresh) if engine.string_ids is not None else fresh
+        self._ids = (buf, max(n, have))
+        return buf[:n]
 
-    def publish(self, engine, *, info: dict, ranks=None) -> RankView:
-        """Publish the ranks of ``engine``'s last batch; call with :attr:`engine_lock` held.
+    def publish(self, engine, *, info: dict) -> RankView:
+        """Publish the state of ``engine`` after its last batch; call with :attr:`engine_lock` held.
 
-        ``ranks``: ``(ids, p)`` when already computed for this batch (the publisher's).
+        The daemon's own view holds the ids and ``info``; the shared view gets the ranks (the
+        entries that changed since its slot was last written).
         """
-        if ranks is None:
-            cfg = engine.config
-            p = published_ranks(engine.x, engine.graph.in_degree, alpha=cfg.alpha, dangling=cfg.dangling)
-        else:
-            p = ranks[1]
-        ids = self._external(engine)
-        view = RankView(int(engine.seq), ids, p, dict(info, vertices=int(p.shape[0]),
-                                                      graph_edges=int(engine.graph.num_edges)), time.time())
+        n = int(engine.x.shape[0])
+        ids = self._external(engine, n)
+        view = RankView(int(engine.seq), ids, None, dict(info, vertices=n, graph_edges=int(engine.graph.num_edges)),
+                        time.time(), num=n)
         self._engine = engine
         self._view = view
         if self.shared is not None:
-            self.shared.publish(seq=view.seq, ids=ids, p=p, info=view.info, applied_at=view.applied_at)
+            n, form, changes = self._mirror.source(engine)
+            self.shared.publish_changes(seq=view.seq, ids=ids, n=n, form=form, changes=changes, info=view.info,
+                                        applied_at=view.applied_at)
         return view
 
     def set_status(self, **fields) -> None:

@@ -16,7 +16,10 @@ decoding, which run ahead on the ingest thread (:mod:`.ingest`) and only hand ov
 - checkpoints are full now and then and incremental (a log of the batches) in between
   (:mod:`.checkpoints`); the loop takes what a checkpoint holds at a batch boundary, and the wait
   for acknowledgements, the write and the commit run on a worker (:mod:`.checkpoint_worker`)
-  while the loop goes on (the final checkpoint at shutdown runs on the loop's thread);
+  while the loop goes on (the final checkpoint at shutdown runs on the loop's thread); one that
+  falls due by time while the last is still being written is taken at the first batch boundary
+  after it, so a slow write (a full checkpoint of a large graph) does not hold the loop back; a
+  fresh start from a base graph checkpoints it before the first record is read;
 - a shutdown request (signal) ends the batch in hand, publishes, checkpoints, commits, exits 0.
 """
 
@@ -37,7 +40,7 @@ from ..checkpoints.full import MANIFEST
 from ..engine import Engine
 from ..errors import GraphCapacityError, SourceError, StateUnreadableError, StreamrankError
 from ..ids.kinds import IdTypeLock, concat_ids, id_kind, to_string_array
-from .base_graph import load_base_graph
+from .base_graph import base_engine
 from .batching import BatchWindow, batch_weights
 from .checkpoint_worker import CheckpointWorker
 from .checkpoints import CheckpointStage
@@ -47,6 +50,7 @@ from .drift import DriftGuard
 from .ingest import Ingest
 from .live import LiveState, batch_info
 from .metrics import DaemonMetrics
+from .publishing import RankOutput
 from .signals import ShutdownFlag
 from .staleness import staleness_fields
 from .warmup import wants_warm_up, warm_up
@@ -92,6 +96,7 @@ class Daemon:
         self.publisher = None
         self.dead_letters = None
         self.snapshots = None
+        self.output: RankOutput | None = None
         self.drift = DriftGuard(every=config.drift_every, bound=config.drift_bound,
                                 alpha=config.rank.alpha, dangling=config.rank.dangling)
         self.window: BatchWindow | None = None
@@ -104,7 +109,7 @@ class Daemon:
         self._last_lag = 0.0
         self._broker_ok = True
         self._applied_log = None
-        self._ranks = None             # (ids, p) of the last batch, when computed
+        self._ranks = None             # (ids, p) of the last batch, when a snapshot copied them
         self.edges_applied = 0
         self.id_lock: IdTypeLock | None = None  # the stream's vertex id kind, shared by the source
         self._exit_status = 0
@@ -128,11 +133,7 @@ class Daemon:
                      ck.snapshot.path, ck.replayed, ck.seq, self.engine.graph.num_vertices,
                      self.engine.graph.num_edges, self.positions)
         else:
-            self.engine = Engine(cfg.device, cfg.algorithm, config=cfg.rank, id_type=cfg.id_type,
-                                 max_id_bytes=cfg.max_id_bytes, max_graph_bytes=cfg.max_graph_bytes,
-                                 weighted=cfg.is_weighted, multi_edges=cfg.multi_edges)
-            if cfg.base_graph:
-                load_base_graph(self.engine, cfg.base_graph, cfg)
+            self.engine = base_engine(cfg)  # empty, or --base-graph
             log.info("no checkpoint in %s: starting from %s", cfg.checkpoint_dir,
                      f"base graph {cfg.base_graph}" if cfg.base_graph else "an empty graph")
         self.id_lock = IdTypeLock(cfg.id_type)
@@ -151,10 +152,11 @@ class Daemon:
             self.producer = self._retry(lambda: endpoints.make_producer(cfg, on_stats=self._client_stats),
                                         "creating the producer")
         if cfg.publish_topic:
-            restored = self.engine.ranks()[1] if self.engine.graph.num_vertices else None
-            self.publisher = endpoints.make_publisher(cfg, self.producer, restored)
+            self.publisher = endpoints.make_publisher(cfg, self.producer)
         self.dead_letters = endpoints.make_dead_letters(cfg, self.producer)
         self.snapshots = endpoints.make_snapshots(cfg)
+        self.output = RankOutput(self.engine, self.publisher, self.snapshots, threshold=cfg.publish_threshold)
+        self.output.prime(self.engine)  # a restored or base graph: only later moves are published
         self.source.open(self.positions)
         self.ingest = Ingest(self.source, shutdown=self.shutdown, metrics=self.metrics,
                              threaded=cfg.input_dir is None, max_edges=4 * cfg.batch_size,
@@ -282,26 +284,11 @@ class Daemon:
         self._exit_status = EXIT_GRAPH_CAPACITY
 
     def _publish(self, seq: int) -> int:
-        snapshot = self.snapshots is not None and self.snapshots.due(seq)
-        if self.publisher is None and not snapshot:
-            self._ranks = None
-            return 0
-        view = self.live.view() if self.live is not None else None
-        ids, p = (view.ids, view.p) if view is not None else self.engine.ranks()
-        self._ranks = (ids, p)
-        sent = 0
-        if self.publisher is not None:
-            out = self._retry(lambda: self.publisher.publish(seq, ids, p), "publishing")
-            for kind, k in out.items():
-                if k:
-                    self.metrics.published.labels(kind=kind).inc(k)
-            sent = sum(out.values())
-        if snapshot:
-            try:
-                self.snapshots.write(seq, ids, p)
-            except StreamrankError as exc:
-                log.error("snapshot failed: %s", exc)
-        return sent
+        out, self._ranks = self.output.publish(self.engine, seq, retry=self._retry)
+        for kind, k in out.items():
+            if k:
+                self.metrics.published.labels(kind=kind).inc(k)
+        return sum(out.values())
 
     def _drift_results(self) -> None:
         for r in self.drift.results():
@@ -313,6 +300,7 @@ class Daemon:
                     self.engine.recompute()
                     if self.live is not None:
                         self.live.publish(self.engine, info=dict(self.live.view().info, drift_corrected=True))
+                self._ranks = None  # ranks of before the recompute
                 self.ckpt.force_full()  # the log replays batches only
                 self.metrics.drift_corrections.inc()
                 self._dirty = True
@@ -378,7 +366,9 @@ class Daemon:
             return False
         if self._first_ckpt or self._since_ckpt >= self.cfg.checkpoint_every:
             return True
-        return self.cfg.checkpoint_interval > 0 and time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_interval
+        # due by time while the last is still being written: the first batch boundary after it
+        return self.cfg.checkpoint_interval > 0 and time.monotonic() - self._last_ckpt >= \
+            self.cfg.checkpoint_interval and not self._ckpt_worker.busy
 
     def _update_lag(self) -> None:
         if not hasattr(self.source, "lags") or self.cfg.lag_interval <= 0:
@@ -447,6 +437,10 @@ class Daemon:
             if self.live is not None:
                 self.http = start_http(cfg, self.live, self.engine, self.positions)
             self._open_io()
+            if self.engine.seq == 0 and self.engine.graph.num_vertices and \
+                    not os.path.exists(os.path.join(cfg.checkpoint_dir, MANIFEST)):
+                self._dirty = True
+                self._checkpoint()  # the base graph, on the worker, before the first record is read
             log.info("serving: %s -> %s", cfg.input_dir or f"{cfg.bootstrap_servers} {cfg.topic}",
                      cfg.publish_topic or "(no publish topic)")
             while True:

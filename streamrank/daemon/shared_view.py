@@ -11,12 +11,18 @@ Layout: a small *header* segment (named by the writer) and a *data* segment per 
   buffers each behind a sequence counter) and the history ring (one row per applied batch, the
   live page's charts);
 - data: two rank slots, each behind a sequence counter (odd while the writer fills it) with the
-  view's ``seq``, vertex count, publish time, ranks and batch info (JSON), and the external ids
+  view's ``seq``, vertex count, publish time, batch info (JSON) and ranks, and the external ids
   (append-only: internal ids are never reused, so an id once written never changes). ``cur``
-  names the slot of the last complete view.
+  names the slot of the last complete view. A slot holds the ranks in the engine's form
+  (:func:`streamrank.rank.published.published_form`): the iterate ``x``, a flag per vertex (no
+  in-edges, self-loop mode) and two factors, ``p = x / f0`` or ``x * f0`` (``x * f1`` where
+  flagged); the reader computes ``p``, the same numbers as the engine's.
 
 The writer fills the slot that is not ``cur`` and then flips ``cur``: it never waits for a
-reader, and a publish costs a copy of the ranks and of the batch's new ids. A reader notes the
+reader. A slot is written with the entries that changed since it was last written (two batches
+ago; :meth:`SnapshotWriter.publish_changes`: the engine's side finds them where the iterate
+lives), and the batch's new ids: a publish costs O(changed entries), not O(vertices), since the
+normalization lives in the factors. A reader notes the
 slot's counter, copies what it needs, and keeps the copy only when the counter is unchanged
 and even (otherwise it reads again): an answer never mixes two batches nor shows a half-written
 one. The protocol relies on stores becoming visible in program order, as on x86-64.
@@ -46,7 +52,7 @@ HISTORY_COLUMNS = ("t", "seq", "edges", "graph_ms", "rank_ms", "wait_ms", "lag")
 #: Bytes of one status buffer (JSON of the loop's status fields).
 STATUS_CAP = 1 << 18
 _MAGIC = 0x5354524D52414E4B  # "STRMRANK"
-_LAYOUT = 1
+_LAYOUT = 2
 _ALIGN = 64
 
 # header int64 fields
@@ -55,8 +61,9 @@ _H_STATUS_VER, _H_STATUS_LEN = 8, 10  # two of each
 _HEADER_INTS = 16
 # data meta int64 fields
 _D_NCAP, _D_BYTESCAP, _D_INFOCAP, _D_CUR, _D_STRING = 0, 1, 2, 3, 4
-# slot int64 fields (then one float64: applied_at)
-_S_VER, _S_SEQ, _S_N, _S_INFOLEN = 0, 1, 2, 3
+# slot int64 fields (then float64: applied_at at 7, the factors f0, f1 at 8, 9)
+_S_VER, _S_SEQ, _S_N, _S_INFOLEN, _S_DIVIDE = 0, 1, 2, 3, 4
+_SLOT_BYTES = 16 * 8
 
 
 def _up(x: int) -> int:
@@ -79,8 +86,9 @@ def _data_layout(n_cap: int, bytes_cap: int, info_cap: int, string: bool) -> dic
 
     take("meta", 8 * 8)
     for s in (0, 1):
-        take(f"slot{s}", 8 * 8)
+        take(f"slot{s}", _SLOT_BYTES)
         take(f"ranks{s}", 8 * n_cap)
+        take(f"flags{s}", n_cap)
         take(f"info{s}", info_cap)
     if string:
         take("offsets", 8 * (n_cap + 1))
@@ -98,9 +106,11 @@ class _Data:
         lay = _data_layout(n_cap, bytes_cap, info_cap, string)
         self.n_cap, self.bytes_cap, self.info_cap, self.string = n_cap, bytes_cap, info_cap, string
         self.meta = np.ndarray((8,), np.int64, buf, lay["meta"])
-        self.slot = [np.ndarray((7,), np.int64, buf, lay[f"slot{s}"]) for s in (0, 1)]
+        self.slot = [np.ndarray((7,), np.int64, buf, lay[f"slot{s}"]) for s in (0, 1)]  # ints 0..6
         self.stamp = [np.ndarray((1,), np.float64, buf, lay[f"slot{s}"] + 56) for s in (0, 1)]
+        self.factors = [np.ndarray((2,), np.float64, buf, lay[f"slot{s}"] + 64) for s in (0, 1)]
         self.ranks = [np.ndarray((n_cap,), np.float64, buf, lay[f"ranks{s}"]) for s in (0, 1)]
+        self.flags = [np.ndarray((n_cap,), np.uint8, buf, lay[f"flags{s}"]) for s in (0, 1)]
         self.info = [np.ndarray((info_cap,), np.uint8, buf, lay[f"info{s}"]) for s in (0, 1)]
         if string:
             self.offsets = np.ndarray((n_cap + 1,), np.int64, buf, lay["offsets"])
@@ -148,6 +158,7 @@ class SnapshotWriter:
         self._d: _Data | None = None
         self._ids_written = 0
         self._bytes_written = 0
+        self._fresh = [True, True]  # a slot that holds nothing yet (a new data segment) is written whole
         self._status: dict = {}
         self._lock = threading.Lock()  # the loop publishes, the checkpoint worker sets status
         #: why the view stopped following the batches (a segment that did not fit), or None
@@ -186,6 +197,7 @@ class SnapshotWriter:
         new.meta[_D_STRING] = int(string)
         for s in (0, 1):
             new.slot[s][:] = 0
+        self._fresh = [True, True]
         if d is not None:  # the ids written so far (the new segment is not yet visible to readers)
             k = self._ids_written
             if string:
@@ -217,8 +229,28 @@ class SnapshotWriter:
 
     def publish(self, *, seq: int, ids: np.ndarray, p: np.ndarray, info: dict, applied_at: float) -> None:
         """Write one view: the ranks ``p`` and external ``ids`` (a prefix at least ``len(p)``
-        long: int64, or an object array of ``str``) of batch ``seq``, with its ``info``."""
+        long: int64, or an object array of ``str``) of batch ``seq``, with its ``info``. Writes
+        every rank; :meth:`publish_changes` writes what changed."""
         n = int(p.shape[0])
+        p = np.asarray(p, dtype=np.float64)
+
+        def whole(_slot, _full):
+            return slice(0, n), p, np.zeros(n, dtype=np.uint8)
+
+        self.publish_changes(seq=seq, ids=ids, n=n, form=(True, 1.0, 0.0), changes=whole, info=info,
+                             applied_at=applied_at)
+
+    def publish_changes(self, *, seq: int, ids: np.ndarray, n: int, form: tuple, changes, info: dict,
+                        applied_at: float) -> None:
+        """Write one view of ``n`` vertices (external ``ids``: a prefix at least ``n`` long, int64
+        or an object array of ``str``) of batch ``seq`` from the entries that changed.
+
+        ``form`` is ``(divide, f0, f1)`` of :func:`~streamrank.rank.published.published_form`;
+        ``changes(slot, full) -> (index, x, flags)`` gives the host entries to write into slot
+        ``slot`` (``index`` an int array or a slice): those that differ from what the slot got
+        at its last write, or all ``n`` when ``full``; called under the writer's lock, once per
+        written slot, and the slot is written right after."""
+        n = int(n)
         string = ids.dtype == object
         blob = _dumps(info)
         with self._lock:
@@ -250,9 +282,14 @@ class SnapshotWriter:
             s = 0 if grown is not None else 1 - int(d.meta[_D_CUR])
             slot = d.slot[s]
             slot[_S_VER] += 1  # odd: being written
-            d.ranks[s][:n] = p
+            at, xs, flags = changes(s, self._fresh[s])
+            d.ranks[s][at] = xs
+            d.flags[s][at] = flags
+            self._fresh[s] = False
             d.info[s][:len(blob)] = np.frombuffer(blob, np.uint8)
             slot[_S_SEQ], slot[_S_N], slot[_S_INFOLEN] = int(seq), n, len(blob)
+            slot[_S_DIVIDE] = int(bool(form[0]))
+            d.factors[s][:] = (float(form[1]), float(form[2]))
             d.stamp[s][0] = float(applied_at)
             slot[_S_VER] += 1  # even: complete
             d.meta[_D_CUR] = s
@@ -416,13 +453,17 @@ class SnapshotReader:
             if ver % 2:
                 tries.again()
                 continue
-            seq, n, ilen = (int(x) for x in d.slot[s][[_S_SEQ, _S_N, _S_INFOLEN]])
+            seq, n, ilen, divide = (int(x) for x in d.slot[s][[_S_SEQ, _S_N, _S_INFOLEN, _S_DIVIDE]])
             applied_at = float(d.stamp[s][0])
-            p = d.ranks[s][:n].copy()
+            f0, f1 = (float(f) for f in d.factors[s])
+            x = d.ranks[s][:n].copy()
+            flags = d.flags[s][:n].copy() if not divide else None
             blob = d.info[s][:ilen].tobytes()
             if int(d.slot[s][_S_VER]) != ver:  # the writer reused the slot meanwhile
                 tries.again()
                 continue
+            # the same operations as the engine's (apply_form): the same numbers
+            p = x / f0 if divide else np.where(flags.view(bool), x * f1, x * f0)
             # the ids below n were written before the slot, and never change
             view = RankView(seq, self._ids(n), p, json.loads(blob), applied_at)
             self._key, self._view = key, view

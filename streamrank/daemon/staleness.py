@@ -35,7 +35,9 @@ def staleness_fields(chunks: list, *, now_ms: float | None = None) -> dict:
     order = np.argsort(age)
     cum = np.cumsum(w[order])
     q = [float(age[order][min(len(cum) - 1, int(np.searchsorted(cum, f * cum[-1])))]) for f in (0.5, 0.99)]
-    hist = np.histogram(age, bins=STALENESS_EDGES_MS, weights=w)[0].astype(np.int64)
+    # ages past the last edge (records re-read minutes after they were produced) count in the last bucket
+    hist = np.histogram(np.minimum(age, STALENESS_EDGES_MS[-1]), bins=STALENESS_EDGES_MS, weights=w)[0]
+    hist = hist.astype(np.int64)
     nz = np.flatnonzero(hist)
     return {"stale_ms": [round(q[0], 2), round(q[1], 2), round(float(age.max()), 2)],
             "stale_hist": [int(nz[0]), hist[nz[0]:nz[-1] + 1].tolist()]}

@@ -59,32 +59,61 @@ def published_ranks(x, in_degree, *, alpha: float, dangling: str) -> np.ndarray:
         For an unknown ``dangling`` mode, ``alpha`` outside (0, 1), a missing or mis-sized
         ``in_degree`` in self-loop mode, or a non-finite or non-positive ``sum(x)``.
     """
+    x = np.asarray(to_host(x), dtype=np.float64)  # device-to-host copy on the GPU
+    if dangling == "self-loop" and in_degree is not None:
+        in_degree = np.asarray(to_host(in_degree))  # device-to-host copy on the GPU
+    return _published(np, x, in_degree, alpha=alpha, dangling=dangling)
+
+
+def published_ranks_on(xp, x, in_degree, *, alpha: float, dangling: str):
+    """:func:`published_ranks` computed where ``x`` lives (``xp``: :mod:`numpy` or :mod:`cupy`),
+    returned there: no copy of ``x`` leaves the device. Same rules and errors."""
+    return _published(xp, xp.asarray(x, dtype=xp.float64), in_degree, alpha=alpha, dangling=dangling)
+
+
+def _published(xp, x, in_degree, *, alpha: float, dangling: str):
+    return apply_form(x, published_form(xp, x, in_degree, alpha=alpha, dangling=dangling))
+
+
+def published_form(xp, x, in_degree, *, alpha: float, dangling: str) -> tuple:
+    """How the published ranks follow from the iterate ``x`` (on ``xp``'s backend):
+    ``(divide, f0, f1, exact)``, where ``p = x / f0`` when ``divide``, else ``p = x * f0`` with
+    the vertices of the mask ``exact`` at ``x * f1`` (:func:`apply_form`). ``exact`` is the mask
+    of the vertices without in-edges in self-loop mode (whether or not ``divide``), else None.
+    Same rules and errors as :func:`published_ranks`."""
     if dangling not in DANGLING_MODES:
         raise InvalidArgumentError(f"dangling must be one of {DANGLING_MODES}, got {dangling!r}")
     if not 0.0 < float(alpha) < 1.0:
         raise InvalidArgumentError(f"alpha must be in (0, 1), got {alpha}")
-    x = np.asarray(to_host(x), dtype=np.float64)  # device-to-host copy on the GPU
     if x.ndim != 1:
         raise InvalidArgumentError(f"x must be one-dimensional, got shape {x.shape}")
     n = x.shape[0]
     if n == 0:
-        return x.copy()
+        return True, 1.0, 0.0, None
     total = float(x.sum())
     if not (np.isfinite(total) and total > 0.0):
         raise InvalidArgumentError(f"sum(x) must be finite and positive, got {total}")
     if dangling != "self-loop":
-        return x / total
+        return True, total, 0.0, None
     if in_degree is None:
         raise InvalidArgumentError("self-loop mode needs in_degree")
-    deg = np.asarray(to_host(in_degree))  # device-to-host copy on the GPU
+    deg = in_degree
     if deg.shape != (n,):
         raise InvalidArgumentError(f"in_degree has shape {deg.shape}, x has {n} entries")
     exact = deg == 0
-    pinned = x[exact] * ((1.0 - float(alpha)) / n)
-    pinned_mass = float(pinned.sum())
+    f1 = (1.0 - float(alpha)) / n
+    pinned_mass = float((x[exact] * f1).sum())
     rest = float(x[~exact].sum())
     if not (rest > 0.0 and pinned_mass < 1.0):
-        return x / total  # all vertices without in-edges, or far from the fixed point
-    p = x * ((1.0 - pinned_mass) / rest)
-    p[exact] = pinned
+        return True, total, 0.0, exact  # all vertices without in-edges, or far from the fixed point
+    return False, (1.0 - pinned_mass) / rest, f1, exact
+
+
+def apply_form(x, form: tuple):
+    """The published ranks of ``x`` under ``form`` (:func:`published_form`), on ``x``'s backend."""
+    divide, f0, f1, exact = form
+    if divide:
+        return x / f0
+    p = x * f0
+    p[exact] = x[exact] * f1
     return p
