@@ -8,13 +8,12 @@ code; the rest of the package only sees this class.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-
 import numpy as np
 
-from .backend import Backend, resolve_backend, to_host
+from .backend import resolve_backend, to_host
+from .backend_modules import backend_modules
+from .step_result import StepResult
 from .batch import EdgeBatch, check_weights
-from .store.changes import AppliedChanges
 from .rank.auto_policy import AutoPolicy
 # MULTI_EDGES is re-exported (the daemon's settings read it from here)
 from .config import MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
@@ -30,68 +29,6 @@ from .ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_ma
 #: :mod:`streamrank.rank.gpu.step`). False applies every batch as two synchronized steps: the
 #: reference the one-wait path is tested against (tests/test_gpu_one_sync.py sets it).
 ONE_SYNC = True
-
-
-@dataclass
-class StepResult:
-    """One applied batch.
-
-    Attributes
-    ----------
-    seq : int
-        Batch sequence number (1 for the first batch after the base graph).
-    changes : AppliedChanges
-    rank : RankResult
-        On the CPU with DT, DF or DF-P, ``rank.x`` is the engine's live iterate (advanced in
-        place by the next batch); copy it to keep it.
-    graph_ms, rank_ms : float
-        Wall time of the graph update and of the rank update (device work included). A small
-        GPU batch runs both with one host wait (:mod:`streamrank.rank.gpu.step`): then ``graph_ms``
-        is the time until the graph update had finished on the device (CUDA events) plus its
-        bookkeeping (the store up to date on the host), and ``rank_ms`` the rest of the batch's
-        wall time, which includes the store's upkeep for the next batch (room reserved ahead,
-        compaction), done while the rank loop runs.
-    """
-
-    seq: int
-    changes: AppliedChanges
-    rank: RankResult
-    graph_ms: float
-    rank_ms: float
-
-    @property
-    def total_ms(self) -> float:
-        return self.graph_ms + self.rank_ms
-
-
-def _modules(backend: Backend, weighted: bool = False, multi_edges: str = "set"):
-    """``(graph store factory, rank module, rank keyword arguments)`` of a backend: the CPU rank
-    code takes a workspace that lives as long as the engine. A weighted graph has its own store
-    and rank code on either backend; the unweighted ones never see a weight."""
-    if backend.is_gpu and weighted:
-        from functools import partial
-
-        from .store.gpu_weighted import WeightedGpuGraph
-        from .rank.gpu import weighted as pagerank_gpu_w
-
-        return partial(WeightedGpuGraph, multi_edges=multi_edges), pagerank_gpu_w, {}
-    if backend.is_gpu:
-        from .store import gpu as graph_gpu
-        from .rank.gpu import pagerank as pagerank_gpu
-
-        return graph_gpu.GpuGraph, pagerank_gpu, {}
-    if weighted:
-        from functools import partial
-
-        from .store.cpu_weighted import WeightedCpuGraph
-        from .rank.cpu import weighted as pagerank_w
-
-        store = partial(WeightedCpuGraph, multi_edges=multi_edges)
-        return store, pagerank_w, {"workspace": pagerank_w.WeightedWorkspace()}
-    from .store import cpu as graph
-    from .rank.cpu import pagerank as pagerank_cpu
-
-    return graph.CpuGraph, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace()}
 
 
 class Engine:
@@ -150,7 +87,7 @@ class Engine:
         self.backend = resolve_backend(device)
         self.algorithm = check_algorithm(algorithm)
         self.config = config
-        graph_cls, self._rank, self._rank_kw = _modules(self.backend, self._weighted, self._multi_edges)
+        graph_cls, self._rank, self._rank_kw = backend_modules(self.backend, self._weighted, self._multi_edges)
         self.graph = graph_cls(max_bytes=max_graph_bytes)
         self.x = self.backend.xp.zeros(0, dtype=np.float64)
         self.seq = 0
