@@ -50,17 +50,14 @@ from numba import njit, prange
 
 from .common import CHUNK, nchunks, solved_value
 from .frontier_dense import to_sparse
-from .prefetch import prefetch
+from .positions import gather_all, scatter_all
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
-#: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
-#: up to a tenth slower on sx-mathoverflow).
+#: lays the rows out afresh (:func:`compact`; scattered rows made the pass up to a tenth slower on
+#: sx-mathoverflow).
 COMPACT = 32
-#: :func:`enter` and the leaving functions prefetch the id-space entries of the vertex this many positions
-#: ahead (:mod:`.prefetch`): the sweep order visits the ids at random.
-PREFETCH_AHEAD = 16
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges), and the positions the dense passes visit (the
 #: store's :attr:`~streamrank.store.cpu.CpuGraph.sweep_end`: past it only vertices without edges,
@@ -200,30 +197,6 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
 
 
 @njit(cache=True, nogil=True)
-def _gather(lo, hi, order, x, c, flags, xp, cp, cprevp, keepp):
-    ahead = np.uint64(PREFETCH_AHEAD)
-    uhi = np.uint64(hi)
-    for p in range(np.uint64(lo), uhi):
-        v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
-        if p + ahead < uhi:
-            w = np.uint64(order[p + ahead])
-            prefetch(x, w)
-            prefetch(c, w)
-            prefetch(flags, w)
-        xp[p] = x[v]
-        cp[p] = c[v]
-        cprevp[p] = c[v]
-        keepp[p] = flags[v]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _gather_par(nch, n, order, x, c, flags, xp, cp, cprevp, keepp):
-    for k in prange(nch):
-        lo = np.int64(k) * CHUNK
-        _gather(lo, min(lo + CHUNK, n), order, x, c, flags, xp, cp, cprevp, keepp)
-
-
-@njit(cache=True, nogil=True)
 def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp, par=False):
     """Start a run of dense passes over the first ``n`` positions: build the mirror if it is
     invalid (of every vertex: ``mv``'s ``order`` holds them all), then gather the iterate, the
@@ -232,11 +205,7 @@ def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp, par=False):
     order, mstate, cprevp = mv[0], mv[5], mv[6]
     if mstate[BUILT] < 0:
         build(order.shape[0], g, inv, loops, mv, par)
-    nch = nchunks(n)
-    if par and nch > 1:
-        _gather_par(nch, n, order, x, c, flags, xp, cp, cprevp, keepp)
-    else:
-        _gather(0, n, order, x, c, flags, xp, cp, cprevp, keepp)
+    gather_all(n, order, x, c, flags, xp, cp, cprevp, keepp, par)
 
 
 @njit(cache=True, nogil=True)
@@ -264,43 +233,6 @@ def sort_ids(a, m, tmp):
 
 
 @njit(cache=True, nogil=True)
-def _scatter(lo, hi, order, xp, cp, keepp, x, c, cprev, flags, signed, clear):
-    """Positions ``[lo, hi)`` back in id order: ``x``, ``c`` and ``cprev`` (``signed``: with the
-    sign bits, else without), ``flags`` the kept flags (``clear``: 0)."""
-    ahead = np.uint64(PREFETCH_AHEAD)
-    uhi = np.uint64(hi)
-    for p in range(np.uint64(lo), uhi):
-        v = np.uint64(order[p])
-        if p + ahead < uhi:
-            w = np.uint64(order[p + ahead])
-            prefetch(x, w)
-            prefetch(c, w)
-            prefetch(cprev, w)
-            prefetch(flags, w)
-        x[v] = xp[p]
-        cv = cp[p] if signed else abs(cp[p])
-        c[v] = cv
-        cprev[v] = cv
-        flags[v] = 0 if clear else keepp[p]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scatter_par(nch, n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear):
-    for k in prange(nch):
-        lo = np.int64(k) * CHUNK
-        _scatter(lo, min(lo + CHUNK, n), order, xp, cp, keepp, x, c, cprev, flags, signed, clear)
-
-
-@njit(cache=True, nogil=True)
-def _scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear, par):
-    nch = nchunks(n)
-    if par and nch > 1:
-        _scatter_par(nch, n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear)
-    else:
-        _scatter(0, n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear)
-
-
-@njit(cache=True, nogil=True)
 def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F, spread, tmp, par=False):
     """End a run of dense passes over the first ``n`` positions into a sparse iteration (the
     scatter back and :func:`.frontier_dense.to_sparse` in one walk of the positions): ``x``,
@@ -318,9 +250,9 @@ def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, st
     un = np.uint64(n)
     if order.shape[0] <= 2 * n:
         # few ids past the end: the walk over every id (to_sparse) costs less than the sorts
-        _scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, True, False, par)
+        scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, True, False, par)
         return to_sparse(order.shape[0], g, flags, c, cprev, True, last_spread, stamp, F)
-    _scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, False, False, par)
+    scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, False, False, par)
     m = 0
     ns = 0
     for p in range(un):  # sequential reads of the position-space arrays
@@ -351,7 +283,7 @@ def leave_settled(n, mv, xp, cp, x, c, cprev, flags, par=False):
     """End a run of dense passes over the first ``n`` positions with the batch: ``x``, ``c`` and
     ``cprev`` back in id order without sign bits, every flag 0 (the workspace's state between
     batches). ``par``: in chunks on Numba's threads."""
-    _scatter_all(n, mv[0], xp, cp, flags, x, c, cprev, flags, False, True, par)
+    scatter_all(n, mv[0], xp, cp, flags, x, c, cprev, flags, False, True, par)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -103,7 +103,7 @@ def _useful_threads(graph, gs: bool) -> int:
     thread per block of the store's sweep blocks, its sparse steps one per block of ``GS_BLOCK``
     frontier entries. Every thread of a parallel region is woken, and the ones that find no block
     keep their cores busy waiting for the next region: on the 16-core host, sx-mathoverflow (two
-    blocks) ran 10-30 % slower per batch on 16 threads than on 2. A frontier holds vertices with
+    blocks) ran up to a third slower per batch on 16 threads than on 2. A frontier holds vertices with
     edges only, the ones before the store's sweep end. Jacobi steps split into chunks
     of ``CHUNK`` entries: no limit."""
     if not gs:
