@@ -14,14 +14,18 @@ contributions and the kept flags gathered (:func:`enter`) when a run of dense pa
 scattered back (:func:`leave_to_sparse`, :func:`leave_settled`) when it ends. Everything outside the dense passes stays in id
 space.
 
-The mirror is built (:func:`build`, one pass over the in-edges) by the first dense pass after a
-reload and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes
-the position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
+The mirror is built (:func:`build`, one pass over the in-edges of the vertices before the store's
+sweep end, in chunks on Numba's threads on a large graph) by the first dense pass after a reload
+and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes the
+position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
 ones, are rewritten, in place when they do not grow, else at the end of the used part of
-``m_idx``; when that runs out of room (``m_idx`` has room for twice the edges), or when the rows
-left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow the pass), the
-mirror becomes invalid and the next dense pass rebuilds it compact. So a batch that stays sparse
-pays only its own rows, and the O(E) build is rare (every few dozen batches on sx-mathoverflow).
+``m_idx``; when the rows left behind take more than ``1 / COMPACT`` of its used part (scattered
+rows slow the pass), the rows are laid out afresh in position order (:func:`compact`: a copy of
+the rows, no read of the store); when it runs out of room (``m_idx`` has room for twice the
+edges), the mirror becomes invalid and the next dense pass builds it. So a batch that stays sparse
+pays only its own rows, and a batch that grows many rows (500-edge batches of sx-mathoverflow:
+every one or two batches) a copy of the rows, not the build (which reads the store's rows and
+maps every in-neighbour to its position).
 
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: the
 store's blocks of positions (their starts ``mv[10]``: :attr:`streamrank.store.cpu.CpuGraph.
@@ -46,17 +50,14 @@ from numba import njit, prange
 
 from .common import CHUNK, nchunks, solved_value
 from .frontier_dense import to_sparse
-from .prefetch import prefetch
+from .positions import gather_all, scatter_all
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
-#: invalidates the mirror: the next dense pass builds it compact (scattered rows made the pass
-#: up to a tenth slower on sx-mathoverflow).
+#: lays the rows out afresh (:func:`compact`; scattered rows made the pass up to a tenth slower on
+#: sx-mathoverflow).
 COMPACT = 32
-#: :func:`enter` and the leaving functions prefetch the id-space entries of the vertex this many positions
-#: ahead (:mod:`.prefetch`): the sweep order visits the ids at random.
-PREFETCH_AHEAD = 16
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges), and the positions the dense passes visit (the
 #: store's :attr:`~streamrank.store.cpu.CpuGraph.sweep_end`: past it only vertices without edges,
@@ -65,23 +66,51 @@ BUILT, USED, LIVE, END = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
-def build(n, g, inv, loops, mv):
-    """The mirror rows of ``n`` vertices in the sweep order and the per-vertex arrays kept with
-    them."""
+def _build_rows(lo, hi, g, inv, loops, mv):
+    """The mirror rows of positions ``[lo, hi)`` (their offsets set) and their per-vertex values."""
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
-    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
-    e = 0
-    for p in range(n):
-        v = np.uint64(order[p])
-        m_off[p] = e
+    order, pos, m_off, m_idx, invp, loopsp, outdp = mv[0], mv[1], mv[2], mv[4], mv[7], mv[8], mv[9]
+    for p in range(np.uint64(lo), np.uint64(hi)):
+        v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
+        e = np.uint64(m_off[p])
         o = np.uint64(in_off[v])
-        for j in range(o, o + np.uint64(in_deg[v])):
-            m_idx[e] = pos[np.uint64(in_idx[j])]
-            e += 1
-        m_end[p] = e
+        for j in range(np.uint64(in_deg[v])):
+            m_idx[e + j] = pos[np.uint64(in_idx[o + j])]
         invp[p] = inv[v]
         loopsp[p] = loops[v]
         outdp[p] = out_deg[v]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _build_par(nch, live, g, inv, loops, mv):
+    for k in prange(nch):  # k is unsigned here: cast, so that the serial loop's compiled chunk serves
+        lo = np.int64(k) * CHUNK
+        _build_rows(lo, min(lo + CHUNK, live), g, inv, loops, mv)
+
+
+@njit(cache=True, nogil=True)
+def build(n, g, inv, loops, mv, par=False):
+    """The mirror rows of ``n`` vertices in the sweep order and the per-vertex values kept with
+    them. Only the positions before the sweep end (``mstate[END]``) hold edges: past it the rows
+    are set empty and the per-vertex values are left unset (no pass reads them; a vertex that
+    gains an edge moves before the end, and :func:`admit` writes its values). ``par``: the rows
+    are filled in chunks on Numba's threads (each chunk writes its own range)."""
+    in_deg = g[1]
+    order, m_off, m_end, mstate = mv[0], mv[2], mv[3], mv[5]
+    live = min(mstate[END], n)
+    e = 0
+    for p in range(np.uint64(live)):
+        m_off[p] = e
+        e += in_deg[np.uint64(order[p])]
+        m_end[p] = e
+    for p in range(live, n):
+        m_off[p] = e
+        m_end[p] = e
+    nch = nchunks(live)
+    if par and nch > 1:
+        _build_par(nch, live, g, inv, loops, mv)
+    else:
+        _build_rows(0, live, g, inv, loops, mv)
     mstate[BUILT] = n
     mstate[USED] = e
     mstate[LIVE] = e
@@ -108,6 +137,30 @@ def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
 
 
 @njit(cache=True, nogil=True)
+def compact(n, mv):
+    """Lay the mirror rows of the first ``n`` positions out afresh in position order, leaving no
+    room between them: a copy of the rows (they hold positions already), no read of the store."""
+    m_off, m_end, m_idx, mstate = mv[2], mv[3], mv[4], mv[5]
+    total = 0
+    for p in range(n):
+        total += m_end[p] - m_off[p]
+    tmp = np.empty(total, dtype=m_idx.dtype)
+    e = 0
+    for p in range(n):
+        o = m_off[p]
+        d = m_end[p] - o
+        m_off[p] = e
+        for j in range(d):
+            tmp[e + j] = m_idx[o + j]
+        e += d
+        m_end[p] = e
+    for j in range(e):
+        m_idx[j] = tmp[j]
+    mstate[USED] = e
+    mstate[LIVE] = e
+
+
+@njit(cache=True, nogil=True)
 def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv):
     """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
     already updated). Nothing while it is invalid (the next dense pass builds it)."""
@@ -124,10 +177,12 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
     for dsts in (ins_dst, del_dst):
         for v in dsts:
             ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
-    if not ok or mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
+    if not ok:
         mstate[BUILT] = -1
         return
     mstate[BUILT] = n_after
+    if mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
+        compact(n_after, mv)
     for ends in (ins_src, ins_dst, del_src, del_dst):
         for v in ends:
             p = pos[v]
@@ -142,25 +197,15 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
 
 
 @njit(cache=True, nogil=True)
-def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp):
+def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp, par=False):
     """Start a run of dense passes over the first ``n`` positions: build the mirror if it is
     invalid (of every vertex: ``mv``'s ``order`` holds them all), then gather the iterate, the
-    contributions (``cprevp == cp``) and the kept flags into position order."""
+    contributions (``cprevp == cp``) and the kept flags into position order. ``par``: both in
+    chunks on Numba's threads."""
     order, mstate, cprevp = mv[0], mv[5], mv[6]
     if mstate[BUILT] < 0:
-        build(order.shape[0], g, inv, loops, mv)
-    ahead = np.uint64(PREFETCH_AHEAD)
-    for p in range(np.uint64(n)):
-        v = np.uint64(order[p])  # unsigned indices: no wraparound code (_dense_block)
-        if p + ahead < np.uint64(n):
-            w = np.uint64(order[p + ahead])
-            prefetch(x, w)
-            prefetch(c, w)
-            prefetch(flags, w)
-        xp[p] = x[v]
-        cp[p] = c[v]
-        cprevp[p] = c[v]
-        keepp[p] = flags[v]
+        build(order.shape[0], g, inv, loops, mv, par)
+    gather_all(n, order, x, c, flags, xp, cp, cprevp, keepp, par)
 
 
 @njit(cache=True, nogil=True)
@@ -188,7 +233,7 @@ def sort_ids(a, m, tmp):
 
 
 @njit(cache=True, nogil=True)
-def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F, spread, tmp):
+def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, stamp, F, spread, tmp, par=False):
     """End a run of dense passes over the first ``n`` positions into a sparse iteration (the
     scatter back and :func:`.frontier_dense.to_sparse` in one walk of the positions): ``x``,
     ``c`` and ``cprev`` back in id order without sign bits, the kept flags, ``last_spread`` of
@@ -198,47 +243,24 @@ def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, st
     scratch of a vertex each), so the iterations are those of a walk over every id. Returns the
     list's size and the number of kept vertices at its head. Work: the positions before the
     sweep end and the frontier, never the ids past it; where they are fewer than the vertices
-    past the end, ``to_sparse`` itself (the same list, cheaper than sorting it)."""
+    past the end, ``to_sparse`` itself (the same list, cheaper than sorting it). ``par``: the
+    scatter in chunks on Numba's threads (the lists are collected after it, in position order)."""
     order = mv[0]
     out_off, out_deg, out_idx = g[3], g[4], g[5]
-    ahead = np.uint64(PREFETCH_AHEAD)
     un = np.uint64(n)
     if order.shape[0] <= 2 * n:
         # few ids past the end: the walk over every id (to_sparse) costs less than the sorts
-        for p in range(un):
-            v = np.uint64(order[p])
-            if p + ahead < un:
-                w = np.uint64(order[p + ahead])
-                prefetch(x, w)
-                prefetch(c, w)
-                prefetch(cprev, w)
-                prefetch(flags, w)
-            x[v] = xp[p]
-            c[v] = cp[p]
-            cprev[v] = cp[p]
-            flags[v] = keepp[p]
+        scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, True, False, par)
         return to_sparse(order.shape[0], g, flags, c, cprev, True, last_spread, stamp, F)
+    scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, False, False, par)
     m = 0
     ns = 0
-    for p in range(un):
-        v = np.uint64(order[p])
-        if p + ahead < un:
-            w = np.uint64(order[p + ahead])
-            prefetch(x, w)
-            prefetch(c, w)
-            prefetch(cprev, w)
-            prefetch(flags, w)
-        x[v] = xp[p]
-        cv = cp[p]
-        c[v] = abs(cv)
-        cprev[v] = abs(cv)
-        k = keepp[p]
-        flags[v] = k
-        if k:
-            F[m] = v
+    for p in range(un):  # sequential reads of the position-space arrays
+        if keepp[p]:
+            F[m] = order[p]
             m += 1
-        if math.copysign(1.0, cv) < 0.0:
-            spread[ns] = v
+        if math.copysign(1.0, cp[p]) < 0.0:
+            spread[ns] = order[p]
             ns += 1
     kept = m
     sort_ids(F, kept, tmp)
@@ -257,26 +279,11 @@ def leave_to_sparse(n, g, mv, xp, cp, keepp, x, c, cprev, flags, last_spread, st
 
 
 @njit(cache=True, nogil=True)
-def leave_settled(n, mv, xp, cp, x, c, cprev, flags):
+def leave_settled(n, mv, xp, cp, x, c, cprev, flags, par=False):
     """End a run of dense passes over the first ``n`` positions with the batch: ``x``, ``c`` and
     ``cprev`` back in id order without sign bits, every flag 0 (the workspace's state between
-    batches)."""
-    order = mv[0]
-    ahead = np.uint64(PREFETCH_AHEAD)
-    un = np.uint64(n)
-    for p in range(un):
-        v = np.uint64(order[p])
-        if p + ahead < un:
-            w = np.uint64(order[p + ahead])
-            prefetch(x, w)
-            prefetch(c, w)
-            prefetch(cprev, w)
-            prefetch(flags, w)
-        x[v] = xp[p]
-        cv = abs(cp[p])
-        c[v] = cv
-        cprev[v] = cv
-        flags[v] = 0
+    batches). ``par``: in chunks on Numba's threads."""
+    scatter_all(n, mv[0], xp, cp, flags, x, c, cprev, flags, False, True, par)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

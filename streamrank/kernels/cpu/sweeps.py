@@ -109,7 +109,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order,
     mv = (order, pos, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
           np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=np.uint8),
           np.empty(n, dtype=np.int64), starts)
-    build(n, g, inv, loops, mv)
+    build(n, g, inv, loops, mv, par)
     cprevp = mv[6]
     xp = np.empty(n)
     cp = np.empty(n)
