@@ -31,15 +31,12 @@ from .frontier_order import END, dense_pass, enter, leave_settled, leave_to_spar
 from .frontier_sparse import SPREAD, commit_range, mark_sparse, rank_range, sparse_par
 
 #: The next iteration runs dense when the kept vertices' in-edges plus the spreaders'
-#: out-edges exceed ``DENSE_WEIGHT`` times all edges (Jacobi) or ``DENSE_WEIGHT_GS`` times them
-#: (Gauss-Seidel): a dense pass reads every edge once, a sparse one the frontier's in-edges and
-#: the edges its marking needs. The Gauss-Seidel dense pass reads them in the sweep order over
-#: the position-space mirror (sequential rows, contributions in a vector as long as the vertices
-#: with edges), while its sparse step reads at random over the id space, on one thread where the
-#: frontier fits one Gauss-Seidel block: on sx-mathoverflow (published protocol, one thread)
-#: 0.15-0.25 made 5-line batches 1.2-1.4 times faster than 0.5 and the others no slower.
+#: out-edges exceed ``DENSE_WEIGHT`` times all edges: a dense pass reads every edge once, a
+#: sparse one the frontier's in-edges and the edges its marking needs. (0.2 for the
+#: Gauss-Seidel order made one-thread batches on the 2-core host up to 1.4 times faster, but
+#: changes the ranks' rounding: a restore of earlier checkpoints, which replays their batch logs,
+#: must give the earlier ranks bit for bit, tests/test_checkpoint_compat.py.)
 DENSE_WEIGHT = 0.5
-DENSE_WEIGHT_GS = 0.2
 #: Rows of the workspace's per-chunk arrays: float partials (max, sum) and integer ones.
 PARTS_F, PARTS_I = 2, 9
 
@@ -100,15 +97,6 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     swapped = False  # x, c, flags are the spare buffers (an odd number of dense iterations)
     iterations = 0
     converged = False
-    if False and block is not None and grow and nf > 0:
-        # a wide starting frontier (a large batch) starts dense: the marked vertices are the kept ones
-        in_deg = g[1]
-        wide = 0
-        for i in range(nf):
-            wide += in_deg[np.uint64(F[i])]
-        if wide > DENSE_WEIGHT_GS * num_edges:
-            enter(nd, g, inv, loops, mv, x, c, flags, xnew, cp, keep2, big)
-            dense = True
     for it in range(max_iter):
         stamp = clock + it
         if not dense and nf == 0:
@@ -173,10 +161,9 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         if err / total < tol:
             converged = True
             break
-        weight = DENSE_WEIGHT_GS if block is not None else DENSE_WEIGHT  # a constant of each entry
-        if block is not None and dense and grow and keep_in <= weight * num_edges:
+        if block is not None and dense and grow and keep_in <= DENSE_WEIGHT * num_edges:
             push = spread_out_edges(nd, mv, cp)  # the Gauss-Seidel dense pass leaves push to this
-        next_dense = grow and keep_in + push > weight * num_edges
+        next_dense = grow and keep_in + push > DENSE_WEIGHT * num_edges
         if next_dense:
             if not dense:  # flags hold the kept vertices; the spreaders' sign bits go into c
                 for i in range(nf):
