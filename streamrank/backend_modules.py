@@ -8,7 +8,9 @@ from .backend import Backend
 def backend_modules(backend: Backend, weighted: bool = False, multi_edges: str = "set"):
     """``(graph store factory, rank module, rank keyword arguments)`` of a backend: the CPU rank
     code takes a workspace that lives as long as the engine. A weighted graph has its own store
-    and rank code on either backend; the unweighted ones never see a weight."""
+    on either backend; on the CPU it runs the unweighted rank code's kernels with its weights
+    passed along (compiled apart, so the unweighted ones never see a weight), on the GPU rank
+    code of its own."""
     if backend.is_gpu and weighted:
         from functools import partial
 
@@ -25,10 +27,10 @@ def backend_modules(backend: Backend, weighted: bool = False, multi_edges: str =
         from functools import partial
 
         from .store.cpu_weighted import WeightedCpuGraph
-        from .rank.cpu import weighted as pagerank_w
+        from .rank.cpu import pagerank as pagerank_cpu
 
         store = partial(WeightedCpuGraph, multi_edges=multi_edges)
-        return store, pagerank_w, {"workspace": pagerank_w.WeightedWorkspace()}
+        return store, pagerank_cpu, {"workspace": pagerank_cpu.FrontierWorkspace(weighted=True)}
     from .store import cpu as graph
     from .rank.cpu import pagerank as pagerank_cpu
 

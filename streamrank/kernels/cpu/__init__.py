@@ -13,6 +13,9 @@
 * :mod:`.ppr` — personalized PageRank: the power iteration, push and pull rounds, Monte Carlo
   walks, the hybrid cost model's micro-kernels.
 
+The rank kernels serve weighted graphs too: their weights are optional last arguments, compiled
+away for unweighted calls (:mod:`.common`); :mod:`.weighted_csr` is the weighted store's CSR.
+
 Each rank entry point runs a batch's whole iteration loop in one call. Every kernel is
 compiled on first use and cached on disk (``cache=True``, next to these sources in
 ``__pycache__``). Kernels that use several cores split their work into fixed chunks of

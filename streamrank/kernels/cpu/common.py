@@ -4,6 +4,14 @@ The graph is passed as the tuple ``g = (in_off, in_deg, in_idx, out_off, out_deg
 (int64 offsets and degrees, int32 neighbour ids) of the store contract: the in-neighbours of
 ``v`` are ``in_idx[in_off[v] : in_off[v] + in_deg[v]]``. Ranks are float64.
 
+A weighted graph (:class:`streamrank.store.cpu_weighted.WeightedCpuGraph`) runs the same kernels
+with its weights passed along: ``wt`` (float64, beside ``in_idx``: ``wt[j]`` is the weight of the
+in-edge ``in_idx[j]``) as an optional last argument, the out-weights ``W`` in place of the
+out-degrees where a kernel divides by them, and the self-loops' weights in ``loops``. An in-edge
+``j`` of ``v`` then adds ``c[u] * wt[j]``, ``c[u] = x[u] / W[u]``. An unweighted call leaves
+``wt`` out (``None``): Numba removes a branch on ``wt is not None`` before it types the function,
+so the unweighted machine code has no weight load at all.
+
 Local form (docs/architecture.md): ``x[v] = 1 + alpha * sum_{u in in(v)} c[u]`` with
 ``c[u] = x[u] / d(u)`` (0 for a dangling ``u`` in uniform mode); in self-loop mode
 ``d(u) = outdeg(u) + 1`` and the own loop is solved in closed form,
@@ -101,7 +109,7 @@ def looks_ahead(u, v, out_deg):
 
 
 @njit(cache=True, inline="always")
-def lookahead(in_off, in_deg, in_idx, c, u, alpha):
+def lookahead(in_off, in_deg, in_idx, c, u, alpha, wt=None):
     """The value a candidate ``u`` (:func:`looks_ahead`) adds to its out-neighbour's sum: ``u``'s
     own Jacobi update from the previous iterate, ``1 + alpha * sum |c[w]|`` over its in-neighbours
     ``w`` in list order (``|c|``: the dense step's sign bits), or ``|c[u]|`` when ``u`` has more
@@ -117,31 +125,55 @@ def lookahead(in_off, in_deg, in_idx, c, u, alpha):
     acc = 0.0
     o = np.uint64(in_off[u])
     for j in range(o, o + np.uint64(in_deg[u])):
-        acc += abs(c[np.uint64(in_idx[j])])
+        if wt is not None:
+            acc += abs(c[np.uint64(in_idx[j])]) * wt[j]
+        else:
+            acc += abs(c[np.uint64(in_idx[j])])
     return 1.0 + alpha * acc
 
 
 @njit(cache=True, inline="always")
-def add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha):
+def add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha, wt=None):
     """``acc`` plus the :func:`lookahead` values of ``v``'s candidates (:func:`looks_ahead`), in
     list order: the second walk of ``v``'s in-edges, after the plain values (the Jacobi steps of
-    :mod:`.frontier_sparse` and :mod:`.frontier_dense`)."""
+    :mod:`.frontier_sparse` and :mod:`.frontier_dense`). On a weighted graph a candidate's one
+    out-edge carries its whole rank too (``W[u] = w(u, v)``); past :data:`LOOK_MAX_IN` in-edges
+    its value is ``|c[u]| w(u, v)``."""
     o = np.uint64(in_off[v])
     for j in range(o, o + np.uint64(in_deg[v])):
         u = np.uint64(in_idx[j])
         if looks_ahead(u, v, out_deg):
-            acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
+            if wt is not None:
+                acc += abs(c[u]) * wt[j] if in_deg[u] > LOOK_MAX_IN else lookahead(in_off, in_deg, in_idx, c, u,
+                                                                                   alpha, wt)
+            else:
+                acc += lookahead(in_off, in_deg, in_idx, c, u, alpha)
     return acc
 
 
 @njit(cache=True, nogil=True)
-def find_loops(in_off, in_deg, in_idx, n, loops):
+def find_loops(in_off, in_deg, in_idx, n, loops, wt=None):
     """``loops[v] = 1`` where ``v`` is among its own in-neighbours (an explicit self-loop), else 0:
-    one pass over the in-edges."""
+    one pass over the in-edges. With the weights ``wt``: the loop's weight (``loops`` float64)."""
     for v in range(n):
-        own = 0
+        loops[v] = 0
         for j in range(in_off[v], in_off[v] + in_deg[v]):
             if in_idx[j] == v:
-                own = 1
+                if wt is not None:
+                    loops[v] = wt[j]
+                else:
+                    loops[v] = 1
                 break
-        loops[v] = own
+
+
+@njit(cache=True, nogil=True)
+def refresh_loops(in_off, in_deg, in_idx, wt, vertices, loops):
+    """``loops[v]`` (the weight of ``v``'s explicit self-loop, 0.0 without one) afresh from the
+    store for each ``v`` of ``vertices``: a weighted batch's self-loops, inserted, deleted or
+    reweighted."""
+    for v in vertices:
+        loops[v] = 0.0
+        for j in range(in_off[v], in_off[v] + in_deg[v]):
+            if in_idx[j] == v:
+                loops[v] = wt[j]
+                break

@@ -43,7 +43,7 @@ PARTS_F, PARTS_I = 2, 9
 
 @njit(cache=True, nogil=True)
 def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol, ftol, ptol, grow, prune, block,
-                     jacobi, max_iter, affected):
+                     jacobi, max_iter, affected, wt=None, mw=None):
     """Iterate from the marked vertices ``F[:nf]`` (``flags[v] == 1`` exactly for them).
 
     ``ws`` is the workspace tuple ``(x, c, inv, flags, F, Fnext, xnew, status, last_spread,
@@ -67,6 +67,10 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     frontier is empty (both: converged), or after ``max_iter`` iterations. Returns
     ``(iterations, converged, total, cand)``: ``total`` the running ``sum(x)``, ``cand`` the
     candidate buffer (grown when needed). ``affected[i]`` is the frontier size of iteration i.
+
+    A weighted graph passes its in-edges' weights ``wt`` and the mirror's ``mw`` (the workspace's
+    ``inv`` then holds ``1 / W``, ``loops`` the self-loops' weights: :mod:`.common`); without
+    them Numba compiles the weight lines away.
 
     Call it through :data:`FRONTIER`, whose entries pass ``selfloop``, ``grow``, ``prune`` and the
     order (``block``, ``jacobi``) as constants: each combination then gets its own machine code
@@ -107,17 +111,17 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             if block is not None:  # removed before typing in the Jacobi entries (block None)
                 # in the sweep order, on the position-space arrays (xnew, cnew, keep2: frontier_order)
                 if dense_pass(nd, big, g, mv, cp, cprevp, cpn, cprevpn, xnew, keep2, sticky, alpha, selfloop,
-                              ftol, ptol, grow, prune, parts, part_count):
+                              ftol, ptol, grow, prune, parts, part_count, mw):
                     cp, cpn = cpn, cp
                     cprevp, cprevpn = cprevpn, cprevp
                 sticky = not_sticky
             if jacobi is not None:  # removed before typing in the Gauss-Seidel entries (jacobi None)
                 if big:
                     dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow, prune,
-                              parts, part_count)
+                              parts, part_count, wt)
                 else:
                     dense_serial(nch, n, g, inv, loops, c, x, cnew, xnew, flags, keep2, alpha, selfloop, ftol, ptol, grow,
-                                 prune, parts, part_count)
+                                 prune, parts, part_count, wt)
                 x, xnew = xnew, x
                 c, cnew = cnew, c
                 flags, keep2 = keep2, flags
@@ -137,14 +141,14 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             nch = nchunks(nf) if par or gs else 1
             if block is not None:
                 sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
-                          alpha, selfloop, ftol, ptol, grow, prune, parts)
+                          alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
             if jacobi is not None:
                 if par:
                     sparse_par(nch, nf, F, g, inv, loops, c, x, xnew, status, flags, last_spread, stamp, alpha,
-                               selfloop, ftol, ptol, grow, prune, parts)
+                               selfloop, ftol, ptol, grow, prune, parts, wt)
                 else:
                     rank_range(0, nf, 0, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol,
-                               grow, prune, parts)
+                               grow, prune, parts, wt)
                     commit_range(0, nf, F, inv, c, x, xnew, status, flags, last_spread, stamp)
         err = 0.0
         dsum = 0.0
@@ -175,7 +179,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
                 sticky = not not_sticky  # Gauss-Seidel: the first pass keeps these sign bits (frontier_gs)
                 if block is not None:
                     cp, cpn, cprevp, cprevpn = cp0, cpn0, cprevp0, cprevpn0  # enter fills cp0, cprevp0
-                    enter(nd, g, inv, loops, mv, x, c, flags, xnew, cp, keep2, big)
+                    enter(nd, g, inv, loops, mv, x, c, flags, xnew, cp, keep2, big, wt, mw)
             dense = True
         elif dense:
             if block is not None:
@@ -226,79 +230,80 @@ def _settle(n, x, c, flags, F, nf, x0, c0, flags0, cprev, gs, dense):
 # the entries used are compiled.
 
 @njit(cache=True, nogil=True)
-def _dt_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dt_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
-                            None, True, max_iter, affected)
+                            None, True, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dt_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dt_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, False, False,
-                            block, None, max_iter, affected)
+                            block, None, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dt_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dt_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
-                            None, True, max_iter, affected)
+                            None, True, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dt_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dt_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, False, False,
-                            block, None, max_iter, affected)
+                            block, None, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _df_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _df_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
-                            None, True, max_iter, affected)
+                            None, True, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _df_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _df_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, False,
-                            block, None, max_iter, affected)
+                            block, None, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _df_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _df_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
-                            None, True, max_iter, affected)
+                            None, True, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _df_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _df_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, False,
-                            block, None, max_iter, affected)
+                            block, None, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dfp_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dfp_uniform_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
-                            None, True, max_iter, affected)
+                            None, True, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dfp_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dfp_uniform_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, False, tol, ftol, ptol, True, True,
-                            block, None, max_iter, affected)
+                            block, None, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dfp_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dfp_selfloop_jacobi(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
-                            None, True, max_iter, affected)
+                            None, True, max_iter, affected, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def _dfp_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected):
+def _dfp_selfloop_gs(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol, ptol, block, max_iter, affected, wt=None, mw=None):
     return frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, True, tol, ftol, ptol, True, True,
-                            block, None, max_iter, affected)
+                            block, None, max_iter, affected, wt, mw)
 
 
 #: ``(algorithm, selfloop, gauss_seidel) -> kernel(g, num_edges, n, ws, nf, total, clock, alpha, tol, ftol,
-#: ptol, block, max_iter, affected) -> (iterations, converged, total, cand)``
+#: ptol, block, max_iter, affected[, wt, mw]) -> (iterations, converged, total, cand)`` (``wt``, ``mw``:
+#: a weighted graph's in-edge and mirror weights)
 FRONTIER = {("dt", False, False): _dt_uniform_jacobi,
             ("dt", False, True): _dt_uniform_gs,
             ("dt", True, False): _dt_selfloop_jacobi,

@@ -20,7 +20,7 @@ from .common import CHUNK, add_lookaheads, looks_ahead, solved_value
 
 @njit(cache=True, nogil=True)
 def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                 part_count):
+                 part_count, wt=None):
     """One dense iteration over the vertices of chunk ``k`` (see the module docstring).
 
     In dense mode a vertex that spread in the previous iteration carries its contribution with
@@ -52,11 +52,13 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
             cu = c[u]
             if grow and not selfloop and looks_ahead(u, np.uint64(v), out_deg):  # constants: DF/DF-P, uniform
                 later = True
+            elif wt is not None:
+                acc += abs(cu) * wt[j]
             else:
                 acc += abs(cu)
             sp |= np.int64(math.copysign(1.0, cu) < 0.0)
         if later:  # the lookahead candidates, after the plain values
-            acc = add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, np.uint64(v), alpha)
+            acc = add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, np.uint64(v), alpha, wt)
         a = np.int64(sp != 0)
         old = x[v]
         loop = np.float64(loops[v])
@@ -85,18 +87,18 @@ def _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, self
 
 @njit(cache=True, nogil=True, parallel=True)
 def dense_par(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
-               part_count):
+               part_count, wt=None):
     for k in prange(nch):
         _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                     part_count)
+                     part_count, wt)
 
 
 @njit(cache=True, nogil=True)
 def dense_serial(nch, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                  part_count):
+                  part_count, wt=None):
     for k in range(nch):
         _dense_range(k, n, g, inv, loops, c, x, cnew, xnew, keep, keep2, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                     part_count)
+                     part_count, wt)
 
 
 @njit(cache=True, nogil=True)

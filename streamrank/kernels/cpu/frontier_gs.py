@@ -48,9 +48,10 @@ MAX_BLOCKS = 1 << 24
 # ---------------------------------------------------------------------------- sparse step
 @njit(cache=True, nogil=True)
 def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
-                  alpha, selfloop, ftol, ptol, grow, prune, parts):
+                  alpha, selfloop, ftol, ptol, grow, prune, parts, wt=None):
     """Update ``F[lo:hi]`` in place (partials into slot ``k``), status bits as the Jacobi step
-    (:func:`.frontier_sparse.rank_range`), pruned vertices unmarked, spreaders stamped."""
+    (:func:`.frontier_sparse.rank_range`), pruned vertices unmarked, spreaders stamped. ``wt``:
+    the in-edges' weights of a weighted graph (:mod:`.common`)."""
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push, part_new_push, part_pruned_in = parts
     m = 0.0
@@ -66,7 +67,26 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
         if multi:
             for j in range(o, o + np.uint64(in_deg[v])):
                 u = np.uint64(in_idx[j])
-                acc += c[u] if owner[u] == code else cprev[u]
+                if wt is not None:
+                    acc += (c[u] if owner[u] == code else cprev[u]) * wt[j]
+                else:
+                    acc += c[u] if owner[u] == code else cprev[u]
+        elif wt is not None:
+            e = o + np.uint64(in_deg[v])
+            j = o
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            while j + np.uint64(3) < e:
+                acc += c[np.uint64(in_idx[j])] * wt[j]
+                a1 += c[np.uint64(in_idx[j + np.uint64(1)])] * wt[j + np.uint64(1)]
+                a2 += c[np.uint64(in_idx[j + np.uint64(2)])] * wt[j + np.uint64(2)]
+                a3 += c[np.uint64(in_idx[j + np.uint64(3)])] * wt[j + np.uint64(3)]
+                j += np.uint64(4)
+            while j < e:
+                acc += c[np.uint64(in_idx[j])] * wt[j]
+                j += np.uint64(1)
+            acc = (acc + a2) + (a1 + a3)
         else:
             # four interleaved sums: one chain of dependent additions took 4 cycles per in-edge
             e = o + np.uint64(in_deg[v])
@@ -122,7 +142,7 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
 
 @njit(cache=True, nogil=True)
 def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
-                  alpha, selfloop, ftol, ptol, grow, prune, parts):
+                  alpha, selfloop, ftol, ptol, grow, prune, parts, wt=None):
     lo = b * block
     hi = min(lo + block, nf)
     code = code0 + b
@@ -131,20 +151,20 @@ def _sparse_block(b, block, nf, multi, code0, F, g, inv, c, cprev, owner, loops,
             owner[np.uint64(F[i])] = code
     for k in range(lo // CHUNK, nchunks(hi)):
         _sparse_range(k * CHUNK, min(k * CHUNK + CHUNK, hi), k, multi, code, F, g, inv, c, cprev, owner, loops, x,
-                      status, flags, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
+                      status, flags, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha,
-                selfloop, ftol, ptol, grow, prune, parts):
+                selfloop, ftol, ptol, grow, prune, parts, wt=None):
     for b in prange(nb):  # b is unsigned here: cast, so that the serial loop's compiled block serves
         _sparse_block(np.int64(b), block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
-                      stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
+                      stamp, alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
 
 
 @njit(cache=True, nogil=True)
 def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp, alpha, selfloop,
-              ftol, ptol, grow, prune, parts):
+              ftol, ptol, grow, prune, parts, wt=None):
     """One Gauss-Seidel iteration over ``F[:nf]`` in blocks of ``block`` entries; partials per
     chunk of ``CHUNK`` entries (``nchunks(nf)`` slots), as the Jacobi step writes them."""
     block = block_size(nf, block)
@@ -152,15 +172,15 @@ def sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flag
     code0 = np.int64(stamp) * MAX_BLOCKS
     if nb <= 1:
         _sparse_block(0, block, nf, False, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
-                      stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
+                      stamp, alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
         return
     if par:
         _sparse_par(nb, block, nf, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
-                    alpha, selfloop, ftol, ptol, grow, prune, parts)
+                    alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
     else:
         for b in range(nb):
             _sparse_block(b, block, nf, True, code0, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread,
-                          stamp, alpha, selfloop, ftol, ptol, grow, prune, parts)
+                          stamp, alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
     for i in range(nf):  # on one thread: a copy is cheap next to the blocks, and a parallel loop costs compile time
         v = np.uint64(F[i])
         cprev[v] = c[v]

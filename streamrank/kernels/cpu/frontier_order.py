@@ -16,7 +16,9 @@ space.
 
 The mirror is built (:func:`build`, one pass over the in-edges of the vertices before the store's
 sweep end, in chunks on Numba's threads on a large graph) by the first dense pass after a reload
-and whenever it is invalid. A batch keeps it exact (:func:`admit`): a vertex it adds takes the
+and whenever it is invalid. A weighted graph's mirror has its weights beside ``m_idx`` (``mw``,
+float64, built and moved with the rows; the kernels take ``wt``, the store's in-edge weights,
+and ``mw`` as optional last arguments, :mod:`.common`). A batch keeps it exact (:func:`admit`): a vertex it adds takes the
 position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
 ones, are rewritten, in place when they do not grow, else at the end of the used part of
 ``m_idx``; when the rows left behind take more than ``1 / COMPACT`` of its used part (scattered
@@ -50,7 +52,7 @@ from numba import njit, prange
 
 from .common import CHUNK, nchunks, solved_value
 from .frontier_dense import to_sparse
-from .positions import gather_all, scatter_all
+from .positions import gather_all, scatter_all, sort_ids
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
@@ -66,7 +68,7 @@ BUILT, USED, LIVE, END = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
-def _build_rows(lo, hi, g, inv, loops, mv):
+def _build_rows(lo, hi, g, inv, loops, mv, wt=None, mw=None):
     """The mirror rows of positions ``[lo, hi)`` (their offsets set) and their per-vertex values."""
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     order, pos, m_off, m_idx, invp, loopsp, outdp = mv[0], mv[1], mv[2], mv[4], mv[7], mv[8], mv[9]
@@ -76,20 +78,22 @@ def _build_rows(lo, hi, g, inv, loops, mv):
         o = np.uint64(in_off[v])
         for j in range(np.uint64(in_deg[v])):
             m_idx[e + j] = pos[np.uint64(in_idx[o + j])]
+            if wt is not None:
+                mw[e + j] = wt[o + j]
         invp[p] = inv[v]
         loopsp[p] = loops[v]
         outdp[p] = out_deg[v]
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _build_par(nch, live, g, inv, loops, mv):
+def _build_par(nch, live, g, inv, loops, mv, wt=None, mw=None):
     for k in prange(nch):  # k is unsigned here: cast, so that the serial loop's compiled chunk serves
         lo = np.int64(k) * CHUNK
-        _build_rows(lo, min(lo + CHUNK, live), g, inv, loops, mv)
+        _build_rows(lo, min(lo + CHUNK, live), g, inv, loops, mv, wt, mw)
 
 
 @njit(cache=True, nogil=True)
-def build(n, g, inv, loops, mv, par=False):
+def build(n, g, inv, loops, mv, par=False, wt=None, mw=None):
     """The mirror rows of ``n`` vertices in the sweep order and the per-vertex values kept with
     them. Only the positions before the sweep end (``mstate[END]``) hold edges: past it the rows
     are set empty and the per-vertex values are left unset (no pass reads them; a vertex that
@@ -108,16 +112,16 @@ def build(n, g, inv, loops, mv, par=False):
         m_end[p] = e
     nch = nchunks(live)
     if par and nch > 1:
-        _build_par(nch, live, g, inv, loops, mv)
+        _build_par(nch, live, g, inv, loops, mv, wt, mw)
     else:
-        _build_rows(0, live, g, inv, loops, mv)
+        _build_rows(0, live, g, inv, loops, mv, wt, mw)
     mstate[BUILT] = n
     mstate[USED] = e
     mstate[LIVE] = e
 
 
 @njit(cache=True, inline="always")
-def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
+def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate, wt=None, mw=None):
     """Vertex ``v``'s mirror row from the store; False when ``m_idx`` has no room for it."""
     in_off, in_deg, in_idx = g[0], g[1], g[2]
     p = pos[v]
@@ -132,12 +136,14 @@ def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate):
         m_off[p] = o
     for j in range(d):
         m_idx[o + j] = pos[in_idx[in_off[v] + j]]
+        if wt is not None:
+            mw[o + j] = wt[in_off[v] + j]
     m_end[p] = o + d
     return True
 
 
 @njit(cache=True, nogil=True)
-def compact(n, mv):
+def compact(n, mv, mw=None):
     """Lay the mirror rows of the first ``n`` positions out afresh in position order, leaving no
     room between them: a copy of the rows (they hold positions already), no read of the store."""
     m_off, m_end, m_idx, mstate = mv[2], mv[3], mv[4], mv[5]
@@ -145,6 +151,7 @@ def compact(n, mv):
     for p in range(n):
         total += m_end[p] - m_off[p]
     tmp = np.empty(total, dtype=m_idx.dtype)
+    tmpw = np.empty(total if mw is not None else 0)
     e = 0
     for p in range(n):
         o = m_off[p]
@@ -152,18 +159,24 @@ def compact(n, mv):
         m_off[p] = e
         for j in range(d):
             tmp[e + j] = m_idx[o + j]
+            if mw is not None:
+                tmpw[e + j] = mw[o + j]
         e += d
         m_end[p] = e
     for j in range(e):
         m_idx[j] = tmp[j]
+        if mw is not None:
+            mw[j] = tmpw[j]
     mstate[USED] = e
     mstate[LIVE] = e
 
 
 @njit(cache=True, nogil=True)
-def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv):
+def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv, wt=None, mw=None):
     """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
-    already updated). Nothing while it is invalid (the next dense pass builds it)."""
+    already updated). Nothing while it is invalid (the next dense pass builds it). A weighted
+    graph's reweighted edges count as insertions here (their rows' weights and their sources'
+    ``inv`` changed)."""
     out_deg = g[4]
     order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
     if mstate[BUILT] < 0:
@@ -173,16 +186,16 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
         m_end[p] = 0
     ok = True
     for v in range(n_before, n_after):
-        ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
+        ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate, wt, mw)
     for dsts in (ins_dst, del_dst):
         for v in dsts:
-            ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate)
+            ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate, wt, mw)
     if not ok:
         mstate[BUILT] = -1
         return
     mstate[BUILT] = n_after
     if mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
-        compact(n_after, mv)
+        compact(n_after, mv, mw)
     for ends in (ins_src, ins_dst, del_src, del_dst):
         for v in ends:
             p = pos[v]
@@ -197,39 +210,15 @@ def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, 
 
 
 @njit(cache=True, nogil=True)
-def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp, par=False):
+def enter(n, g, inv, loops, mv, x, c, flags, xp, cp, keepp, par=False, wt=None, mw=None):
     """Start a run of dense passes over the first ``n`` positions: build the mirror if it is
     invalid (of every vertex: ``mv``'s ``order`` holds them all), then gather the iterate, the
     contributions (``cprevp == cp``) and the kept flags into position order. ``par``: both in
     chunks on Numba's threads."""
     order, mstate, cprevp = mv[0], mv[5], mv[6]
     if mstate[BUILT] < 0:
-        build(order.shape[0], g, inv, loops, mv, par)
+        build(order.shape[0], g, inv, loops, mv, par, wt, mw)
     gather_all(n, order, x, c, flags, xp, cp, cprevp, keepp, par)
-
-
-@njit(cache=True, nogil=True)
-def sort_ids(a, m, tmp):
-    """Sort the vertex ids ``a[:m]`` (int32, non-negative) in place: a least-significant-digit
-    radix sort, three passes of 11 bits, ``tmp`` scratch of at least ``m`` entries. O(m + 2048)
-    per pass: the frontier, not the graph."""
-    if m < 2:
-        return
-    count = np.empty(2049, dtype=np.int64)
-    src, dst = a, tmp
-    for shift in (0, 11, 22):
-        count[:] = 0
-        for i in range(m):
-            count[((src[i] >> shift) & 2047) + 1] += 1
-        for k in range(2048):
-            count[k + 1] += count[k]
-        for i in range(m):
-            d = (src[i] >> shift) & 2047
-            dst[count[d]] = src[i]
-            count[d] += 1
-        src, dst = dst, src
-    for i in range(m):  # three passes: the sorted ids ended in tmp
-        a[i] = src[i]
 
 
 @njit(cache=True, nogil=True)
@@ -288,7 +277,7 @@ def leave_settled(n, mv, xp, cp, x, c, cprev, flags, par=False):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
-                 grow, prune, parts, part_count):
+                 grow, prune, parts, part_count, mw=None):
     """Block ``b`` of ``nb`` (positions ``[starts[b], starts[b + 1])``, the last to ``n``), chunk by chunk (partials per chunk), in
     place (as :func:`.frontier_gs._dense_range` with positions for ids).
 
@@ -304,7 +293,10 @@ def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, stick
 
     ``pp`` (two blocks only): each block also stores every value it writes into ``cpn`` and
     ``cprevpn``, which nothing reads during the pass; after it both hold every vertex's new value
-    and serve as the next pass's ``cp`` and ``cprevp``, so no join runs (:func:`dense_pass`)."""
+    and serve as the next pass's ``cp`` and ``cprevp``, so no join runs (:func:`dense_pass`).
+
+    ``mw``: the mirror's weights of a weighted graph (each ``|c|`` read is multiplied by its
+    in-edge's weight; the sign bits are read as they are)."""
     order, pos, m_off, m_end, m_idx, mstate, _, invp, loopsp, outdp, starts = mv
     cur = cp if b == 0 else cprevp  # the array this block updates in place
     multi = b > 0 and nb > 2  # reads from two arrays, chosen per in-edge
@@ -345,15 +337,22 @@ def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, stick
                     q1 = np.uint64(m_idx[j + one])
                     c0 = cur[q0] if (q0 - ublo < width) | (q0 < first) else cp[q0]
                     c1 = cur[q1] if (q1 - ublo < width) | (q1 < first) else cp[q1]
-                    a0 += abs(c0)
-                    a1 += abs(c1)
+                    if mw is not None:
+                        a0 += abs(c0) * mw[j]
+                        a1 += abs(c1) * mw[j + one]
+                    else:
+                        a0 += abs(c0)
+                        a1 += abs(c1)
                     low = min(low, c0)
                     l1 = min(l1, c1)
                     j += two
                 if j < e:
                     q0 = np.uint64(m_idx[j])
                     c0 = cur[q0] if (q0 - ublo < width) | (q0 < first) else cp[q0]
-                    a0 += abs(c0)
+                    if mw is not None:
+                        a0 += abs(c0) * mw[j]
+                    else:
+                        a0 += abs(c0)
                     low = min(low, c0)
             else:
                 # four interleaved sums and minima: each is a chain of dependent additions (4 cycles
@@ -367,10 +366,16 @@ def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, stick
                     c1 = cur[np.uint64(m_idx[j + one])]
                     c2 = cur[np.uint64(m_idx[j + two])]
                     c3 = cur[np.uint64(m_idx[j + three])]
-                    a0 += abs(c0)
-                    a1 += abs(c1)
-                    a2 += abs(c2)
-                    a3 += abs(c3)
+                    if mw is not None:
+                        a0 += abs(c0) * mw[j]
+                        a1 += abs(c1) * mw[j + one]
+                        a2 += abs(c2) * mw[j + two]
+                        a3 += abs(c3) * mw[j + three]
+                    else:
+                        a0 += abs(c0)
+                        a1 += abs(c1)
+                        a2 += abs(c2)
+                        a3 += abs(c3)
                     low = min(low, c0)
                     l1 = min(l1, c1)
                     l2 = min(l2, c2)
@@ -378,7 +383,10 @@ def _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, stick
                     j += four
                 while j < e:
                     c0 = cur[np.uint64(m_idx[j])]
-                    a0 += abs(c0)
+                    if mw is not None:
+                        a0 += abs(c0) * mw[j]
+                    else:
+                        a0 += abs(c0)
                     low = min(low, c0)
                     j += one
                 a0 += a2
@@ -441,15 +449,15 @@ def spread_out_edges(n, mv, cp):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
-               prune, parts, part_count):
+               prune, parts, part_count, mw=None):
     for b in prange(nb):  # b is unsigned here: cast, so that both callers share one compiled block
         _dense_block(np.int64(b), nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop,
-                     ftol, ptol, grow, prune, parts, part_count)
+                     ftol, ptol, grow, prune, parts, part_count, mw)
 
 
 @njit(cache=True, nogil=True)
 def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow,
-               prune, parts, part_count):
+               prune, parts, part_count, mw=None):
     """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first), on
     ``cp`` and ``cprevp`` (equal at its start) with ``cpn`` and ``cprevpn`` spare; ``keepp`` and
     ``xp`` in place. Returns True when the pass's values (sign bits: spread) ended in ``cpn`` and
@@ -459,11 +467,11 @@ def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha
     pp = nb == 2
     if par and nb > 1:
         _dense_par(nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
-                   grow, prune, parts, part_count)
+                   grow, prune, parts, part_count, mw)
     else:
         for b in range(nb):
             _dense_block(b, nb, n, g, mv, cp, cprevp, cpn, cprevpn, pp, xp, keepp, sticky, alpha, selfloop, ftol,
-                         ptol, grow, prune, parts, part_count)
+                         ptol, grow, prune, parts, part_count, mw)
     if nb > 1 and not pp:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
         for p in range(mv[10][1]):
             cprevp[p] = cp[p]
@@ -474,7 +482,7 @@ def dense_pass(n, par, g, mv, cp, cprevp, cpn, cprevpn, xp, keepp, sticky, alpha
 
 @njit(cache=True, nogil=True)
 def dense_order(n, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, ptol, grow, prune, parts,
-                part_count):
+                part_count, mw=None):
     """One Gauss-Seidel pass over all positions in the blocks starting at ``mv[10]`` (:func:`enter` first);
     ``keepp``, ``xp`` and ``cp`` (sign bits: spread) in place, ``cprevp`` = ``cp`` after it
     (:func:`dense_pass` with a join for two blocks as well)."""
@@ -482,11 +490,11 @@ def dense_order(n, par, g, mv, cp, xp, keepp, sticky, alpha, selfloop, ftol, pto
     cprevp = mv[6]
     if par and nb > 1:
         _dense_par(nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop, ftol, ptol,
-                   grow, prune, parts, part_count)
+                   grow, prune, parts, part_count, mw)
     else:
         for b in range(nb):
             _dense_block(b, nb, n, g, mv, cp, cprevp, cp, cprevp, False, xp, keepp, sticky, alpha, selfloop,
-                         ftol, ptol, grow, prune, parts, part_count)
+                         ftol, ptol, grow, prune, parts, part_count, mw)
     if nb > 1:  # join: block 0's values were updated in cp, the others' in cprevp (_dense_block)
         for p in range(mv[10][1]):
             cprevp[p] = cp[p]

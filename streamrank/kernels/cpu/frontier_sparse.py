@@ -26,7 +26,7 @@ NEW = 4
 
 @njit(cache=True, nogil=True)
 def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol, ptol, grow, prune,
-                parts):
+                parts, wt=None):
     """New values of ``F[lo:hi]`` into ``xnew``, their status bits, partials into slot ``k``.
 
     An explicit self-loop of ``v`` (``loops[v]``) is divided out of its own equation
@@ -35,7 +35,8 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
     (:func:`.common.add_lookaheads`), as the GPU's do.
 
     The relative change ``|new - old| / max(new, old)`` is compared by multiplying the
-    tolerances instead (ranks are positive): no division per vertex.
+    tolerances instead (ranks are positive): no division per vertex. ``wt``: the in-edges'
+    weights of a weighted graph (:mod:`.common`).
     """
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     part_max, part_sum, part_keep_in, part_push, part_new_push, part_pruned_in = parts
@@ -54,10 +55,12 @@ def rank_range(lo, hi, k, F, g, inv, loops, c, x, xnew, status, last_spread, sta
             u = np.uint64(in_idx[j])
             if grow and not selfloop and looks_ahead(u, v, out_deg):  # constants: DF/DF-P, uniform
                 later = True
+            elif wt is not None:
+                acc += c[u] * wt[j]
             else:
                 acc += c[u]
         if later:  # the lookahead candidates, after the plain values
-            acc = add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha)
+            acc = add_lookaheads(acc, in_off, in_deg, in_idx, out_deg, c, v, alpha, wt)
         loop = np.float64(loops[v])
         new = solved_value(acc - loop * c[v], loop, alpha, selfloop, inv[v])  # the sum read v's own c
         old = x[v]
@@ -107,11 +110,11 @@ def commit_range(lo, hi, F, inv, c, x, xnew, status, flags, last_spread, stamp):
 
 @njit(cache=True, nogil=True, parallel=True)
 def sparse_par(nch, nf, F, g, inv, loops, c, x, xnew, status, flags, last_spread, stamp, alpha, selfloop, ftol,
-                ptol, grow, prune, parts):
+                ptol, grow, prune, parts, wt=None):
     for k in prange(nch):
         lo = k * CHUNK
         rank_range(lo, min(lo + CHUNK, nf), k, F, g, inv, loops, c, x, xnew, status, last_spread, stamp, alpha, selfloop, ftol,
-                    ptol, grow, prune, parts)
+                    ptol, grow, prune, parts, wt)
     for k in prange(nch):
         lo = k * CHUNK
         commit_range(lo, min(lo + CHUNK, nf), F, inv, c, x, xnew, status, flags, last_spread, stamp)

@@ -91,3 +91,27 @@ def scatter_all(n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear, par)
         _scatter_par(nch, n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear)
     else:
         _scatter(0, n, order, xp, cp, keepp, x, c, cprev, flags, signed, clear)
+
+
+@njit(cache=True, nogil=True)
+def sort_ids(a, m, tmp):
+    """Sort the vertex ids ``a[:m]`` (int32, non-negative) in place: a least-significant-digit
+    radix sort, three passes of 11 bits, ``tmp`` scratch of at least ``m`` entries. O(m + 2048)
+    per pass: the frontier, not the graph."""
+    if m < 2:
+        return
+    count = np.empty(2049, dtype=np.int64)
+    src, dst = a, tmp
+    for shift in (0, 11, 22):
+        count[:] = 0
+        for i in range(m):
+            count[((src[i] >> shift) & 2047) + 1] += 1
+        for k in range(2048):
+            count[k + 1] += count[k]
+        for i in range(m):
+            d = (src[i] >> shift) & 2047
+            dst[count[d]] = src[i]
+            count[d] += 1
+        src, dst = dst, src
+    for i in range(m):  # three passes: the sorted ids ended in tmp
+        a[i] = src[i]

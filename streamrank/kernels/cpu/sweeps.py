@@ -8,6 +8,8 @@ marked: the vertices in the store's sweep order, over a mirror of the in-edges b
 blocks of positions in place, within a block a vertex reads the values updated before it, across
 blocks the values of the sweep's start (``cprevp``), and an explicit self-loop is divided out.
 The standard form (``warm``) is always Jacobi: its ``base`` follows the whole iterate.
+A weighted graph passes its in-edges' weights ``wt`` and its out-weights ``w_out`` (which
+replace the out-degrees) as the last arguments (:mod:`.common`).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def contributions(out_deg, inv, x, c, part_sum, part_dangling, par):
 
 
 @njit(cache=True, nogil=True)
-def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
+def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum, wt=None, w_out=None):
     in_off, in_deg, in_idx, out_deg = g[0], g[1], g[2], g[4]
     lo = k * CHUNK
     hi = min(lo + CHUNK, n)
@@ -70,8 +72,14 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
         acc = 0.0
         o = np.uint64(in_off[v])  # unsigned indices: no wraparound code (frontier_order._dense_block)
         for j in range(o, o + np.uint64(in_deg[v])):
-            acc += c[np.uint64(in_idx[j])]
-        val = closed_form(acc, base, alpha, selfloop, out_deg, v)
+            if wt is not None:
+                acc += c[np.uint64(in_idx[j])] * wt[j]
+            else:
+                acc += c[np.uint64(in_idx[j])]
+        if w_out is not None:
+            val = closed_form(acc, base, alpha, selfloop, w_out, v)
+        else:
+            val = closed_form(acc, base, alpha, selfloop, out_deg, v)
         xnew[v] = val
         d = abs(val - x[v])
         if d > m:
@@ -82,13 +90,21 @@ def _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum):
+def _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum, wt=None, w_out=None):
     for k in prange(nch):  # k cast as above
-        _sweep_chunk(np.int64(k), n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+        _sweep_chunk(np.int64(k), n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum, wt, w_out)
 
 
 @njit(cache=True, nogil=True)
-def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts):
+def _inverse(g, w_out, n, selfloop, par):
+    """``1 / d(v)`` per vertex: the out-degrees, or the out-weights ``w_out`` of a weighted graph."""
+    if w_out is not None:
+        return inverse_degrees(w_out, n, selfloop, par)
+    return inverse_degrees(g[4], n, selfloop, par)
+
+
+@njit(cache=True, nogil=True)
+def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts, wt=None, w_out=None):
     """Gauss-Seidel sweeps of the local form from ``x`` until ``max|dx| / sum(x_new) < tol``.
 
     A sweep is the frontier loop's dense Gauss-Seidel pass (:func:`.frontier_order.dense_order`)
@@ -98,18 +114,29 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order,
     total, 1.0)`` as :func:`sweep_iterate` does.
     """
     n = x.shape[0]
+    if wt is not None:  # the self-loops' weights, and the mirror's weights
+        return _gs_sweeps(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts,
+                          np.empty(n), np.empty(max(num_edges, 1)), wt, w_out)
+    return _gs_sweeps(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts,
+                      np.empty(n, dtype=np.uint8), None)
+
+
+@njit(cache=True, nogil=True)
+def _gs_sweeps(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order, pos, starts, loops, mw, wt=None,
+               w_out=None):
+    """:func:`gs_iterate` with its loop flags (or weights) ``loops`` and mirror weights ``mw``
+    allocated."""
+    n = x.shape[0]
     nch = nchunks(n)
     par = num_edges + n >= PARALLEL_EDGES and nch > 1
-    out_deg = g[4]
-    inv = inverse_degrees(out_deg, n, selfloop, par)
-    loops = np.empty(n, dtype=np.uint8)
-    find_loops(g[0], g[1], g[2], n, loops)
+    inv = _inverse(g, w_out, n, selfloop, par)
+    find_loops(g[0], g[1], g[2], n, loops, wt)
     mstate = np.empty(4, dtype=np.int64)
     mstate[3] = n  # frontier_order.END: a static sweep visits every position
     mv = (order, pos, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-          np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=np.uint8),
+          np.empty(max(num_edges, 1), dtype=np.int32), mstate, np.empty(n), np.empty(n), np.empty(n, dtype=loops.dtype),
           np.empty(n, dtype=np.int64), starts)
-    build(n, g, inv, loops, mv, par)
+    build(n, g, inv, loops, mv, par, wt, mw)
     cprevp = mv[6]
     xp = np.empty(n)
     cp = np.empty(n)
@@ -129,7 +156,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order,
     converged = False
     for it in range(max_iter):
         dense_order(n, par, g, mv, cp, xp, keep, False, alpha, selfloop, 0.0, 0.0, False, False, parts,
-                    parts_i[2])
+                    parts_i[2], mw)
         err = 0.0
         dsum = 0.0
         for k in range(nch):
@@ -150,7 +177,7 @@ def gs_iterate(g, num_edges, x, alpha, selfloop, tol, max_iter, affected, order,
 
 
 @njit(cache=True, nogil=True)
-def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, affected):
+def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, affected, wt=None, w_out=None):
     """Synchronous sweeps over all vertices until ``max|dx| / sum(x_new) < tol``.
 
     ``standard=False``: the local form from ``x``. ``standard=True``: the standard form
@@ -165,8 +192,8 @@ def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, aff
     n = x.shape[0]
     nch = nchunks(n)
     par = num_edges + n >= PARALLEL_EDGES and nch > 1
-    out_deg = g[4]
-    inv = inverse_degrees(out_deg, n, selfloop, par)
+    out_deg = g[4]  # dangling: no out-edge, also no out-weight
+    inv = _inverse(g, w_out, n, selfloop, par)
     c = np.empty(n)
     x = x.copy()
     xnew = np.empty(n)
@@ -182,10 +209,10 @@ def sweep_iterate(g, num_edges, x, alpha, selfloop, standard, tol, max_iter, aff
         if standard:
             base = ((0.0 if selfloop else alpha * dm) + (1.0 - alpha) * s) / n
         if par:
-            _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+            _sweep_par(nch, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum, wt, w_out)
         else:
             for k in range(nch):
-                _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum)
+                _sweep_chunk(k, n, g, c, x, xnew, base, alpha, selfloop, part_max, part_sum, wt, w_out)
         err = 0.0
         total = 0.0
         for k in range(nch):
@@ -220,18 +247,18 @@ def _entry(kernel, *modes):
 # The Gauss-Seidel sweeps keep literal entries: the dense Gauss-Seidel pass they share with the
 # frontier loop runs 1.7 times faster specialized on the dangling mode (Static on CollegeMsg).
 @njit(cache=True, nogil=True)
-def _local_uniform_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts):
-    return gs_iterate(g, num_edges, x, alpha, False, tol, max_iter, affected, order, pos, starts)
+def _local_uniform_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts, wt=None, w_out=None):
+    return gs_iterate(g, num_edges, x, alpha, False, tol, max_iter, affected, order, pos, starts, wt, w_out)
 
 
 @njit(cache=True, nogil=True)
-def _local_selfloop_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts):
-    return gs_iterate(g, num_edges, x, alpha, True, tol, max_iter, affected, order, pos, starts)
+def _local_selfloop_gs(g, num_edges, x, alpha, tol, max_iter, affected, order, pos, starts, wt=None, w_out=None):
+    return gs_iterate(g, num_edges, x, alpha, True, tol, max_iter, affected, order, pos, starts, wt, w_out)
 
 
 #: ``(standard form, selfloop, gauss_seidel) -> kernel(g, num_edges, x, alpha, tol, max_iter, affected)
 #: -> (x, iterations, converged, total, base)`` (Gauss-Seidel kernels take the store's sweep order
-#: ``order, pos`` and its block starts after ``affected``);
+#: ``order, pos`` and its block starts after ``affected``; a weighted graph passes ``wt, w_out`` last);
 #: the standard form has no Gauss-Seidel entry.
 SWEEPS = {(False, False, False): _entry(sweep_iterate, False, False),
           (False, True, False): _entry(sweep_iterate, True, False),

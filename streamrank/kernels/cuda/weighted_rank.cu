@@ -2,7 +2,7 @@
 //
 // A vertex u sends x[u] w(u, v) / W[u] along (u, v), W[u] its out-weight (plus the implicit
 // loop's weight 1 in self-loop mode; inv[u] = 1 / W[u], 0 for a dangling vertex in uniform
-// mode). The local form (pagerank.cu's, with weights; the CPU's kernels/cpu/weighted.py):
+// mode). The local form (pagerank.cu's, with weights; the CPU's kernels/cpu/common.py with weights):
 //   x[v] = (1 + alpha * sum_j c[u_j] wt[j]) / (1 - alpha * loops * inv[v]),  c[u] = x[u] inv[u],
 // over v's in-edges j from u_j != v; loops = the weight of v's explicit self-loop (if any) + 1
 // in self-loop mode, solved in closed form. Iterations are Jacobi (read c, write xnew, then

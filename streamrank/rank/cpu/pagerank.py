@@ -17,6 +17,12 @@ the previous iterate only), and stop when ``max_v |dx[v]| / sum(x) < tol``:
   the dangling vertices' sum; none in self-loop mode), until ``max|dy| / sum(y) < tol``; returns
   the local-form ``x = y / base``. It needs fewer sweeps than ND: the standard form removes the
   error along the stationary vector every step, which the local form only shrinks by ``alpha``.
+
+A weighted graph (:class:`streamrank.store.cpu_weighted.WeightedCpuGraph`) runs the same kernels
+with its weights passed along (:mod:`streamrank.kernels.cpu.common`): a vertex sends ``x[u] w(u, v)
+/ W[u]`` along ``(u, v)``, ``W[u]`` its out-weight, in place of ``x[u] / outdeg(u)``; a batch's
+reweighted edges count as insertions (:func:`.workspace.changed_edges`). Its frontier loop needs a
+workspace made with ``weighted=True``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ...kernels.cpu.marking import initial_frontier, reachable_frontier
 from ...kernels.cpu.frontier import FRONTIER
 from ...kernels.cpu.sweeps import SWEEPS
 from .threads import threads_set
-from .workspace import FrontierWorkspace
+from .workspace import FrontierWorkspace, changed_edges
 from ...errors import InvalidArgumentError
 from ..result import RankResult
 
@@ -57,8 +63,8 @@ def _extend(x_prev, n):
     return x
 
 
-def _ids(a):
-    return np.ascontiguousarray(a, dtype=np.int64)
+def _weighted(graph) -> bool:
+    return bool(getattr(graph, "weighted", False))
 
 
 # ---------------------------------------------------------------------------- full sweeps
@@ -70,8 +76,9 @@ def _sweeps(graph, x, config, algorithm, *, standard=False):
     gs = config.update_order == "gauss-seidel" and not standard
     kernel = SWEEPS[(standard, config.dangling == "self-loop", gs)]
     order_args = (*graph.sweep_order, graph.sweep_blocks) if gs else ()
+    weights = (graph.in_weights, graph.out_weight) if _weighted(graph) else ()
     x, it, conv, total, base = kernel(graph.kernel_arrays(), graph.num_edges, x, config.alpha, config.tol,
-                                      config.max_iter, affected, *order_args)
+                                      config.max_iter, affected, *order_args, *weights)
     if standard:
         x /= base
         total /= base
@@ -113,20 +120,20 @@ def _useful_threads(graph, gs: bool) -> int:
 
 def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     """DT / DF / DF-P on ``workspace`` (a throwaway one when ``None``)."""
-    ws = FrontierWorkspace() if workspace is None else workspace
+    ws = FrontierWorkspace(_weighted(graph)) if workspace is None else workspace
     selfloop = config.dangling == "self-loop"
     gs = config.update_order == "gauss-seidel"
     ws.begin(graph, changes, np.zeros(0) if x_prev is None else x_prev, selfloop, gs)
     g = graph.kernel_arrays()
-    ins_src, del_src, del_dst = _ids(changes.ins_src), _ids(changes.del_src), _ids(changes.del_dst)
+    ins_src, ins_dst, del_src, del_dst = changed_edges(changes)
     if algorithm == "dt":
-        nf = reachable_frontier(g, ins_src, _ids(changes.ins_dst), del_src, del_dst, ws.flags, ws.F)
+        nf = reachable_frontier(g, ins_src, ins_dst, del_src, del_dst, ws.flags, ws.F)
     else:
         nf = initial_frontier(g, ins_src, del_src, del_dst, selfloop, ws.flags, ws.F)
     affected = np.zeros(config.max_iter, dtype=np.int64)
     kernel = FRONTIER[(algorithm, selfloop, gs)]
     args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
-            config.frontier_tol, config.prune_tol, GS_BLOCK, config.max_iter, affected)
+            config.frontier_tol, config.prune_tol, GS_BLOCK, config.max_iter, affected, *ws.weights(graph))
     if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
         it, conv, total, cand = kernel(*args)
     else:
@@ -178,7 +185,7 @@ def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
     Parameters
     ----------
     algorithm : {"static", "nd", "dt", "df", "dfp", "warm", "auto"}
-    graph : CpuGraph
+    graph : CpuGraph or WeightedCpuGraph
         The graph *after* the batch.
     changes : AppliedChanges
         What :meth:`CpuGraph.apply` returned.
@@ -188,7 +195,8 @@ def update_pagerank(algorithm: str, graph, changes: AppliedChanges, x_prev, *,
         of ``graph``: then DT, DF and DF-P advance it in place.
     config : RankConfig
     workspace : FrontierWorkspace, optional
-        Per-vertex arrays of DT / DF / DF-P kept across batches (:mod:`streamrank.rank.cpu.workspace`):
+        Per-vertex arrays of DT / DF / DF-P kept across batches (:mod:`streamrank.rank.cpu.workspace`;
+        made with ``weighted=True`` for a weighted graph):
         pass the same one for every batch of a graph so that a batch costs its frontier's work
         and not a pass over all vertices. Without one, each call allocates and fills its own.
 

@@ -2,7 +2,7 @@
 
 The same algorithms and interface as :mod:`.pagerank` (``static``, ``nd``, ``dt``, ``df``,
 ``dfp``, ``warm``, ``auto``) for a :class:`~streamrank.store.gpu_weighted.WeightedGpuGraph`, with
-the semantics of the CPU's weighted code (:mod:`streamrank.rank.cpu.weighted`): a vertex's
+the semantics of the CPU's rank code on weighted graphs (:mod:`streamrank.rank.cpu.pagerank`): a vertex's
 out-weight replaces its out-degree, the local form with the vertex's own loops solved, Jacobi
 iterations, ``max|dx| / sum(x) < tol``. A batch's reweighted edges count as insertions at their
 source. ``auto`` runs DF-P; ``warm`` runs ND's local-form sweeps over every vertex from the
