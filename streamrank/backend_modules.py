@@ -8,16 +8,15 @@ from .backend import Backend
 def backend_modules(backend: Backend, weighted: bool = False, multi_edges: str = "set"):
     """``(graph store factory, rank module, rank keyword arguments)`` of a backend: the CPU rank
     code takes a workspace that lives as long as the engine. A weighted graph has its own store
-    on either backend; on the CPU it runs the unweighted rank code's kernels with its weights
-    passed along (compiled apart, so the unweighted ones never see a weight), on the GPU rank
-    code of its own."""
+    on either backend and runs the unweighted rank code with its weights passed along (its
+    kernels compiled apart, so the unweighted ones never see a weight)."""
     if backend.is_gpu and weighted:
         from functools import partial
 
         from .store.gpu_weighted import WeightedGpuGraph
-        from .rank.gpu import weighted as pagerank_gpu_w
+        from .rank.gpu import pagerank as pagerank_gpu
 
-        return partial(WeightedGpuGraph, multi_edges=multi_edges), pagerank_gpu_w, {}
+        return partial(WeightedGpuGraph, multi_edges=multi_edges), pagerank_gpu, {}
     if backend.is_gpu:
         from .store import gpu as graph_gpu
         from .rank.gpu import pagerank as pagerank_gpu

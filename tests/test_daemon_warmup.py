@@ -52,9 +52,9 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
 
         loop_kernel = frontier_loop._loop_kernel  # cached per process: a test before may have built it
 
-        def recording_loop_kernel(*a):
+        def recording_loop_kernel(*a, **kw):
             modules.add("frontier_loop.cu")
-            return loop_kernel(*a)
+            return loop_kernel(*a, **kw)
 
         monkeypatch.setattr(frontier_loop, "_loop_kernel", recording_loop_kernel)
         from streamrank.store.gpu import GpuGraph
@@ -72,3 +72,42 @@ def test_warm_up_takes_every_path(device, dangling, monkeypatch):
     if device == "gpu":
         assert {"pagerank.cu", "frontier_loop.cu", "sweep.cu", "graph_update.cu", "graph_fast_update.cu"} <= modules
         assert "compact" in ran  # the store's compaction (its CuPy kernels compile at first use)
+
+
+def test_a_weighted_warm_up_takes_the_weighted_paths(device, monkeypatch):
+    """A weighted daemon's warm-up runs a weighted engine (its store and, on the GPU, the weighted
+    builds of the rank kernels: frontier loop, rank sequence and sweeps)."""
+    ran, builds = [], set()
+    apply = Engine.apply
+
+    def recording_apply(self, batch):
+        step = apply(self, batch)
+        assert self.weighted and batch.weight is not None
+        ran.append(step.rank.algorithm)
+        return step
+
+    monkeypatch.setattr(Engine, "apply", recording_apply)
+    if device == "gpu":
+        from streamrank.kernels.cuda import loader
+        from streamrank.rank.gpu import frontier_loop, state
+
+        load = loader.load_module
+
+        def recording_load(filename, names, options=(), *a, **kw):
+            if state.WEIGHTED_OPTIONS[0] in tuple(options):
+                builds.add(filename)
+            return load(filename, names, options, *a, **kw)
+
+        monkeypatch.setattr(loader, "load_module", recording_load)
+        loop_kernel = frontier_loop._loop_kernel
+
+        def recording_loop_kernel(*a, **kw):
+            if kw.get("weighted"):
+                builds.add("frontier_loop.cu")
+            return loop_kernel(*a, **kw)
+
+        monkeypatch.setattr(frontier_loop, "_loop_kernel", recording_loop_kernel)
+    assert warmup.warm_up(device, config=RankConfig(), weighted=True, multi_edges="sum") > 0
+    assert {"dfp", "warm", "static"} <= set(ran), ran
+    if device == "gpu":
+        assert {"pagerank.cu", "frontier_loop.cu", "sweep.cu"} <= builds, builds

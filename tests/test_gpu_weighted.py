@@ -84,6 +84,9 @@ def test_every_algorithm_on_a_larger_graph(dangling, dtype):
     s = np.concatenate([rng.integers(0, n, m), np.zeros(3000, np.int64)])  # vertex 0: out-degree > 3000
     d = np.concatenate([rng.integers(0, n, m), rng.integers(0, n, 3000)])
     d[:2000] = 7  # vertex 7: in-degree > 2000
+    # explicit self-loops: at the two hubs (solved by a block's gather) and at small vertices
+    s = np.concatenate([s, [0, 7, 11, 12]])
+    d = np.concatenate([d, [0, 7, 11, 12]])
     w = rng.uniform(0.2, 3.0, s.shape[0])
     config = RankConfig(dangling=dangling, dtype=dtype)
     stream = _stream(9, 4, n + 50, 400)

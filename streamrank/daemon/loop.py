@@ -430,7 +430,8 @@ class Daemon:
                 self._log_event("unreadable_state", files=exc.files, unreadable=[p for p, _ in exc.unreadable])
                 return EXIT_STATE_UNREADABLE
             if wants_warm_up(cfg.warm_up, self.engine.backend.name):
-                secs = warm_up(self.engine.backend.name, config=cfg.rank)
+                secs = warm_up(self.engine.backend.name, config=cfg.rank, weighted=self.engine.weighted,
+                               multi_edges=self.engine.multi_edges)
                 log.info("warm-up: the engine's kernels compiled or loaded in %.1f s", secs)
             if cfg.metrics_port:
                 self.metrics.serve(cfg.metrics_port)

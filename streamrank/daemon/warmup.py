@@ -31,7 +31,8 @@ def wants_warm_up(mode: str, device: str) -> bool:
     return mode == "on" or (mode == "auto" and device == "gpu")
 
 
-def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
+def warm_up(device: str, *, config: RankConfig, seed: int = 0, weighted: bool = False,
+            multi_edges: str = "set") -> float:
     """Run a throwaway engine on ``device`` through every path a daemon's batches take.
 
     The paths: a bulk load (the slow graph update and Static's sweeps), small batches with
@@ -50,6 +51,8 @@ def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
         The daemon's rank settings (dangling mode, dtype, contributions pick the kernels).
     seed : int, optional
         Seed of the random batches.
+    weighted, multi_edges : optional
+        The daemon engine's weighting (a weighted engine runs its own store and kernel builds).
 
     Returns
     -------
@@ -61,8 +64,12 @@ def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = 4096
-    eng = Engine(device, "auto", config=config)
-    eng.load_edges(rng.integers(0, n, 40_000), rng.integers(0, n, 40_000))
+    eng = Engine(device, "auto", config=config, weighted=weighted, multi_edges=multi_edges)
+
+    def weights(m: int):
+        return rng.uniform(0.5, 2.0, m) if weighted else None
+
+    eng.load_edges(rng.integers(0, n, 40_000), rng.integers(0, n, 40_000), weight=weights(40_000))
     for size, share_del, hi in ((300, 0.2, n), (30_000, 0.2, n), (1000, 0.5, n), (20_000, 0.0, 4 * n)):
         src, dst = eng.edges_external()
         k = int(share_del * size)
@@ -70,12 +77,12 @@ def warm_up(device: str, *, config: RankConfig, seed: int = 0) -> float:
         batch = EdgeBatch.from_arrays(
             np.concatenate([src[pick], rng.integers(0, hi, size - k)]),
             np.concatenate([dst[pick], rng.integers(0, hi, size - k)]),
-            np.concatenate([np.zeros(k, dtype=bool), np.ones(size - k, dtype=bool)]))
+            np.concatenate([np.zeros(k, dtype=bool), np.ones(size - k, dtype=bool)]), weight=weights(size))
         eng.apply(batch)
     if device == "gpu":
         eng.graph.compact()  # GpuGraph: what _maybe_compact runs mid-stream
     for algorithm in ("warm", "static", "dfp"):
         other = Engine.from_state(eng.state(), device=device, algorithm=algorithm, config=config)
-        other.apply(EdgeBatch.from_arrays(rng.integers(0, n, 500), rng.integers(0, n, 500)))
+        other.apply(EdgeBatch.from_arrays(rng.integers(0, n, 500), rng.integers(0, n, 500), weight=weights(500)))
     eng.backend.synchronize()  # the last launches have run (and so were compiled) before we return
     return time.perf_counter() - t0

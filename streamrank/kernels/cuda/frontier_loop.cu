@@ -221,6 +221,7 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
   // floods claim more stamps twice, about 1 us slower over 10,000 frontier vertices.
   constexpr bool kAtomic = !kLook;
   const sr::Look<I, V> look = look_of(a, w);
+  const EdgeWeights wts = edge_weights(a);
   double* const init_part = L.part;
   unsigned long long* const acc = reinterpret_cast<unsigned long long*>(L.part + nblocks);  // [3][2][SR_SPREAD]
   const unsigned epoch = static_cast<unsigned>(L.epoch);
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
   for (long long v = tid; v < n_all; v += stride) {
     const V xv = v < L.n_prev ? L.x_prev[v] : V(1);
     a.x[v] = xv;
-    const V cv = contribution<V, SELF>(xv, a.out_deg[v]);
+    const V cv = contribution<V, SELF>(xv, vertex_mass(a, v));
     a.cbuf[0][v] = cv;
     a.cbuf[1][v] = cv;
     s0 += static_cast<double>(xv);
@@ -348,7 +349,7 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
         V xo = V(0);
         if (rank == 0) xo = a.x[v];  // issued before the gather so its latency overlaps it
         bool own = false;
-        const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look);
+        const V s = loopmark::team_gather<W, V, kLook>(w.c, a.in_idx, o, dg, vscratch, v, &own, look, wts);
         Decision dec{false, false};
         if (rank == 0) {
           dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
@@ -387,7 +388,7 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
         V xo = V(0);
         if (valid && sub == 0) xo = a.x[v];  // issued before the gather so its latency overlaps it
         bool own = false;
-        const V s = sr::group_gather<G, V, true, kLook>(w.c, a.in_idx, o, dg, sub, v, &own, look);
+        const V s = sr::group_gather<G, V, true, kLook>(w.c, a.in_idx, o, dg, sub, v, &own, look, wts);
         Decision dec{false, false};
         if (valid && sub == 0) dec = update_vertex<I, V, SELF, MODE, false>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
         const bool flag = __shfl_sync(SR_FULL_MASK, dec.flag, lane - sub);  // the group's lane 0 decided

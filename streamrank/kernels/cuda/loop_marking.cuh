@@ -152,13 +152,13 @@ __device__ __forceinline__ void team_sync(int team) {
 // The in-sum of a large vertex by a team of W threads (sr::strided_gather): the sum and `own`
 // in every thread of the team, summed in the same order by each. `scratch` holds 64 values
 // (the warps' sums, then their own flags). Every thread of the team must call it.
-template <int W, typename V, bool LOOK, typename C, typename I>
+template <int W, typename V, bool LOOK, typename C, typename I, typename WT>
 __device__ __forceinline__ V team_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                         V* scratch, I self, bool* own, const sr::Look<I, V>& look) {
+                                         V* scratch, I self, bool* own, const sr::Look<I, V>& look, const WT& wts) {
   const int team = threadIdx.x / W, warp = threadIdx.x >> 5;
   int mine = 0;
   V s = sr::strided_gather<V, true, LOOK>(c, idx, o, dg, static_cast<I>(threadIdx.x % W), static_cast<I>(W), self,
-                                          mine, look);
+                                          mine, look, wts);
   s = sr::warp_sum(s);
   const bool any = __any_sync(SR_FULL_MASK, mine != 0);
   team_sync<W>(team);  // the team's previous sums are read

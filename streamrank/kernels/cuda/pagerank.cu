@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, 4) rank_small(const RankArgs
       const V xo = a.x[v];
       bool own = false;
       const V s = sr::thread_gather<V, SolvesOwnLoop<MODE>::value, LooksAhead<SELF, MODE>::value>(
-          w.c, a.in_idx, o, dg, v, &own, look_of(a, w));
+          w.c, a.in_idx, o, dg, v, &own, look_of(a, w), edge_weights(a));
       dec = update_vertex<I, V, SELF, MODE>(a, w, v, s, od, xo, lmax, lsum, ldang, own);
     }
     if (MODE == 1 || MODE == 2) {
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(256) rank_large(const RankArgs<I, V>* __restri
     }
     bool own = false;
     const V s = sr::block_gather<V, SolvesOwnLoop<MODE>::value, LooksAhead<SELF, MODE>::value>(
-        w.c, a.in_idx, o, dg, vscratch, v, &own, look_of(a, w));  // SR_GATHER_UNROLL in flight
+        w.c, a.in_idx, o, dg, vscratch, v, &own, look_of(a, w), edge_weights(a));  // SR_GATHER_UNROLL in flight
     if (more) {
       o_next = a.in_off[v_next];
       dg_next = a.in_deg[v_next];
@@ -302,7 +302,7 @@ __global__ void init_state(const RankArgs<I, V>* __restrict__ args, long long n_
   double s = 0.0, dang = 0.0;
   for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < a.n; v += stride) {
     const V xv = v < n_prev ? x_prev[v] : V(1);
-    const int od = a.out_deg[v];
+    const auto od = vertex_mass(a, v);  // the out-degree, or weighted the out-weight
     a.x[v] = xv;
     a.cbuf[0][v] = contribution<V, SELF>(xv, od);
     s += static_cast<double>(xv);

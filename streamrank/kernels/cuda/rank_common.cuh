@@ -5,10 +5,22 @@
 
 #include "common.cuh"
 
+// Weighted graphs (the module compiled with -DSR_WEIGHTED=1, streamrank.rank.gpu.state): a
+// vertex's out-weight W[v] (RankArgs.out_w) replaces its out-degree d(v) in the contributions and
+// the closed forms, and a gather multiplies each in-neighbour's contribution by the weight of
+// its in-edge (RankArgs.in_wt, sr::Slots). The unweighted build loads no weight: its gathers
+// take sr::Unit, its masses are the out-degrees, and its arithmetic is what it was before
+// weights existed, bit for bit. The lookahead (LooksAhead) is unweighted only; an explicit
+// self-loop is solved in both (its weight found by own_loop_weight).
+#ifndef SR_WEIGHTED
+#define SR_WEIGHTED 0
+#endif
+
 namespace {
 
-template <typename V, int SELF>
-__device__ __forceinline__ V closed_form(V s, V alpha, int od, V base) {
+// `od` is a vertex's out-mass: its out-degree (int) or, weighted, its out-weight (double).
+template <typename V, int SELF, typename D>
+__device__ __forceinline__ V closed_form(V s, V alpha, D od, V base) {
   if (SELF) return (base + alpha * s) / (V(1) - alpha / V(od + 1));
   return base + alpha * s;
 }
@@ -18,15 +30,21 @@ __device__ __forceinline__ V closed_form(V s, V alpha, int od, V base) {
 // (1 - alpha * loops / d(v)), loops = own + SELF. A vertex whose only out-edge is its own loop
 // then gets its value in one update, where summing the loop shrinks its error by alpha per
 // iteration. Without a loop this is closed_form, bit for bit.
-template <typename V, int SELF>
-__device__ __forceinline__ V solved_form(V s, V alpha, int od, V base, bool own) {
+template <typename V, int SELF, typename D>
+__device__ __forceinline__ V solved_form(V s, V alpha, D od, V base, bool own) {
   if (!own) return closed_form<V, SELF>(s, alpha, od, base);
   return (base + alpha * s) / (V(1) - alpha * V(1 + SELF) / V(od + SELF));
 }
 
+// The same with the loop's weight `loop` (weighted graphs: the loop's share is loop / W).
 template <typename V, int SELF>
-__device__ __forceinline__ V contribution(V x, int od) {
-  const int d = od + SELF;
+__device__ __forceinline__ V solved_form_weighted(V s, V alpha, double od, V base, double loop) {
+  return (base + alpha * s) / (V(1) - alpha * V(loop + SELF) / V(od + SELF));
+}
+
+template <typename V, int SELF, typename D>
+__device__ __forceinline__ V contribution(V x, D od) {
+  const D d = od + SELF;
   return d > 0 ? x / V(d) : V(0);
 }
 
@@ -44,8 +62,8 @@ struct Decision {
   bool flag;  // its out-neighbours must be marked
 };
 
-template <int MODE>
-__device__ __forceinline__ Decision decide(double xn, double xo, int od, double tau_f, double tau_p) {
+template <int MODE, typename D>
+__device__ __forceinline__ Decision decide(double xn, double xo, D od, double tau_f, double tau_p) {
   Decision d{false, false};
   if (MODE == 0) return d;
   const double big = xn > xo ? xn : xo;
@@ -60,7 +78,7 @@ __device__ __forceinline__ Decision decide(double xn, double xo, int od, double 
 // ---------------------------------------------------------------------------------------------
 // The arguments of one rank computation, in one device struct (built once per call by
 // streamrank.rank.gpu.pagerank._Args): a launch then passes two scalars, which keeps the host-side
-// launch cost of an iteration small. Layout: 24 pointers, 4 doubles, 1 long long, 4 ints.
+// launch cost of an iteration small. Layout: 25 pointers, 4 doubles, 1 long long, 4 ints.
 template <typename I, typename V>
 struct RankArgs {
   const long long* in_off;
@@ -79,6 +97,9 @@ struct RankArgs {
   double* base;  // additive term: 1 (local form) or (alpha*D + (1-alpha)*T)/n (MODE 3)
   double* part;  // block results: max |dx| [0, nb), sum dx [nb, 2nb), dangling sum [2nb, 3nb)
   int* hist;     // vertices processed per iteration
+  const double* in_wt;   // weighted build: the weight of every in-edge slot (else null)
+  const double* out_wt;  // weighted build: the weight of every out-edge slot (else null)
+  const double* out_w;   // weighted build: every vertex's out-weight W (else null)
   double alpha, tau_f, tau_p, tol;
   long long n;
   int max_iter, switch_degree, gt, gb;
@@ -120,6 +141,18 @@ namespace sr {
 #ifndef SR_LOOK_MAX_IN
 #define SR_LOOK_MAX_IN 32
 #endif
+
+// The factor of a gather's term for in-edge slot e: none on an unweighted graph (Unit: the term
+// is c[u] as it always was, no load), the slot's weight on a weighted one (Slots).
+struct Unit {
+  template <typename V, typename C>
+  __device__ __forceinline__ V term(C cu, long long) const { return static_cast<V>(cu); }
+};
+struct Slots {
+  const double* __restrict__ wt;
+  template <typename V, typename C>
+  __device__ __forceinline__ V term(C cu, long long e) const { return static_cast<V>(cu) * static_cast<V>(wt[e]); }
+};
 template <typename I, typename V>
 struct Look {
   const long long* in_off;
@@ -189,17 +222,17 @@ __device__ __forceinline__ V add_deferred(V s, const Deferred<I>& d, const C* __
 // By the G lanes of a group, `sub` being this lane's place in it; the sum lands in lane 0 of
 // the group, `own` in every lane of it. Every lane of the warp must call it (full-mask shuffles
 // and ballot). With LOOK, a lane adds its candidates after its plain values (add_deferred).
-template <int G, typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
+template <int G, typename V, bool SKIP = false, bool LOOK = false, typename C, typename I, typename WT = Unit>
 __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
                                           int sub, I self = I(-1), bool* own = nullptr,
-                                          const Look<I, V>& look = Look<I, V>{}) {
+                                          const Look<I, V>& look = Look<I, V>{}, const WT& wts = WT{}) {
   V s = V(0);
   bool mine = false;
   Deferred<I> later;
 #pragma unroll 4
   for (I k = sub; k < dg; k += G) {
     const I u = idx[o + k];
-    const V cu = static_cast<V>(c[u]);
+    const V cu = wts.template term<V>(c[u], o + k);
     const bool ahead = LOOK && ahead_candidate<I, V>(u, self, look);
     if (ahead) later.add(u);
     if (SKIP) {
@@ -225,9 +258,10 @@ __device__ __forceinline__ V group_gather(const C* __restrict__ c, const I* __re
 // 100 k in-edges is not a long tail of dependent loads. With LOOK, a round's candidates are added
 // after its plain values; with SKIP, `mine` is set when an in-edge comes from `self`.
 #define SR_GATHER_UNROLL 8
-template <typename V, bool SKIP, bool LOOK, typename C, typename I>
+template <typename V, bool SKIP, bool LOOK, typename C, typename I, typename WT = Unit>
 __device__ __forceinline__ V strided_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
-                                            I first, I step, I self, int& mine, const Look<I, V>& look) {
+                                            I first, I step, I self, int& mine, const Look<I, V>& look,
+                                            const WT& wts = WT{}) {
   V s = V(0);
   for (I k0 = first; k0 < dg; k0 += SR_GATHER_UNROLL * step) {
     I e[SR_GATHER_UNROLL];
@@ -243,7 +277,7 @@ __device__ __forceinline__ V strided_gather(const C* __restrict__ c, const I* __
       const bool valid = e[t] >= 0 && (!SKIP || e[t] != self);
       const bool ahead = LOOK && valid && ahead_candidate<I, V>(e[t], self, look);
       if (LOOK) later |= static_cast<unsigned>(ahead) << t;
-      s += (valid && !ahead) ? static_cast<V>(c[e[t]]) : V(0);
+      s += (valid && !ahead) ? wts.template term<V>(c[e[t]], o + k0 + t * step) : V(0);
     }
     if (LOOK && later != 0u) {
 #pragma unroll
@@ -257,29 +291,29 @@ __device__ __forceinline__ V strided_gather(const C* __restrict__ c, const I* __
 
 // By the whole block (strided_gather). The sum lands in thread 0 (block_sum), `own` in every
 // thread; `scratch` holds blockDim.x / 32 values. Every thread of the block must call it.
-template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
+template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I, typename WT = Unit>
 __device__ __forceinline__ V block_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
                                           V* scratch, I self = I(-1), bool* own = nullptr,
-                                          const Look<I, V>& look = Look<I, V>{}) {
+                                          const Look<I, V>& look = Look<I, V>{}, const WT& wts = WT{}) {
   int mine = 0;
   const V s = strided_gather<V, SKIP, LOOK>(c, idx, o, dg, static_cast<I>(threadIdx.x), static_cast<I>(blockDim.x),
-                                            self, mine, look);
+                                            self, mine, look, wts);
   if (SKIP) *own = __syncthreads_or(mine) != 0;
   return block_sum(s, scratch);
 }
 
 // The same by one thread (thread-per-vertex paths).
-template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I>
+template <typename V, bool SKIP = false, bool LOOK = false, typename C, typename I, typename WT = Unit>
 __device__ __forceinline__ V thread_gather(const C* __restrict__ c, const I* __restrict__ idx, long long o, I dg,
                                            I self = I(-1), bool* own = nullptr,
-                                           const Look<I, V>& look = Look<I, V>{}) {
+                                           const Look<I, V>& look = Look<I, V>{}, const WT& wts = WT{}) {
   V s = V(0);
   bool mine = false;
   Deferred<I> later;
 #pragma unroll 4
   for (I k = 0; k < dg; ++k) {
     const I u = idx[o + k];
-    const V cu = static_cast<V>(c[u]);
+    const V cu = wts.template term<V>(c[u], o + k);
     const bool ahead = LOOK && ahead_candidate<I, V>(u, self, look);
     if (ahead) later.add(u);
     if (SKIP) {
@@ -338,8 +372,60 @@ struct SolvesOwnLoop {
 // and DF-P in uniform mode, as the CPU backend's Jacobi frontier steps do.
 template <int SELF, int MODE>
 struct LooksAhead {
-  static constexpr bool value = SELF == 0 && (MODE == 1 || MODE == 2);
+  static constexpr bool value = !SR_WEIGHTED && SELF == 0 && (MODE == 1 || MODE == 2);
 };
+
+// The gathers' edge weights of this build (sr::Unit unweighted: nothing loaded).
+#if SR_WEIGHTED
+using EdgeWeights = sr::Slots;
+#else
+using EdgeWeights = sr::Unit;
+#endif
+
+template <typename I, typename V>
+__device__ __forceinline__ EdgeWeights edge_weights(const RankArgs<I, V>& a) {
+#if SR_WEIGHTED
+  return EdgeWeights{a.in_wt};
+#else
+  return EdgeWeights{};
+#endif
+}
+
+// v's out-mass: its out-weight (weighted build) or `od`, its out-degree as the caller loaded it.
+template <typename I, typename V>
+__device__ __forceinline__ auto out_mass(const RankArgs<I, V>& a, I v, I od) {
+#if SR_WEIGHTED
+  return a.out_w[v];
+#else
+  return od;
+#endif
+}
+
+// v's out-mass loaded here (one load: the out-weight, or the out-degree).
+template <typename I, typename V>
+__device__ __forceinline__ auto vertex_mass(const RankArgs<I, V>& a, long long v) {
+#if SR_WEIGHTED
+  return a.out_w[v];
+#else
+  return a.out_deg[v];
+#endif
+}
+
+// The weight of v's explicit self-loop (weighted build; called only for a vertex whose gather met
+// one): a scan of the shorter of its in- and out-list (the store keeps one edge per pair).
+template <typename I, typename V>
+__device__ double own_loop_weight(const RankArgs<I, V>& a, I v) {
+  const I din = a.in_deg[v], dout = a.out_deg[v];
+  const bool in = din <= dout;
+  const long long o = in ? a.in_off[v] : a.out_off[v];
+  const I* idx = in ? a.in_idx : a.out_idx;
+  const double* wt = in ? a.in_wt : a.out_wt;
+  const I d = in ? din : dout;
+  for (I k = 0; k < d; ++k) {
+    if (idx[o + k] == v) return wt[o + k];
+  }
+  return 0.0;
+}
 
 template <typename I, typename V>
 __device__ __forceinline__ sr::Look<I, V> look_of(const RankArgs<I, V>& a, const View<I, V>& w) {
@@ -355,9 +441,15 @@ template <typename I, typename V, int SELF, int MODE, bool FLAGS = true>
 __device__ __forceinline__ Decision update_vertex(const RankArgs<I, V>& a, const View<I, V>& w, I v, V s,
                                                   I od, V xo, double& lmax, double& lsum, double& ldang,
                                                   bool own = false) {
-  const V xn = solved_form<V, SELF>(s, w.alpha, od, w.base, own);
+  const auto m = out_mass(a, v, od);
+#if SR_WEIGHTED
+  const V xn = own ? solved_form_weighted<V, SELF>(s, w.alpha, m, w.base, own_loop_weight(a, v))
+                   : closed_form<V, SELF>(s, w.alpha, m, w.base);
+#else
+  const V xn = solved_form<V, SELF>(s, w.alpha, m, w.base, own);
+#endif
   a.x[v] = xn;  // only this vertex's thread reads x[v]; others read contributions
-  w.cn[v] = contribution<V, SELF>(xn, od);
+  w.cn[v] = contribution<V, SELF>(xn, m);
   const double diff = static_cast<double>(xn) - static_cast<double>(xo);
   lmax = fmax(lmax, fabs(diff));
   lsum += diff;

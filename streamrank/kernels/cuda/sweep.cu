@@ -34,9 +34,10 @@ namespace {
 template <typename I, typename V, typename C, int SELF>
 __device__ __forceinline__ void sweep_commit(const RankArgs<I, V>& a, C* __restrict__ cn, V base, V alpha, I v,
                                              V s, I od, V yo, double& lmax, double& lsum, double& ldang) {
-  const V yn = closed_form<V, SELF>(s, alpha, od, base);
+  const auto m = out_mass(a, v, od);  // the out-degree, or weighted the out-weight
+  const V yn = closed_form<V, SELF>(s, alpha, m, base);
   a.x[v] = yn;
-  cn[v] = static_cast<C>(contribution<V, SELF>(yn, od));
+  cn[v] = static_cast<C>(contribution<V, SELF>(yn, m));
   const double diff = static_cast<double>(yn) - static_cast<double>(yo);
   lmax = fmax(lmax, fabs(diff));
   lsum += diff;
@@ -68,7 +69,7 @@ __device__ __forceinline__ void bucket_pass(const RankArgs<I, V>& a, const View<
       od = a.out_deg[v];
       yo = a.x[v];
     }
-    const V s = sr::group_gather<G, V>(c, idx, o, dg, sub);
+    const V s = sr::group_gather<G, V>(c, idx, o, dg, sub, I(-1), nullptr, sr::Look<I, V>{}, edge_weights(a));
     if (valid && sub == 0) sweep_commit<I, V, C, SELF>(a, cn, w.base, w.alpha, v, s, od, yo, lmax, lsum, ldang);
   }
 }
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(c
         od = a.out_deg[v];
         yo = a.x[v];
       }
-      const V s = sr::block_gather(c, idx, o, dg, vscratch);
+      const V s = sr::block_gather(c, idx, o, dg, vscratch, I(-1), nullptr, sr::Look<I, V>{}, edge_weights(a));
       if (threadIdx.x == 0) sweep_commit<I, V, C, SELF>(a, cn, w.base, w.alpha, v, s, od, yo, lmax, lsum, ldang);
     }
   }
@@ -201,6 +202,6 @@ __global__ void contributions_as(const RankArgs<I, V>* __restrict__ args) {
   C* __restrict__ c = reinterpret_cast<C*>(a.cbuf[0]);
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < a.n; v += stride) {
-    c[v] = static_cast<C>(contribution<V, SELF>(a.x[v], a.out_deg[v]));
+    c[v] = static_cast<C>(contribution<V, SELF>(a.x[v], vertex_mass(a, v)));
   }
 }

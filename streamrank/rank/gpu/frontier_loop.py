@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from ...kernels.cuda.launch import _cupy, launch, sm_count
 from ...kernels.cuda.loader import get_kernel, resident_blocks
-from .state import _CTYPE, _PAIR_CNT, _THREADS, _UPLOAD_BYTES, _args_bytes, _kernel
+from .state import _CTYPE, _PAIR_CNT, _THREADS, _UPLOAD_BYTES, WEIGHTED_OPTIONS, _args_bytes, _kernel, is_weighted
 
 _LOOP_CU = "frontier_loop.cu"
 #: Copies of each per-iteration accumulator of the loop (SR_SPREAD, at most 32); its buffer holds
@@ -176,7 +176,7 @@ def loop_parts(graph, ws, x, x_prev, batch: tuple, config, mode: int, flood=None
     once per process), its grid and the argument image (RankArgs at 0, LoopLists at
     :data:`_LISTS_OFFSET`) the launch reads from device memory."""
     self_loop = 1 if config.dangling == "self-loop" else 0
-    k, grid = _loop_kernel(config.dtype, self_loop, mode)
+    k, grid = _loop_kernel(config.dtype, self_loop, mode, weighted=is_weighted(graph))
     handover = int(_LOOP_HANDOVER * grid * _THREADS)
     if flood is not None:
         handover = max(handover, int(flood))
@@ -278,11 +278,11 @@ def loop_outcome(graph, ws, config, args):
     return it, bool(status[2]), hist[:it].tolist(), total
 
 
-def _loop_kernel(dtype: str, self_loop: int, mode: int):
+def _loop_kernel(dtype: str, self_loop: int, mode: int, *, weighted: bool = False):
     """(kernel, grid) of the cooperative loop for the current settings, compiled and sized once per
-    process and setting."""
+    process and setting (``weighted``: the weighted build, ``state.WEIGHTED_OPTIONS``)."""
     return _compiled_loop(dtype, self_loop, mode, _LOOP_GROUP, _LOOP_BLOCK_SOURCE, _LOOP_TIERS, _LOOP_FOLD, _LOOP_TRACE,
-                          _LOOP_HALVES, tuple(_LOOP_MIN_BLOCKS), _LOOP_ARGS_SHARED)
+                          _LOOP_HALVES, tuple(_LOOP_MIN_BLOCKS), _LOOP_ARGS_SHARED, bool(weighted))
 
 
 def _check_knobs(group: int, block_source: int, fold: int, halves: int, args_shared: int = 5,
@@ -306,7 +306,7 @@ def _check_knobs(group: int, block_source: int, fold: int, halves: int, args_sha
 
 @functools.lru_cache(maxsize=None)
 def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_source: int, tiers: int, fold: int,
-                   trace: int, halves: int, min_blocks: tuple, args_shared: int):
+                   trace: int, halves: int, min_blocks: tuple, args_shared: int, weighted: bool = False):
     # checked once per setting (errors are not cached)
     _check_knobs(group, block_source, fold, halves, args_shared, min_blocks)
     per_self, per_uniform = min_blocks
@@ -315,7 +315,8 @@ def _compiled_loop(dtype: str, self_loop: int, mode: int, group: int, block_sour
                    (f"-DSR_GROUP={group}", f"-DSR_BLOCK_SOURCE={block_source}", f"-DSR_SPREAD={_SPREAD}",
                     f"-DSR_TIERS={tiers}", f"-DSR_FOLD={fold}", f"-DSR_TRACE={trace}",
                     f"-DSR_HALVES={halves}", f"-DSR_MIN_BLOCKS_SELF={per_self}",
-                    f"-DSR_MIN_BLOCKS_UNIFORM={per_uniform}", f"-DSR_ARGS_SHARED={int(args_shared)}"),
+                    f"-DSR_MIN_BLOCKS_UNIFORM={per_uniform}", f"-DSR_ARGS_SHARED={int(args_shared)}")
+                   + (WEIGHTED_OPTIONS if weighted else ()),
                    cooperative=True)
     return k, min(resident_blocks(k, _THREADS), max(1, _LOOP_BLOCKS_PER_SM) * sm_count())
 

@@ -12,7 +12,7 @@ import numpy as np
 from ...config import RankConfig
 from ...kernels.cuda.launch import launch
 from ...store.gpu import GpuGraph
-from .state import _BLOCK_THREADS, _CTYPE, _THREADS, _Workspace, _kernel
+from .state import _BLOCK_THREADS, _CTYPE, _THREADS, _Workspace, _kernel, is_weighted
 
 
 class _Iterations:
@@ -28,7 +28,8 @@ class _Iterations:
         self.g, self.ws, self.cfg, self.mode, self.args = graph, ws, config, mode, args
         self_loop = 1 if config.dangling == "self-loop" else 0
         ct = _CTYPE[config.dtype]
-        k = lambda name: _kernel(config.dtype, name)  # noqa: E731
+        weighted = is_weighted(graph)
+        k = lambda name: _kernel(config.dtype, name, weighted)  # noqa: E731
         self.seq = [(k(f"rank_small<int, {ct}, {self_loop}, {mode}>"), ws.gt, _THREADS),
                     (k(f"rank_large<int, {ct}, {self_loop}, {mode}>"), ws.gb, _BLOCK_THREADS)]
         if mode != 3:

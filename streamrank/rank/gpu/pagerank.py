@@ -1,7 +1,9 @@
 """Static, Naive-dynamic, Dynamic Traversal, DF and DF-P PageRank on the device.
 
 Same functions, arguments and semantics as :mod:`streamrank.rank.cpu.pagerank`
-(docs/architecture.md), for a :class:`streamrank.store.gpu.GpuGraph`: local form ``x``, Jacobi
+(docs/architecture.md), for a :class:`streamrank.store.gpu.GpuGraph` (a
+:class:`~streamrank.store.gpu_weighted.WeightedGpuGraph` runs the same code on the weighted build
+of the kernels: out-weights for out-degrees, weighted gathers; ``state.WEIGHTED_OPTIONS``): local form ``x``, Jacobi
 iterations, convergence ``max|dx| / sum(x) < tol``, DF/DF-P marking rules, self-loop closed
 form. The iterations run the kernels of ``kernels/cuda/pagerank.cu`` (DF/DF-P first as one cooperative
 launch per batch, ``kernels/cuda/frontier_loop.cu``; Static and warm: ``kernels/cuda/sweep.cu``;
@@ -29,6 +31,7 @@ bytes per vertex), and for Static/ND/warm the work itself.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -192,9 +195,22 @@ def update_pagerank(algorithm: str, graph, changes, x_prev, *, config: RankConfi
     return _wrap(lambda: _dynamic(algorithm, graph, changes, x_prev, config))
 
 
+def _with_reweights(cp, changes):
+    """``changes`` with a weighted batch's reweighted edges among the insertions (sorted by source,
+    as the marking expects): a reweight changes its source's contributions as an insertion there
+    does. Unchanged when there are none."""
+    if not changes.num_reweights:
+        return changes
+    src = cp.concatenate([cp.asarray(changes.ins_src, dtype=cp.int64), cp.asarray(changes.reweighted_src, dtype=cp.int64)])
+    dst = cp.concatenate([cp.asarray(changes.ins_dst, dtype=cp.int64), cp.asarray(changes.reweighted_dst, dtype=cp.int64)])
+    order = cp.argsort(src, kind="stable")
+    return dataclasses.replace(changes, ins_src=src[order], ins_dst=dst[order])
+
+
 def _dynamic(algorithm, graph, changes, x_prev, config):
     cp = graph.xp
     n = graph.num_vertices
+    changes = _with_reweights(cp, changes)
     xp_ = _as_prev(graph, x_prev, config.dtype)
     label = "dfp" if algorithm == "auto" else algorithm
     if changes.empty or n == 0:

@@ -32,7 +32,10 @@ _FINISH_THREADS = 1024
 #: sequence's ticket.
 _PAIR_CNT = (0, 2, 4, 8)
 
-_ARGS_FORMAT = "<22Q4dq4i"  # RankArgs<I, V> in pagerank.cu: 22 pointers, 4 doubles, 1 long long, 4 ints
+_ARGS_FORMAT = "<25Q4dq4i"  # RankArgs<I, V> in rank_common.cuh: 25 pointers, 4 doubles, 1 long long, 4 ints
+#: The NVRTC option of the weighted build of the rank kernels (rank_common.cuh, SR_WEIGHTED): the
+#: same sources and kernel names, a weight per edge; the unweighted build loads none.
+WEIGHTED_OPTIONS = ("-DSR_WEIGHTED=1",)
 _UPLOAD_BYTES = 512
 _UPLOAD_SLOTS = 4
 
@@ -55,15 +58,23 @@ def _names(ctype: str) -> tuple:
     return tuple(names)
 
 
-def _kernel(dtype: str, name: str):
-    return get_kernel(_CU, name, _names(_CTYPE[dtype]))
+def _kernel(dtype: str, name: str, weighted: bool = False):
+    """A kernel of ``pagerank.cu``; ``weighted``: of its weighted build (the kernels that compute
+    values differ; the others are the same in both)."""
+    return get_kernel(_CU, name, _names(_CTYPE[dtype]), WEIGHTED_OPTIONS if weighted else ())
 
 
-def compile_kernels(dtype: str = "float64") -> None:
-    """Compile (once per process) every kernel of ``pagerank.cu`` for ``dtype``."""
+def is_weighted(graph) -> bool:
+    """Whether ``graph`` keeps a weight per edge (its rank kernels are the weighted build)."""
+    return bool(getattr(graph, "weighted", False))
+
+
+def compile_kernels(dtype: str = "float64", *, weighted: bool = False) -> None:
+    """Compile (once per process) every kernel of ``pagerank.cu`` for ``dtype`` (``weighted``:
+    its weighted build)."""
     if dtype not in _CTYPE:
         raise InvalidArgumentError(f"dtype must be one of {tuple(_CTYPE)}, got {dtype!r}")
-    _kernel(dtype, "reduce_blocks")
+    _kernel(dtype, "reduce_blocks", bool(weighted))
 
 
 # ---------------------------------------------------------------------- workspace
@@ -217,6 +228,10 @@ def _args_bytes(graph, ws, x, config, *, in_place: bool = False) -> bytes:
     g = graph
     ptrs = ([int(a.data.ptr) for a in (g._in.off, g._in.deg, g._in.idx, g._out.off, g._out.deg, g._out.idx, x)]
             + [c, c if in_place else cn, aff] + ws.ws_ptrs[1])
+    if is_weighted(g):  # in-slot weights, out-slot weights, out-weights
+        ptrs += [int(g._in.wt.data.ptr), int(g._out.wt.data.ptr), int(g._w_out.data.ptr)]
+    else:
+        ptrs += [0, 0, 0]
     return struct.pack(_ARGS_FORMAT, *ptrs,
                        float(config.alpha), float(config.frontier_tol), float(config.prune_tol),
                        float(config.tol), int(graph.num_vertices), int(config.max_iter),
@@ -255,7 +270,7 @@ def _init(graph, ws, x, x_prev, config, *, standard: bool):
     ct = _CTYPE[config.dtype]
     n_prev = 0 if x_prev is None else int(x_prev.shape[0])
     blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
-    launch(_kernel(config.dtype, f"init_state<int, {ct}, {self_loop}>"), blocks, _THREADS,
+    launch(_kernel(config.dtype, f"init_state<int, {ct}, {self_loop}>", is_weighted(graph)), blocks, _THREADS,
            (args, np.int64(n_prev), x_prev if n_prev else _NULL))
     launch(_kernel(config.dtype, f"start_totals<int, {ct}>"), 1, _FINISH_THREADS,
            (args, np.int32(blocks), np.int32(1 if standard else 0)))
@@ -320,7 +335,7 @@ def _restart(graph, ws, args, x, config, *, standard: bool = False) -> None:
     ct = _CTYPE[config.dtype]
     ws.status.fill(0)
     blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
-    launch(_kernel(config.dtype, f"init_state<int, {ct}, {self_loop}>"), blocks, _THREADS,
+    launch(_kernel(config.dtype, f"init_state<int, {ct}, {self_loop}>", is_weighted(graph)), blocks, _THREADS,
            (args, np.int64(graph.num_vertices), x))
     launch(_kernel(config.dtype, f"start_totals<int, {ct}>"), 1, _FINISH_THREADS,
            (args, np.int32(blocks), np.int32(1 if standard else 0)))

@@ -26,8 +26,8 @@ from ...errors import InvalidArgumentError
 from ...kernels.cuda.launch import launch
 from ...kernels.cuda.loader import get_kernel
 from .iterations import _Iterations
-from .state import (_CTYPE, _THREADS, _as_prev, _init, _pack_args, _partition, _restart,
-                    _workspace)
+from .state import (_CTYPE, _THREADS, WEIGHTED_OPTIONS, _as_prev, _init, _pack_args, _partition, _restart,
+                    _workspace, is_weighted)
 
 _SWEEP_CU = "sweep.cu"
 _KERNELS = ("buckets", "rank")
@@ -66,11 +66,14 @@ def _contributions_as(graph, ws, config: RankConfig, ct: str, args) -> None:
     vt = _CTYPE[config.dtype]
     self_loop = 1 if config.dangling == "self-loop" else 0
     blocks = int(min(ws.gt, max(1, -(-graph.num_vertices // _THREADS))))
-    launch(_sweep_kernel(config.dtype, f"contributions_as<int, {vt}, {ct}, {self_loop}>"), blocks, _THREADS, (args,))
+    launch(_sweep_kernel(config.dtype, f"contributions_as<int, {vt}, {ct}, {self_loop}>", is_weighted(graph)),
+           blocks, _THREADS, (args,))
 
 
-def _sweep_kernel(dtype: str, name: str):
-    return get_kernel(_SWEEP_CU, name, _sweep_names(_CTYPE[dtype]), (f"-DSR_SWEEP_MIN_BLOCKS={_MIN_BLOCKS}",))
+def _sweep_kernel(dtype: str, name: str, weighted: bool = False):
+    """A kernel of ``sweep.cu`` (``weighted``: its weighted build, as ``state._kernel``)."""
+    return get_kernel(_SWEEP_CU, name, _sweep_names(_CTYPE[dtype]),
+                      (f"-DSR_SWEEP_MIN_BLOCKS={_MIN_BLOCKS}",) + (WEIGHTED_OPTIONS if weighted else ()))
 
 
 def _check_kernel(kernel: str) -> str:
@@ -87,7 +90,8 @@ def _sequence(graph, ws, config, ct: str, kernel: str):
             raise InvalidArgumentError("the rank kernels have no float32 contributions")
         return None
     self_loop = 1 if config.dangling == "self-loop" else 0
-    return [(_sweep_kernel(config.dtype, f"sweep<int, {vt}, {ct}, {self_loop}>"), ws.gt + ws.gb, _THREADS)]
+    return [(_sweep_kernel(config.dtype, f"sweep<int, {vt}, {ct}, {self_loop}>", is_weighted(graph)), ws.gt + ws.gb,
+             _THREADS)]
 
 
 def _in_place(config, warm: bool) -> bool:
