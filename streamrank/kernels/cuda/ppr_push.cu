@@ -23,9 +23,10 @@ __device__ __forceinline__ void ppr_queue_if_above(int t, double nv, double eps,
 // ---------------------------------------------------------------------------------------
 // Forward push: one warp per frontier vertex u. The owner takes r[u] atomically, settles
 // (1 - alpha) r[u] into p[u] and pushes alpha r[u] / outdeg(u) (WT: alpha r[u] w / W[u]) to
-// each out-neighbour with ppr_accumulate<EXCH>. A target whose residual reaches eps * max(outdeg, 1) is appended
-// once (flag) to the next frontier queue. A dangling u sends alpha r[u] to the seeds
-// (mode 0, "personalization") or to the scalar `lost` (mode 1, "uniform": leaky part).
+// each out-neighbour with ppr_accumulate<EXCH>. A target whose residual reaches
+// eps * max(outdeg, 1) is appended once (flag) to the next frontier queue. A dangling u
+// sends alpha r[u] to the seeds (mode 0, "personalization") or to the scalar `lost`
+// (mode 1, "uniform": leaky part).
 template <typename Off, typename Deg, int EXCH, int WT>
 __global__ void ppr_push_warp(const int* __restrict__ frontier, int fsize,
                               const Off* __restrict__ out_offset, const Deg* __restrict__ out_degree,
@@ -72,10 +73,11 @@ __global__ void ppr_push_warp(const int* __restrict__ frontier, int fsize,
 // ---------------------------------------------------------------------------------------
 // Lock-free forward pull, step 1: one warp per frontier vertex u. The owner settles r[u]
 // into p[u], stores its per-edge contribution c[u] = alpha r[u] / outdeg(u) (WT: per unit of
-// weight, alpha r[u] / W[u]; or its dangling mass in dmass[i]), and the lanes write u's out-neighbours into the target list at the
-// positions given by the exclusive scan `tpos` of the frontier's out-degrees, recording in
-// mark[t] the position (plain stores: the last writer wins, which is what deduplicates).
-// No other thread writes r[u], c[u] or p[u] in this kernel.
+// weight, alpha r[u] / W[u]; or its dangling mass in dmass[i]), and the lanes write u's
+// out-neighbours into the target list at the positions given by the exclusive scan `tpos` of
+// the frontier's out-degrees, recording in mark[t] the position (plain stores: the last
+// writer wins, which is what deduplicates). No other thread writes r[u], c[u] or p[u] in
+// this kernel.
 template <typename Off, typename Deg, int WT>
 __global__ void ppr_pull_scatter(const int* __restrict__ frontier, int fsize,
                                  const long long* __restrict__ tpos,
@@ -120,9 +122,9 @@ __global__ void ppr_pull_dedup(const int* __restrict__ targets, long long total,
 }
 
 // Step 3: one warp per pulling vertex v: r[v] += sum over in-neighbours of c[u] (WT: times
-// the in-edge's weight; zero for vertices outside the frontier) + the dangling mass returned to v (dangling_to_v[v] times
-// the device scalar *dsum, mode 0). One writer per r[v]: no atomics. Sets above[i] when v
-// reaches the push threshold.
+// the in-edge's weight; zero for vertices outside the frontier) + the dangling mass returned
+// to v (dangling_to_v[v] times the device scalar *dsum, mode 0). One writer per r[v]: no
+// atomics. Sets above[i] when v reaches the push threshold.
 template <typename Off, typename Deg, int WT>
 __global__ void ppr_pull_gather(const int* __restrict__ pulling, int nsize,
                                 const Off* __restrict__ in_offset, const Deg* __restrict__ in_degree,
