@@ -15,15 +15,10 @@ import time
 import numpy as np
 
 from ..backend import to_host
-from ..errors import ConfigError, InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ._graph import DeviceGraphView, cached, graph_arrays
 from .semantics import (ATOMICS, DANGLING_MODES, METHODS, PprResult, check_alpha, check_choice,
                         resolve_seed_sets, resolve_seeds, top_k, topk_precision)
-
-#: Why a method other than the power iteration refuses a weighted graph on the GPU.
-GPU_WEIGHTED_METHODS = ("method={method!r} does not take edge weights on the GPU: query a weighted graph there with "
-                        "method='power' (--method power), or run on the CPU backend (--device cpu), where every "
-                        "method takes the weights")
 
 __all__ = ["personalized_pagerank", "personalized_pagerank_batch", "PprResult", "METHODS", "ATOMICS",
            "DANGLING_MODES", "DeviceGraphView", "topk_precision"]
@@ -78,7 +73,11 @@ def _leaky_uniform(graph, ga, alpha, *, is_gpu):
         xp = ga.xp
         u0 = xp.full(ga.n, 1.0 / max(ga.n, 1))
         kw = dict(alpha=alpha, dangling="uniform", tol=1e-13 / max(ga.n, 1), max_iter=10000, leaky=True)
-        if is_gpu:
+        if is_gpu and ga.weighted:
+            from .gpu_weighted import power_gpu_weighted
+
+            u, _, _, change = power_gpu_weighted(graph, u0, **kw)
+        elif is_gpu:
             from .gpu_power import power_gpu
 
             run = power_gpu(ga, u0, snap=_snapshot(graph, ga), **kw)
@@ -143,8 +142,6 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
                                                                        "walkers"))
     t0 = time.perf_counter()
     weighted_gpu = getattr(graph, "weighted", False) and getattr(graph, "xp", np) is not np
-    if weighted_gpu and method != "power":
-        raise ConfigError(GPU_WEIGHTED_METHODS.format(method=method))
     pers = resolve_seeds(graph, seeds, weights)
     ga = cached(graph, ("graph-arrays",), lambda: graph_arrays(graph))
     xp, is_gpu = ga.xp, ga.is_gpu
@@ -209,10 +206,11 @@ def personalized_pagerank(graph, seeds, *, method: str = "power", k: int = 20, a
             extra["atomics"] = atomics
     else:  # montecarlo
         if is_gpu:
-            from .gpu_montecarlo import montecarlo_gpu
+            from .gpu_montecarlo import montecarlo_gpu, out_cumulative
 
+            cum = cached(graph, ("ppr-out-cumulative",), lambda: out_cumulative(ga)) if ga.weighted else None
             p, nw, ns = montecarlo_gpu(ga, pers, alpha=alpha, dangling=dangling, walks=walks,
-                                       walkers=walkers, rng_seed=rng_seed)
+                                       walkers=walkers, rng_seed=rng_seed, out_cum=cum)
             extra["walkers"] = int(min(walks, 1 << 16) if walkers is None else walkers)
         else:
             from .montecarlo import montecarlo_cpu

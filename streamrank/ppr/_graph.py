@@ -23,7 +23,8 @@ class GraphArrays:
     in_indices: object
     #: Weighted stores only (None otherwise): per vertex the out-weight, the weights beside
     #: ``out_indices`` and ``in_indices``, and the running sum of ``out_weights`` within each
-    #: vertex's segment (a Monte Carlo step draws an out-edge in proportion to its weight).
+    #: vertex's segment (a Monte Carlo step draws an out-edge in proportion to its weight; CPU
+    #: only, the GPU computes its own when a walk needs it).
     out_weight: object = None
     out_weights: object = None
     in_weights: object = None
@@ -60,7 +61,7 @@ def graph_arrays(graph) -> GraphArrays:
                      in_off, in_deg, in_idx)
     if getattr(graph, "weighted", False):
         ga.out_weight, ga.out_weights, ga.in_weights = graph.out_weight, graph.out_weights, graph.in_weights
-        if xp is np:  # the CPU's Monte Carlo walks (the GPU's take no weights: personalized_pagerank refuses them)
+        if xp is np:  # the CPU's Monte Carlo walks (the GPU's: gpu_montecarlo.out_cumulative, on demand)
             from ..kernels.cpu.ppr import segment_sums
 
             ga.out_cumulative = segment_sums(ga.n, out_off, out_deg, graph.out_weights)

@@ -12,6 +12,10 @@ Per iteration, with the active frontier ``F`` and the pulling set ``N`` (out-nei
 Push is chosen when ``lambda1 Phi_rdw - lambda2 Phi_rdr - lambda3 Phi_sqw < 0``. On the CPU
 backend the same formulas are used with ``lanes = warps_per_block = 1`` (plain sums).
 
+On a weighted graph the counts are the same: a round reads and writes along the same edges,
+each edge's weight read beside its index (one more coalesced load per edge, in push and in
+pull alike), so the model and its unit costs stay those of the unweighted graph.
+
 Unit costs ``lambda1 : lambda2 : lambda3`` (normalized to ``lambda3 = 1``) are *measured*
 at first use and cached per device: on the GPU by three micro-benchmark kernels
 (``ppr_push.cu``: random atomic adds with the chosen atomics scheme, random reads, sequential

@@ -1,4 +1,9 @@
-"""The PPR kernels' template instantiations, compiled once per process through the loader."""
+"""The PPR kernels' template instantiations, compiled once per process through the loader.
+
+The weighted instantiations (template argument ``WT = 1`` of the push/pull and Monte Carlo
+kernels, and the segment sums of the weighted walk) form a module of their own, compiled only
+when a weighted graph is queried; the unweighted module holds the ``WT = 0`` instantiations.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +16,16 @@ _CTYPE = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long", np.dtype(n
 _PAIRS = [(a, b) for a in ("int", "long long") for b in ("int", "long long")]
 
 
-def _exprs(filename: str) -> tuple:
+def _exprs(filename: str, weighted: bool = False) -> tuple:
     if filename == "ppr_push.cu":
+        wt = int(weighted)
         out = []
         for o, d in _PAIRS:
-            out += [f"ppr_push_warp<{o}, {d}, 0>", f"ppr_push_warp<{o}, {d}, 1>",
-                    f"ppr_pull_scatter<{o}, {d}>", f"ppr_pull_gather<{o}, {d}>"]
-        out += ["ppr_micro_rand_write<0>", "ppr_micro_rand_write<1>", "ppr_micro_rand_read",
-                "ppr_micro_seq_write", "ppr_pull_add_seeds", "ppr_pull_dedup"]
+            out += [f"ppr_push_warp<{o}, {d}, 0, {wt}>", f"ppr_push_warp<{o}, {d}, 1, {wt}>",
+                    f"ppr_pull_scatter<{o}, {d}, {wt}>", f"ppr_pull_gather<{o}, {d}, {wt}>"]
+        if not weighted:
+            out += ["ppr_micro_rand_write<0>", "ppr_micro_rand_write<1>", "ppr_micro_rand_read",
+                    "ppr_micro_seq_write", "ppr_pull_add_seeds", "ppr_pull_dedup"]
         return tuple(out)
     if filename == "ppr_power.cu":
         out = [f"ppr_power_contrib<{d}, {t}>" for d in ("int", "long long") for t in ("double", "float")]
@@ -41,7 +48,8 @@ def _exprs(filename: str) -> tuple:
         return ("ppr_chunk_max<double>", "ppr_chunk_max<float>", "ppr_kth_largest", "ppr_select_pack<double>",
                 "ppr_select_pack<float>")
     if filename == "ppr_montecarlo.cu":
-        return tuple(f"ppr_mc_walk<{o}, {d}>" for o, d in _PAIRS)
+        out = tuple(f"ppr_mc_walk<{o}, {d}, {int(weighted)}>" for o, d in _PAIRS)
+        return out + (tuple(f"ppr_segment_sums<{o}, {d}>" for o, d in _PAIRS) if weighted else ())
     raise KeyError(filename)
 
 
@@ -50,9 +58,10 @@ def ctype(array) -> str:
     return _CTYPE[np.dtype(array.dtype)]
 
 
-def kernel(filename: str, name: str):
-    """One instantiation, e.g. ``kernel("ppr_push.cu", "ppr_push_warp<long long, int, 0>")``."""
-    exprs = _exprs(filename)
+def kernel(filename: str, name: str, *, weighted: bool = False):
+    """One instantiation, e.g. ``kernel("ppr_push.cu", "ppr_push_warp<long long, int, 0, 0>")``;
+    ``weighted=True`` for one of the weighted module (``WT = 1``, the segment sums)."""
+    exprs = _exprs(filename, weighted)
     if name not in exprs:  # normalize spacing of template arguments
         name = name.replace(",", ", ").replace(",  ", ", ")
     return get_kernel(filename, name, exprs, cooperative=filename == "ppr_power_coop.cu")

@@ -40,9 +40,17 @@ class GpuLocalState:
         self._c = self._mark = self._pers = None
         o, d = ctype(ga.out_offset), ctype(ga.out_degree)
         exch = 1 if atomics == "exchange" else 0
-        self.k_push = kernel("ppr_push.cu", f"ppr_push_warp<{o}, {d}, {exch}>")
-        self.k_scatter = kernel("ppr_push.cu", f"ppr_pull_scatter<{o}, {d}>")
-        self.k_gather = kernel("ppr_push.cu", f"ppr_pull_gather<{ctype(ga.in_offset)}, {ctype(ga.in_degree)}>")
+        wt = ga.weighted
+        if wt:  # float64 weights (a store's own arrays are; a view's copies of them too)
+            self._out_w = cp.asarray(ga.out_weight, dtype=cp.float64)
+            self._out_wt = cp.asarray(ga.out_weights, dtype=cp.float64)
+            self._in_wt = cp.asarray(ga.in_weights, dtype=cp.float64)
+        else:
+            self._out_w = self._out_wt = self._in_wt = np.uint64(0)  # null: never read
+        self.k_push = kernel("ppr_push.cu", f"ppr_push_warp<{o}, {d}, {exch}, {int(wt)}>", weighted=wt)
+        self.k_scatter = kernel("ppr_push.cu", f"ppr_pull_scatter<{o}, {d}, {int(wt)}>", weighted=wt)
+        self.k_gather = kernel("ppr_push.cu", f"ppr_pull_gather<{ctype(ga.in_offset)}, {ctype(ga.in_degree)}, "
+                                              f"{int(wt)}>", weighted=wt)
         self.k_seeds = kernel("ppr_push.cu", "ppr_pull_add_seeds")
         self.k_dedup = kernel("ppr_push.cu", "ppr_pull_dedup")
         if ga.in_degree.dtype != ga.out_degree.dtype:
@@ -59,7 +67,8 @@ class GpuLocalState:
         nxt = cp.empty(ga.n, dtype=cp.int32)
         self.count.fill(0)
         self.k_push(((f * 32 + BLOCK - 1) // BLOCK,), (BLOCK,),
-                    (F, np.int32(f), ga.out_offset, ga.out_degree, ga.out_indices, self.r, self.p,
+                    (F, np.int32(f), ga.out_offset, ga.out_degree, ga.out_indices, self._out_w, self._out_wt,
+                     self.r, self.p,
                      self.flag, nxt, self.count, self.seeds, self.seed_w, np.int32(self.nseeds),
                      np.int32(self.mode), self.scal, np.float64(self.alpha), np.float64(self.eps)))
         m = int(self.count.get()[0])  # sync: the next frontier's size sets the next launch
@@ -87,7 +96,7 @@ class GpuLocalState:
         targets = cp.empty(max(total, 1), dtype=cp.int32)
         dmass = cp.empty(f, dtype=cp.float64)
         self.k_scatter(((f * 32 + BLOCK - 1) // BLOCK,), (BLOCK,),
-                       (F, np.int32(f), tpos, ga.out_offset, ga.out_degree, ga.out_indices, self.r,
+                       (F, np.int32(f), tpos, ga.out_offset, ga.out_degree, ga.out_indices, self._out_w, self.r,
                         self.p, c, dmass, self.flag, targets, mark, np.float64(self.alpha)))
         if extra:
             self.k_seeds(((extra + 255) // 256,), (256,), (self.seeds, np.int32(extra), np.int64(S), targets, mark))
@@ -99,7 +108,7 @@ class GpuLocalState:
         above = cp.empty(max(nsize, 1), dtype=cp.uint8)
         if nsize:
             self.k_gather(((nsize * 32 + BLOCK - 1) // BLOCK,), (BLOCK,),
-                          (N, np.int32(nsize), ga.in_offset, ga.in_degree, ga.in_indices,
+                          (N, np.int32(nsize), ga.in_offset, ga.in_degree, ga.in_indices, self._in_wt,
                            self._out_deg_as_in, c, pers, dsum, np.int32(self.mode), self.r, above,
                            np.float64(self.eps)))
         if self.mode == 1:

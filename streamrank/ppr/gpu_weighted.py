@@ -5,9 +5,8 @@ CPU's weighted power iteration (:func:`streamrank.ppr.power.power_cpu`) does. Th
 live slots and their weights become one CSR matrix ``M`` (``M[v, u] = w(u, v) / W[u]``), built
 once per graph version (:func:`streamrank.ppr._graph.cached`), and the iteration is
 ``p <- alpha M p + alpha (d . p) w + (1 - alpha) v`` from ``p = v`` until the L-infinity change is
-below ``tol``. The other methods (push, pull, hybrid, Monte Carlo) take no weights on the GPU:
-:func:`streamrank.ppr.personalized_pagerank` refuses them for a weighted graph there
-(docs/ppr.md), never answering with the unweighted walk.
+below ``tol``. The other methods take the weights in their kernels' weighted instantiations
+(push, pull and hybrid: :mod:`.gpu_local`; Monte Carlo: :mod:`.gpu_montecarlo`).
 """
 
 from __future__ import annotations

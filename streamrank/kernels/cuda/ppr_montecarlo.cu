@@ -6,6 +6,13 @@
 // step from a seed goes to out-neighbour (walker + walk * walkers) mod outdeg, spreading the
 // walkers over the seed's neighbours; visits to the start vertex of single-seed queries are
 // counted in a register and added once per warp, so the seed's counter is no hot spot.
+//
+// WT == 1 instantiations walk a weighted graph: out_cum holds per out-slot the running sum of
+// the weights within its vertex's list (ppr_segment_sums), and a step from u draws x uniform in
+// [0, 1) and takes the first slot whose running sum exceeds x times u's total (a binary search
+// over u's list: O(log outdeg) per step); a first step from a seed takes x = frac(k * 0.618...)
+// for the walker's k-th walk overall, spreading the first steps evenly in proportion to the
+// weights. WT == 0 instantiations never read out_cum (callers pass null).
 #include "ppr_common.cuh"
 
 __device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
@@ -28,10 +35,40 @@ __device__ __forceinline__ int pick_seed(const int* seeds, const double* cdf, in
     return seeds[lo];
 }
 
+// The slot of [lo, hi) (hi > lo) whose running weight sum cum[] first exceeds x * cum[hi - 1].
+template <typename Off>
+__device__ __forceinline__ Off ppr_weighted_slot(const double* __restrict__ cum, Off lo, Off hi, double x) {
+    const double target = x * cum[hi - 1];
+    while (lo < hi - 1) {
+        const Off mid = lo + (hi - 1 - lo) / 2;
+        if (cum[mid] > target) hi = mid + 1; else lo = mid + 1;
+    }
+    return lo;
+}
+
+// Per out-slot the running sum of wt within its vertex's list (the slot included): a warp per
+// vertex, 32 slots at a time (a warp scan plus the carry of the slots before).
 template <typename Off, typename Deg>
+__global__ void ppr_segment_sums(int n, const Off* __restrict__ offset, const Deg* __restrict__ degree,
+                                 const double* __restrict__ wt, double* __restrict__ cum) {
+    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (warp >= n) return;
+    const Off off = offset[warp];
+    const Off deg = (Off)degree[warp];
+    double carry = 0.0;
+    for (Off j0 = 0; j0 < deg; j0 += 32) {
+        const Off j = j0 + lane;
+        const double x = sr::warp_inclusive_sum(j < deg ? wt[off + j] : 0.0);
+        if (j < deg) cum[off + j] = carry + x;
+        carry += __shfl_sync(SR_FULL_MASK, x, 31);
+    }
+}
+
+template <typename Off, typename Deg, int WT>
 __global__ void ppr_mc_walk(int walkers, long long steps_per_walker, unsigned long long rng_seed,
                             const Off* __restrict__ out_offset, const Deg* __restrict__ out_degree,
-                            const int* __restrict__ out_indices, int n,
+                            const int* __restrict__ out_indices, const double* __restrict__ out_cum, int n,
                             const int* __restrict__ seeds, const double* __restrict__ cdf, int nseeds,
                             int mode, unsigned int alpha_u32,
                             unsigned int* counts, unsigned long long* totals /* [walks, steps] */) {
@@ -54,6 +91,17 @@ __global__ void ppr_mc_walk(int walkers, long long steps_per_walker, unsigned lo
                 if (deg == 0) {
                     cur = (mode == 0) ? pick_seed(seeds, cdf, nseeds, r32)
                                       : (int)(((unsigned long long)r32 * (unsigned long long)n) >> 32);
+                } else if (WT) {
+                    const Off lo = out_offset[cur];
+                    double x;
+                    if (first) {
+                        const double k = (double)((unsigned long long)w + walks * (unsigned long long)walkers);
+                        x = k * 0.6180339887498949;
+                        x -= floor(x);
+                    } else {
+                        x = (double)r32 * (1.0 / 4294967296.0);
+                    }
+                    cur = out_indices[ppr_weighted_slot(out_cum, lo, lo + (Off)deg, x)];
                 } else {
                     unsigned long long j;
                     if (first) j = ((unsigned long long)w + walks * (unsigned long long)walkers) % (unsigned long long)deg;
