@@ -42,10 +42,11 @@ def _store_view(graph, ids):
     return edges, outw
 
 
-@pytest.mark.parametrize("planning", ["host", "device"])
+@pytest.mark.parametrize("planning", ["fused", "host", "device"])
 @pytest.mark.parametrize("mode", ["set", "sum"])
 def test_the_gpu_store_follows_the_cpu_store(mode, planning):
     gpu = Engine("gpu", "dfp", weighted=True, multi_edges=mode)
+    gpu.graph.fused = planning == "fused"
     gpu.graph.host_planning = planning == "host"
     cpu = Engine("cpu", "dfp", weighted=True, multi_edges=mode)
     for b, (s, d, ins, w) in enumerate(_stream(5, 25, 400, 300)):
@@ -63,6 +64,8 @@ def test_the_gpu_store_follows_the_cpu_store(mode, planning):
         assert all(abs(eg[e] - ec[e]) <= 1e-12 * ec[e] for e in ec), b
         assert all(abs(og[v] - oc[v]) <= 1e-9 * max(oc[v], 1.0) for v in oc), b
         assert gpu.graph.num_edges == cpu.graph.num_edges
+    if planning == "fused":  # the first batch found no room reserved yet; the others took the fused path
+        assert gpu.graph.fast_batches >= 20, (gpu.graph.fast_batches, gpu.graph.fast_fallbacks)
     # the in-direction holds the same weights as the out-direction
     g = gpu.graph
     n = g.num_vertices

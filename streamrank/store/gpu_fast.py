@@ -50,9 +50,11 @@ TICKS = False
 LINEINFO = False
 
 
-def _options() -> tuple:
-    """Compile options of the fused kernel (:data:`TICKS`, :data:`LINEINFO`)."""
-    return (f"-DFU_TICKS={int(bool(TICKS))}", *(("-lineinfo",) if LINEINFO else ()))
+def _options(weighted: bool = False) -> tuple:
+    """Compile options of the fused kernel (:data:`TICKS`, :data:`LINEINFO`; ``weighted``: the
+    weighted store's build, whose commit moves each slot's weight with it)."""
+    return (f"-DFU_TICKS={int(bool(TICKS))}", *(("-lineinfo",) if LINEINFO else ()),
+            *(("-DFU_WEIGHTED=1",) if weighted else ()))
 
 
 _COUNTERS = 16
@@ -117,6 +119,7 @@ class FastUpdate:
         return max(1 << 18, 64 * int(self.max_edges)) if self.slot_room is None else int(self.slot_room)
 
 
+_NULL = np.uint64(0)
 #: The staged header's first six fields (m, n, room, out end, in end, changes address) in one call.
 _pack_header = struct.Struct("<6q").pack_into
 
@@ -164,24 +167,27 @@ class PendingFast(NamedTuple):
 
 
 class FastUpdater:
-    """Scratch, counters and pinned memory of the fused kernel (one per graph)."""
+    """Scratch, counters and pinned memory of the fused kernel (one per graph; ``weighted``: the
+    weighted store's, whose commit moves the weights with the slots)."""
 
-    def __init__(self, cp):
+    def __init__(self, cp, *, weighted: bool = False):
         self.cp = cp
+        self.weighted = bool(weighted)
+        opts = _options(self.weighted)
         self.work = cp.empty(FAST_WORK_BYTES, dtype=cp.uint8)
         self.counters = cp.zeros(_COUNTERS, dtype=cp.int64)
         self._pinned = cp.cuda.alloc_pinned_memory(_COUNTERS * 8)
         self.host = np.frombuffer(self._pinned, dtype=np.int64, count=_COUNTERS)
-        self.kernel = get_kernel(_CU, "fast_update", _NAMES, _options())  # compiled once per process
+        self.kernel = get_kernel(_CU, "fast_update", _NAMES, opts)  # compiled once per process
         #: The same update reading the batch and its sizes from the staged header (a host batch;
         #: the form a captured CUDA graph replays: streamrank/rank/gpu/capture.py).
-        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, _options())
+        self.kernel_hdr = get_kernel(_CU, "fast_update_hdr", _NAMES, opts)
         #: Steps 4-5 (sort, plan, new ids, counters): two blocks, a direction each for a large batch.
-        self.kernel_plan = get_kernel(_CU, "fast_update_plan", _NAMES, _options())
+        self.kernel_plan = get_kernel(_CU, "fast_update_plan", _NAMES, opts)
         #: The commit of the lists: the deletion scan and the writers, grids sized by the device
         #: (a fixed size: the work is read on the device, so the launch needs no sync).
-        self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, _options())
-        self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, _options())
+        self.kernel_scan = get_kernel(_CU, "fast_update_scan", _NAMES, opts)
+        self.kernel_commit = get_kernel(_CU, "fast_update_commit", _NAMES, opts)
         # 4 blocks of 256 per SM: a 1,000-edge batch's 400 or so chunks in one round
         self.scan_blocks, self.commit_blocks = 4 * sm_count(), sm_count()
         # A host batch is staged in pinned memory in a fixed layout (fast_update_hdr), which the
@@ -347,8 +353,10 @@ class FastUpdater:
                 self.work, self.counters, self._hcounters))
         launch(self.kernel_scan, self.scan_blocks, SCAN_THREADS,
                (out.off, out.idx, inn.off, inn.idx, self.work, self.counters))
+        weights = (out.wt, inn.wt) if self.weighted else (_NULL, _NULL)
         launch(self.kernel_commit, self.commit_blocks, COMMIT_THREADS,
-               (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx, self.work, self.counters))
+               (out.off, out.deg, out.cap, out.idx, inn.off, inn.deg, inn.cap, inn.idx, self.work, self.counters,
+                *weights))
 
     def _queue_counters(self, stream) -> None:
         if self.host_dev_ptr:

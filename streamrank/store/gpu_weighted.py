@@ -5,9 +5,13 @@ vertex its out-weight ``W[v]`` (the sum of its out-edges' weights, summed afresh
 for every vertex a batch touches, so it never drifts). Only ``Engine(weighted=True)`` creates
 this store; the unweighted store has no weight array and runs its own code unchanged.
 
-A batch takes one of two paths (the unweighted store's fused small-batch kernel and its reserved
-room are not used): a small host batch is planned on the host with one round trip to the device
-(:mod:`.gpu_weighted_small`), any other on the device. On the device the batch is sorted by pair
+A batch takes one of three paths. A host batch of up to ``fast.max_edges`` (2,048) edges takes
+the fused path (:mod:`.gpu_weighted_fast`): the records folded per pair on the device, the pairs
+that appear or go applied by the unweighted store's fused kernels (their commit moving the
+weights with the slots, within the room kept reserved ahead), the new and changed weights
+written after, one wait. Where that room does not hold the batch, a small host batch is planned
+on the host with one round trip to the device (:mod:`.gpu_weighted_small`), any other on the
+device. On the device the batch is sorted by pair
 and arrival, each pair's stored weight looked up (a warp per pair scanning the source's list) and its records folded in arrival order under
 ``set`` or ``sum`` (``fold_pairs`` in ``kernels/cuda/graph_weights.cu``, the CPU store's rule).
 A pair absent before and present after is an insertion, present before and absent after a
@@ -29,11 +33,12 @@ from ..errors import InvalidArgumentError
 from ..ids.gpu import GpuIdMap
 from ..kernels.cpu.weighted_csr import ZERO_REL
 from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
-from .changes import AppliedChanges
+from .changes import AppliedChanges, SectionChanges
 from .gpu import GpuGraph
-from .gpu_fast import FastUpdate
+from .gpu_fast import FAST_MAX_EDGES, FastUpdate
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
 from .gpu_weighted_lists import WeightedDirection, fold_pairs, weights_kernel
+from .gpu_weighted_fast import WeightedFastUpdater
 from .gpu_weighted_small import apply_small, is_small
 from .memory import is_out_of_memory, mib, out_of_memory
 
@@ -51,26 +56,36 @@ class WeightedGpuGraph(GpuGraph):
     max_bytes : int, optional
         As for :class:`~streamrank.store.gpu.GpuGraph`.
 
+    fast_update : FastUpdate, optional
+        As for :class:`~streamrank.store.gpu.GpuGraph`: the fused path's settings and room.
+
     Notes
     -----
     A batch without weights means weight 1 for its insertions and whole-edge removal for its
-    deletions. The fast small-batch path of the unweighted store is off (:attr:`fast` disabled).
+    deletions.
     """
 
     weighted = True
-    #: Small host batches are planned on the host (:mod:`.gpu_weighted_small`: one round trip to
-    #: the device); False plans every batch on the device (the reference the tests compare with).
+    #: Host batches of up to ``fast.max_edges`` edges take the fused path
+    #: (:mod:`.gpu_weighted_fast`: one wait) while the reserved room holds them.
+    fused = True
+    #: Other small host batches are planned on the host (:mod:`.gpu_weighted_small`: one round trip
+    #: to the device); False plans them on the device (the reference the tests compare with).
     host_planning = True
 
     def __init__(self, *, multi_edges: str = "set", max_bytes: int | None = None, fast_update=None):
         if multi_edges not in MULTI_EDGES:
             raise InvalidArgumentError(f"multi_edges must be one of {MULTI_EDGES}, got {multi_edges!r}")
-        super().__init__(fast_update=FastUpdate(enabled=False), max_bytes=max_bytes)
+        if fast_update is not None and not isinstance(fast_update, FastUpdate):
+            raise InvalidArgumentError(f"fast_update must be a FastUpdate, got {type(fast_update).__name__}")
+        super().__init__(fast_update=FastUpdate(enabled=False), max_bytes=max_bytes)  # (no room for lists replaced below)
         cp = self.xp
         self.multi_edges = multi_edges
         self._out = WeightedDirection(cp, 0)
         self._in = WeightedDirection(cp, 0)
         self._w_out = cp.zeros(0, dtype=cp.float64)
+        self.fast = FastUpdate() if fast_update is None else fast_update
+        self._ensure_room()
 
     @classmethod
     def from_edges(cls, src, dst, weight=None, *, multi_edges: str = "set",
@@ -149,8 +164,9 @@ class WeightedGpuGraph(GpuGraph):
     def apply(self, batch: EdgeBatch, *, fast: bool = True, headroom=None) -> AppliedChanges:
         """Apply a batch under the store's ``multi_edges`` rule and return what really changed.
 
-        ``fast`` is accepted for the store interface and ignored. ``headroom`` as for
-        :meth:`GpuGraph.apply`. A host batch of at most
+        ``fast`` (default True) lets a host batch of up to ``fast.max_edges`` edges take the
+        fused path (:mod:`.gpu_weighted_fast`); ``headroom`` as for :meth:`GpuGraph.apply` (not
+        checked on the fused path, as on the unweighted store's). Another host batch of at most
         :data:`~streamrank.store.gpu_weighted_small.SMALL_MAX` edges is planned on the host.
 
         Returns
@@ -170,15 +186,68 @@ class WeightedGpuGraph(GpuGraph):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
+            if fast and self.fused and isinstance(batch.src, np.ndarray) and self.fast_eligible(len(batch)):
+                changes = self._apply_fused(batch)
+                if changes is not None:
+                    return changes
             if self.host_planning and is_small(batch):
-                return apply_small(self, batch, headroom)
-            return self._apply_weighted(batch.to(cp), headroom)
+                changes = apply_small(self, batch, headroom)
+            else:
+                changes = self._apply_weighted(batch.to(cp), headroom)
+            if self.fused:
+                self._ensure_room()  # the fused path's room, for the next batches
+            return changes
         except Exception as exc:
             if not is_out_of_memory(exc, cp):
                 raise
             raise out_of_memory(exc, xp=cp, what=f"applying a batch of {len(batch):,} edges to a graph store of "
                                 f"{mib(self.nbytes)}", held=self.nbytes,
                                 changed="nothing was changed (apply smaller batches)") from exc
+
+    def launch_fast(self, batch: EdgeBatch, *, replay=None):
+        """Not for a weighted store: its fused path runs inside :meth:`apply` (one wait per
+        batch; the engine runs no one-wait batch on a weighted graph)."""
+        raise InvalidArgumentError("a weighted store applies its fused batches in apply(), not launch_fast()")
+
+    def rehearse_fast(self, batch: EdgeBatch) -> None:
+        """Nothing to rehearse: the one-wait batch does not run on a weighted store."""
+
+    def _apply_fused(self, batch: EdgeBatch):
+        """A host batch through the fused path (one wait); None when it did not fit the reserved
+        room (then nothing changed)."""
+        cp = self.xp
+        src = np.asarray(batch.src, dtype=np.int64)
+        dst = np.asarray(batch.dst, dtype=np.int64)
+        ins = np.asarray(batch.insert, dtype=bool)
+        # a batch built by the constructor was not validated: a bad weight must not reach the ranks
+        w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
+        fu = self._fast
+        if fu is None:
+            fu = self._fast = WeightedFastUpdater(cp)
+        n = len(self.ids)
+        buf, _ = fu.launch_weighted(src, dst, ins, w, self.ids, self._out, self._in, n, self._fast_room(n),
+                                    self._w_out, self.multi_edges == "sum")
+        cp.cuda.get_current_stream().synchronize()  # sync: the batch's counters (one wait)
+        (overflow, new, inserted, deleted, _, _, _, out_end, in_end,
+         duplicate, present, absent, reweighted) = fu.weighted_counts()
+        if overflow:
+            self.fast_fallbacks += 1
+            return None
+        m = int(src.shape[0])
+        self.ids.note_added(new)
+        self._out.end, self._in.end = out_end, in_end
+        self._num_edges += inserted - deleted
+        dropped = {"duplicate": duplicate, "present_insertion": present, "absent_deletion": absent}
+        changes = SectionChanges(buf, m, inserted, deleted, n, n + new, m, dropped)
+        # the reweighted pairs, copied out of the updater's buffer (the next batch rewrites it)
+        rew = fu.rew
+        changes.reweighted_src = rew[:reweighted].copy()
+        changes.reweighted_dst = rew[FAST_MAX_EDGES:FAST_MAX_EDGES + reweighted].copy()
+        self.version += 1
+        self.last_changes = changes
+        self.fast_batches += 1
+        self.upkeep()
+        return changes
 
     def _apply_weighted(self, batch: EdgeBatch, headroom) -> AppliedChanges:
         cp = self.xp
@@ -328,7 +397,7 @@ class WeightedGpuGraph(GpuGraph):
         w = np.ones(src.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
         if w.shape != src.shape or (w.size and not bool(np.all((w > 0) & np.isfinite(w)))):
             raise InvalidArgumentError("state['weight'] is not one finite positive weight per edge")
-        g = cls(multi_edges=multi_edges, max_bytes=max_bytes)
+        g = cls(multi_edges=multi_edges, max_bytes=max_bytes, fast_update=fast_update)
         try:
             g.ids = GpuIdMap.from_external(cp.asarray(np.asarray(state["external"])), cp)
             n = len(g.ids)

@@ -5,6 +5,13 @@
 
 #include "fast_update_defs.cuh"
 
+// The weighted store's build (-DFU_WEIGHTED=1, streamrank.store.gpu_weighted_fast): the commit
+// moves each slot's weight `wt[j]` with its target `idx[j]`; the weights of appended slots are
+// written after the update (graph_weighted_fast.cu). The unweighted build has no weight array.
+#ifndef FU_WEIGHTED
+#define FU_WEIGHTED 0
+#endif
+
 namespace {
 
 // Whether want is among list[base, base + d), by LANES lanes (1: the calling thread alone; 32: a
@@ -44,7 +51,7 @@ __device__ __forceinline__ bool group_deletes(const FuDir& D, int r, int kd, lon
 // Commit an insert-only group (kd == 0, at most FU_THREAD_INS insertions, a moved list of at most
 // FU_SHORT entries) with one thread: move the list when planned, append the targets.
 __device__ __forceinline__ void thread_commit(const FuDir& D, int r, long long* off, int* deg, int* cap,
-                                              int* idx) {
+                                              int* idx, double* wt) {
   const int u = static_cast<int>(D.key[r] >> 32);
   const int ge = D.gend[r], d = D.d0[r];
   long long base = off[u];
@@ -58,6 +65,9 @@ __device__ __forceinline__ void thread_commit(const FuDir& D, int r, long long* 
       for (int j = 0; j < 8; ++j) {
         if (p0 + j < d) idx[moved + p0 + j] = t[j];
       }
+#if FU_WEIGHTED
+      for (int j = 0; j < 8 && p0 + j < d; ++j) wt[moved + p0 + j] = wt[base + p0 + j];
+#endif
     }
     base = moved;
     off[u] = moved;
@@ -115,21 +125,31 @@ __device__ __forceinline__ void scan_chunk(FuDir& D, int r, int c, const long lo
 // is not kept: survivors fill the holes.
 template <typename Sync>
 __device__ __forceinline__ void team_commit(const FuDir& D, int r, long long* off, int* deg, int* cap, int* idx,
-                                            int rank, int width, Sync sync) {
+                                            double* wt, int rank, int width, Sync sync) {
   const long long key = D.key[r];
   const int u = static_cast<int>(key >> 32);
   const int ge = D.gend[r], d = D.d0[r], kd = D.kd[r], ki = D.ki[r];
   long long base = off[u];
   if (kd > 0) {
     const int h = D.hcnt[r];
-    for (int j = rank; j < h; j += width) idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
+    for (int j = rank; j < h; j += width) {
+      idx[base + D.hole[r + j]] = idx[base + D.surv[r + j]];
+#if FU_WEIGHTED
+      wt[base + D.hole[r + j]] = wt[base + D.surv[r + j]];
+#endif
+    }
     sync();  // the compacted list is visible to the whole team before it is copied
   }
   const int d1 = d - kd;
   const long long moved = ki > 0 ? D.noff[r] : -1;
   if (ki > 0) {
     if (moved >= 0) {
-      for (int p = rank; p < d1; p += width) idx[moved + p] = idx[base + p];
+      for (int p = rank; p < d1; p += width) {
+        idx[moved + p] = idx[base + p];
+#if FU_WEIGHTED
+        wt[moved + p] = wt[base + p];
+#endif
+      }
       base = moved;
     }
     const int i0 = r + kd;  // the first insertion

@@ -423,7 +423,8 @@ fast_update_scan(const long long* __restrict__ out_off, const int* __restrict__ 
 // a multiple of 32 threads, any grid; returns at once after an overflow.
 __global__ void __launch_bounds__(FU_COMMIT_THREADS)
 fast_update_commit(long long* out_off, int* out_deg, int* out_cap, int* out_idx, long long* in_off, int* in_deg,
-                   int* in_cap, int* in_idx, unsigned char* work, const long long* __restrict__ counters) {
+                   int* in_cap, int* in_idx, unsigned char* work, const long long* __restrict__ counters,
+                   double* out_wt, double* in_wt) {
   if (counters[C_OVERFLOW] != 0) return;  // uniform
   FuWork* w = reinterpret_cast<FuWork*>(work);
   // the work lists' two regions (fast_update_plan: block b appended from b * FU_MAX on)
@@ -434,23 +435,23 @@ fast_update_commit(long long* out_off, int* out_deg, int* out_cap, int* out_idx,
   for (int i = gt; i < tq; i += nt) {
     const int e = w->tlist[i < t0 ? i : FU_MAX + i - t0];
     const int dir = e >> 16, r = e & 0xffff;
-    if (dir == 0) thread_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx);
-    else thread_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx);
+    if (dir == 0) thread_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, out_wt);
+    else thread_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, in_wt);
   }
   for (int i = gt >> 5; i < wq; i += nt >> 5) {  // uniform over the warp
     const int e = w->wlist[i < w0 ? i : FU_MAX + i - w0];
     const int dir = e >> 16, r = e & 0xffff;
     const auto warp_sync = [] { __syncwarp(); };
-    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, gt & 31, 32, warp_sync);
-    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, gt & 31, 32, warp_sync);
+    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, out_wt, gt & 31, 32, warp_sync);
+    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, in_wt, gt & 31, 32, warp_sync);
   }
   for (int h = blockIdx.x; h < bq; h += gridDim.x) {  // uniform over the block; team_commit synchronizes
     const int e = w->blist[h < b0 ? h : FU_MAX + h - b0];
     const int dir = e >> 16, r = e & 0xffff;
     const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
     const auto block_sync = [] { __syncthreads(); };
-    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, tid, nt, block_sync);
-    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, tid, nt, block_sync);
+    if (dir == 0) team_commit(w->dir[0], r, out_off, out_deg, out_cap, out_idx, out_wt, tid, nt, block_sync);
+    else team_commit(w->dir[1], r, in_off, in_deg, in_cap, in_idx, in_wt, tid, nt, block_sync);
   }
   fu_tick_max(w, 6);
 }

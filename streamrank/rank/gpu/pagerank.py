@@ -31,7 +31,6 @@ bytes per vertex), and for Static/ND/warm the work itself.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from ...config import RankConfig, check_algorithm
 from ...errors import DeviceMemoryError, InvalidArgumentError, KernelError, StreamrankError
 from ...store.memory import is_out_of_memory, out_of_memory
 from ...kernels.cuda.launch import _cupy, launch, sm_count
+from ...store.changes import AppliedChanges
 from ...store.gpu import GpuGraph
 from . import armed_loop, frontier_loop
 from .frontier_loop import _frontier_loop, launch_loop, loop_outcome, pending_batch
@@ -203,8 +203,10 @@ def _with_reweights(cp, changes):
         return changes
     src = cp.concatenate([cp.asarray(changes.ins_src, dtype=cp.int64), cp.asarray(changes.reweighted_src, dtype=cp.int64)])
     dst = cp.concatenate([cp.asarray(changes.ins_dst, dtype=cp.int64), cp.asarray(changes.reweighted_dst, dtype=cp.int64)])
-    order = cp.argsort(src, kind="stable")
-    return dataclasses.replace(changes, ins_src=src[order], ins_dst=dst[order])
+    order = cp.argsort(src)
+    return AppliedChanges(src[order], dst[order], changes.del_src, changes.del_dst, changes.num_vertices_before,
+                          changes.num_vertices_after, changes.received, changes.dropped, changes.reweighted_src,
+                          changes.reweighted_dst)
 
 
 def _dynamic(algorithm, graph, changes, x_prev, config):
