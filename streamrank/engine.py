@@ -53,8 +53,9 @@ class Engine:
     weighted : bool
         Keep a weight per edge (default False: today's unweighted graph, no weight array). A
         vertex's out-weight then replaces its out-degree: ``u`` sends ``r[u] * w(u, v) / W[u]``
-        along ``(u, v)``. Both backends (on the GPU a weighted batch takes the store's one
-        weighted update path and the weighted rank kernels, without the one-wait batch).
+        along ``(u, v)``. Both backends (on the GPU a small host batch takes the weighted store's
+        fused update and the weighted build of the rank kernels with one wait, as an unweighted
+        one does, without the captured CUDA graphs).
     multi_edges : {"set", "sum"}
         How a repeated pair combines. ``"set"`` (default): an insertion makes the edge present
         with its weight (replacing the old one), a deletion removes it. ``"sum"`` (needs
@@ -94,7 +95,7 @@ class Engine:
         self.last: RankResult | None = None
         self.policy = AutoPolicy() if self.algorithm == "auto" else None
         self._stepper = None
-        if self.backend.is_gpu and ONE_SYNC and not self._weighted:  # weighted: no one-wait batch
+        if self.backend.is_gpu and ONE_SYNC:
             from .rank.gpu.step import OneSyncStepper
 
             self._stepper = OneSyncStepper(self.backend.xp)

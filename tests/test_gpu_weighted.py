@@ -120,10 +120,17 @@ def test_cugraph_weighted_oracle_agrees():
     assert l1_error(eng.ranks()[1], cugraph_pagerank(eng.graph)) <= 1e-6
 
 
-def test_weighted_gpu_engine_runs_without_the_one_wait_batch():
-    eng = Engine("gpu", "auto", weighted=True)
-    assert eng._stepper is None  # weighted batches take the store's one path and the weighted kernels
-    eng.load_edges([1, 2, 3], [2, 3, 1], weight=[1.0, 2.0, 3.0])
-    step = eng.apply(EdgeBatch.from_arrays([3], [2], weight=[5.0]))
-    assert step.rank.algorithm == "dfp" and step.rank.device == "gpu"
-    assert l1_error(eng.ranks()[1], oracle_pagerank(eng.graph)) <= 1e-6
+@pytest.mark.parametrize("mode", ["set", "sum"])
+def test_weighted_gpu_engine_takes_the_one_wait_batch(mode):
+    """Small host batches: the fused weighted update and the rank loop queued behind it, one wait;
+    reweights (which the loop reads from the update's counters) move the ranks as they must."""
+    eng = Engine("gpu", "auto", weighted=True, multi_edges=mode)
+    eng.load_edges([1, 2, 3, 4, 4], [2, 3, 1, 1, 2], weight=[1.0, 2.0, 3.0, 1.0, 1.0])
+    eng.apply(EdgeBatch.from_arrays([3], [2], weight=[5.0]))  # the room is reserved after this batch
+    before = eng._stepper.steps
+    for w in (4.0, 0.5, 9.0):  # a reweight alone: the only change of the batch
+        step = eng.apply(EdgeBatch.from_arrays([4], [1], weight=[w]))
+        assert step.changes.num_reweights == 1 and step.changes.num_insertions == 0
+        assert step.rank.algorithm == "dfp" and step.rank.device == "gpu"
+        assert l1_error(eng.ranks()[1], oracle_pagerank(eng.graph)) <= 1e-6  # (an ignored reweight: ~1e-2)
+    assert eng._stepper.steps == before + 3

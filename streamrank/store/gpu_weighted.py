@@ -35,7 +35,7 @@ from ..kernels.cpu.weighted_csr import ZERO_REL
 from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
 from .changes import AppliedChanges, SectionChanges
 from .gpu import GpuGraph
-from .gpu_fast import FAST_MAX_EDGES, FastUpdate
+from .gpu_fast import FAST_MAX_EDGES, FastUpdate, PendingFast
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
 from .gpu_weighted_lists import WeightedDirection, fold_pairs, weights_kernel
 from .gpu_weighted_fast import WeightedFastUpdater
@@ -186,7 +186,7 @@ class WeightedGpuGraph(GpuGraph):
             raise InvalidArgumentError(f"apply() takes an EdgeBatch, got {type(batch).__name__}")
         cp = self.xp
         try:
-            if fast and self.fused and isinstance(batch.src, np.ndarray) and self.fast_eligible(len(batch)):
+            if fast and isinstance(batch.src, np.ndarray) and self.fast_eligible(len(batch)):
                 changes = self._apply_fused(batch)
                 if changes is not None:
                     return changes
@@ -204,50 +204,73 @@ class WeightedGpuGraph(GpuGraph):
                                 f"{mib(self.nbytes)}", held=self.nbytes,
                                 changed="nothing was changed (apply smaller batches)") from exc
 
-    def launch_fast(self, batch: EdgeBatch, *, replay=None):
-        """Not for a weighted store: its fused path runs inside :meth:`apply` (one wait per
-        batch; the engine runs no one-wait batch on a weighted graph)."""
-        raise InvalidArgumentError("a weighted store applies its fused batches in apply(), not launch_fast()")
-
-    def rehearse_fast(self, batch: EdgeBatch) -> None:
-        """Nothing to rehearse: the one-wait batch does not run on a weighted store."""
-
-    def _apply_fused(self, batch: EdgeBatch):
-        """A host batch through the fused path (one wait); None when it did not fit the reserved
-        room (then nothing changed)."""
+    def launch_fast(self, batch: EdgeBatch, *, replay=None) -> PendingFast:
+        """Queue the fused path for ``batch`` (:meth:`fast_eligible`; its weights checked here,
+        before anything is queued) without waiting, as :meth:`GpuGraph.launch_fast` does: work
+        queued after it reads the counters at :attr:`PendingFast.counters_ptr`, the batch's
+        reweighted pairs listed after its applied insertions (their count in counter slot 12).
+        ``replay`` is not used: the weighted update is queued call by call."""
         cp = self.xp
-        src = np.asarray(batch.src, dtype=np.int64)
-        dst = np.asarray(batch.dst, dtype=np.int64)
-        ins = np.asarray(batch.insert, dtype=bool)
+        host = batch if isinstance(batch.src, np.ndarray) else batch.to(np)
+        src = np.asarray(host.src, dtype=np.int64)
+        dst = np.asarray(host.dst, dtype=np.int64)
+        ins = np.asarray(host.insert, dtype=bool)
         # a batch built by the constructor was not validated: a bad weight must not reach the ranks
-        w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
+        w = np.where(ins, 1.0, np.nan) if host.weight is None else check_weights(np, host.weight, ins)
         fu = self._fast
         if fu is None:
             fu = self._fast = WeightedFastUpdater(cp)
         n = len(self.ids)
-        buf, _ = fu.launch_weighted(src, dst, ins, w, self.ids, self._out, self._in, n, self._fast_room(n),
-                                    self._w_out, self.multi_edges == "sum")
-        cp.cuda.get_current_stream().synchronize()  # sync: the batch's counters (one wait)
+        buf, ptr = fu.launch_weighted(src, dst, ins, w, self.ids, self._out, self._in, n, self._fast_room(n),
+                                      self._w_out, self.multi_edges == "sum")
+        return PendingFast(n, int(src.shape[0]), buf, ptr, fu.counters_ptr)
+
+    def finish_fast(self, pending: PendingFast):
+        """Complete :meth:`launch_fast` once the stream has been synchronized: the changes (with
+        their reweighted pairs), or None when the batch did not fit the reserved room (nothing
+        changed)."""
+        fu = self._fast
         (overflow, new, inserted, deleted, _, _, _, out_end, in_end,
          duplicate, present, absent, reweighted) = fu.weighted_counts()
         if overflow:
             self.fast_fallbacks += 1
             return None
-        m = int(src.shape[0])
+        n, m = pending.num_vertices_before, pending.received
         self.ids.note_added(new)
         self._out.end, self._in.end = out_end, in_end
         self._num_edges += inserted - deleted
         dropped = {"duplicate": duplicate, "present_insertion": present, "absent_deletion": absent}
-        changes = SectionChanges(buf, m, inserted, deleted, n, n + new, m, dropped)
+        changes = SectionChanges(pending.changes, m, inserted, deleted, n, n + new, m, dropped)
         # the reweighted pairs, copied out of the updater's buffer (the next batch rewrites it)
-        rew = fu.rew
-        changes.reweighted_src = rew[:reweighted].copy()
-        changes.reweighted_dst = rew[FAST_MAX_EDGES:FAST_MAX_EDGES + reweighted].copy()
+        if reweighted:
+            rew = fu.rew
+            changes.reweighted_src = rew[:reweighted].copy()
+            changes.reweighted_dst = rew[FAST_MAX_EDGES:FAST_MAX_EDGES + reweighted].copy()
+        else:
+            changes.reweighted_src = changes.reweighted_dst = fu.no_reweights
         self.version += 1
         self.last_changes = changes
         self.fast_batches += 1
-        self.upkeep()
         return changes
+
+    def upkeep(self, *, replay=None) -> None:
+        """As :meth:`GpuGraph.upkeep`; ``replay`` is not used (nothing staged ahead)."""
+        super().upkeep(replay=None)
+
+    def rehearse_fast(self, batch: EdgeBatch) -> None:
+        """Nothing to rehearse: no host batch is staged ahead for a weighted store."""
+
+    def _apply_fused(self, batch: EdgeBatch):
+        """A host batch through the fused path (one wait); None when it did not fit the reserved
+        room (then nothing changed)."""
+        pending = self.launch_fast(batch)
+        self.xp.cuda.get_current_stream().synchronize()  # sync: the batch's counters (one wait)
+        return self.complete_fast(pending)
+
+    def fast_eligible(self, m: int) -> bool:
+        """Whether a batch of ``m`` edges takes the fused path (:attr:`fused` and the unweighted
+        store's rule)."""
+        return self.fused and super().fast_eligible(m)
 
     def _apply_weighted(self, batch: EdgeBatch, headroom) -> AppliedChanges:
         cp = self.xp

@@ -45,6 +45,8 @@ class WeightedFastUpdater(FastUpdater):
         self.hdr = cp.empty((_HEADER + 17 * fm) // 8 + 1, dtype=cp.int64)
         #: The reweighted pairs' internal ids: sources at [0, k), targets at [FAST_MAX_EDGES, ...).
         self.rew = cp.empty(2 * fm, dtype=cp.int64)
+        #: The reweighted pairs of a batch without any (shared, never written).
+        self.no_reweights = cp.zeros(0, dtype=cp.int64)
         # The host batch: src, dst (int64), weight (float64), insert flags, in one pinned buffer and
         # its device copy (one asynchronous copy per batch).
         self.wstage_bytes = 25 * fm

@@ -103,6 +103,9 @@ namespace cg = cooperative_groups;
 #ifndef SR_SPREAD
 #define SR_SPREAD 32
 #endif
+// The weighted store's graph update counts its reweighted pairs in this counter slot and lists
+// them after its insertions (WC_REW in graph_weighted_fast.cu): a reweight acts as an insertion.
+#define SR_COUNT_REWEIGHTED 12
 
 // The lists of the loop and the batch, in one device struct (streamrank.rank.gpu.pagerank packs it).
 template <typename I, typename V>
@@ -230,6 +233,9 @@ __global__ void __launch_bounds__(256, SELF ? SR_MIN_BLOCKS_SELF : SR_MIN_BLOCKS
     if (L.counts[0] != 0) return;  // uniform: the graph update overflowed and changed nothing
     n_all = L.n_prev + L.counts[1];
     n_ins = L.counts[2];
+#if SR_WEIGHTED
+    n_ins += L.counts[SR_COUNT_REWEIGHTED];  // reweighted pairs, listed after the insertions
+#endif
     n_del = L.counts[3];
   }
 

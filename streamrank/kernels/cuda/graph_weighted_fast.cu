@@ -29,7 +29,8 @@
 #include "fast_update_defs.cuh"
 #include "fast_update_block.cuh"
 
-// Counter slots written by wfast_rows after the structural update's (C_* in fast_update_defs.cuh).
+// Counter slots written by wfast_rows after the structural update's (C_* in fast_update_defs.cuh;
+// frontier_loop.cu reads WC_REW as SR_COUNT_REWEIGHTED).
 #define WC_DUP 9        // in-batch repeats (records beyond the first of each pair)
 #define WC_PRESENT 10   // pairs whose last record inserts and whose weight did not change
 #define WC_ABSENT 11    // pairs whose last record deletes and that were absent
@@ -54,6 +55,8 @@ struct WfWork {
   int prew[FU_MAX];                  // a reweighted pair's place among the reweights
   int npairs;
   long long dup, present, absent, nrew;
+  long long* changes;                // the fused update's changes buffer (sections of stride m)
+  long long m;
 };
 
 __device__ __forceinline__ double wf_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
@@ -245,6 +248,8 @@ wfast_fold(const long long* __restrict__ src, const long long* __restrict__ dst,
     hdr[3] = out_end;
     hdr[4] = in_end;
     hdr[5] = changes;
+    w->changes = reinterpret_cast<long long*>(changes);
+    w->m = m;
     w->dup = m - npairs;
     w->present = npres;
     w->absent = nabs;
@@ -253,7 +258,9 @@ wfast_fold(const long long* __restrict__ src, const long long* __restrict__ dst,
 }
 
 // After the structural update: the weights of the inserted and reweighted pairs in both
-// directions, and the reweighted pairs' internal ids (rew: [0, nrew) sources, [FU_MAX, ...) targets).
+// directions, and the reweighted pairs' internal ids (rew: [0, nrew) sources, [FU_MAX, ...) targets),
+// also after the applied insertions in the changes buffer's ins_src and ins_dst sections (at most
+// m pairs in all): a rank update queued behind reads them as insertions (frontier_loop.cu).
 __global__ void wfast_weights(const long long* __restrict__ hkeys, const int* __restrict__ hvals,
                               unsigned long long hmask, const long long* __restrict__ out_off,
                               const int* __restrict__ out_deg, const int* __restrict__ out_idx, double* out_wt,
@@ -278,6 +285,9 @@ __global__ void wfast_weights(const long long* __restrict__ hkeys, const int* __
       if (k == WK_REW) {
         rew[w->prew[p]] = u;
         rew[FU_MAX + w->prew[p]] = v;
+        const long long at = counters[C_INS] + w->prew[p];
+        w->changes[at] = u;
+        w->changes[w->m + at] = v;
       }
     }
   }
