@@ -269,5 +269,6 @@ def test_gpu_leaving_the_key_buffer():
         cut = mid * CHUNK
         if len(extra) == 3:
             ins[cut:cut + 50] = False
-        whole.load_edges(np.concatenate([s[:cut], extra[0], s[cut:]]), np.concatenate([d[:cut], extra[1], d[cut:]]), ins)
+        whole.load_edges(np.concatenate([s[:cut], extra[0], s[cut:]]),
+                         np.concatenate([d[:cut], extra[1], d[cut:]]), ins)
         _same(streamed, whole)

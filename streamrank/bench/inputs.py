@@ -47,7 +47,8 @@ def load_file_keys(spec: dict, *, xp, log=None):
     (int64, on ``xp``), read chunk by chunk: the host holds one chunk of the reader, the device
     8 bytes per edge (:class:`~streamrank.store.key_buffer.KeyBuffer`), never the whole file as
     ``(src, dst)`` twice. None when an id is ``2**31 - 1`` or more (a key cannot hold it: read
-    it with :func:`load_base_edges`). ``log``: progress lines every 10 s (:class:`~streamrank.engine_load.ProgressLog`)."""
+    it with :func:`load_base_edges`). ``log``: progress lines every 10 s
+    (:class:`~streamrank.engine_load.ProgressLog`)."""
     import time
 
     import pyarrow.compute as pc

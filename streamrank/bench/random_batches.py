@@ -171,8 +171,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     if backend.is_gpu:
         load["load_bound_bytes"] = load_bound_bytes(graph, int(base_src.shape[0]), spec)
     # Device memory: the store's own arrays, and the peak over the engine's stages (sampled after
-    # the build and after every rank update; the bench's base edges, 8 B per edge for R-MAT and files, and
-    # one rank vector per algorithm are live then too).
+    # the build and after every rank update; the bench's base edges, 8 B per edge for R-MAT and
+    # files, and one rank vector per algorithm are live then too).
     track = DeviceMemoryTracker(backend)
     track.sample("store built")
     log(f"graph {spec['name']}: {graph.num_vertices} vertices, {graph.num_edges} edges "
