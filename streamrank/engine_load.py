@@ -152,6 +152,10 @@ class StreamLoading:
         chunk with a deletion or a larger id ends the key buffer: the keys so far are applied as
         one batch and every chunk after as its own batch. Everywhere else (the CPU, weighted
         engines) each chunk is applied as one batch in order, deletions and repeats included.
+        Where a deletion left a vertex without edges (its insertions deleted in a later chunk),
+        the store is rebuilt once from its edges at the end, as :meth:`load_edges` of one table
+        creates no such vertex. Internal ids may then differ from :meth:`load_edges`' numbering;
+        the edges, their weights and the ranks by external id do not.
 
         Any error while the chunks are taken (an unreadable file included) leaves the engine
         empty, as it was; the string-id dictionary and the id type keep no trace of the load.
@@ -171,6 +175,7 @@ class StreamLoading:
         saved = (self._ids_lock.kind, self.string_ids, len(self.string_ids) if self.string_ids is not None else 0)
         t0 = time.perf_counter()
         edges = n_chunks = 0
+        deletions = False
         try:
             for chunk in chunks:
                 batch = _chunk_batch(chunk, xp=xp, max_id_bytes=self.max_id_bytes)
@@ -181,6 +186,7 @@ class StreamLoading:
                         self._apply_keys(keys)  # the key buffer ends: the edges so far as one batch
                         keys = None
                     if keys is None:
+                        deletions = deletions or not bool(encoded.insert.all())
                         self.graph.apply(encoded, **self._headroom())
                 edges += len(batch)
                 n_chunks += 1
@@ -188,6 +194,8 @@ class StreamLoading:
                     progress(LoadProgress(edges, n_chunks, time.perf_counter() - t0, "reading"))
             if keys is not None:
                 self._build_from_keys(keys)
+            if deletions:
+                self._drop_isolated()
         except BaseException:
             if keys is not None:
                 keys.release()
@@ -238,6 +246,34 @@ class StreamLoading:
                                       headroom=lambda n: rank.rank_headroom(graph, n, dtype)):
             return
         self._apply_key_array(keys.xp, k)  # ids not dense: the general path
+
+    def _drop_isolated(self) -> None:
+        """Rebuild the store from its edges when deletions left vertices without any edge: one
+        table given to :meth:`load_edges` creates a vertex only for an insertion that survives
+        its batch, so an insertion deleted again in a later chunk must leave no vertex either."""
+        g, xp = self.graph, self.backend.xp
+        if g.num_vertices == 0:
+            return
+        s, d = g.edges()
+        touched = xp.zeros(g.num_vertices, dtype=bool)
+        touched[s] = True
+        touched[d] = True
+        if bool(touched.all()):  # sync
+            return
+        del touched
+        ext = g.ids.external
+        weight = g.edge_weights() if self._weighted else None
+        batch = EdgeBatch(ext[s], ext[d], xp.ones(s.shape[0], dtype=bool), weight)
+        del s, d
+        from .backend_modules import backend_modules
+
+        fresh = backend_modules(self.backend, self._weighted, self._multi_edges)[0](max_bytes=g.max_bytes)
+        if self.backend.is_gpu:
+            rank, dtype = self._rank, self.config.dtype
+            fresh.apply(batch, headroom=lambda n: rank.rank_headroom(fresh, n, dtype))
+        else:
+            fresh.apply(batch)
+        self.graph = fresh
 
     def _back_to_empty(self, id_kind, string_ids, known: int) -> None:
         """The engine as it was before a failed streamed load: an empty store, the id type and

@@ -272,3 +272,18 @@ def test_gpu_leaving_the_key_buffer():
         whole.load_edges(np.concatenate([s[:cut], extra[0], s[cut:]]),
                          np.concatenate([d[:cut], extra[1], d[cut:]]), ins)
         _same(streamed, whole)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_deleted_in_a_later_chunk_leaves_no_vertex(device, weighted):
+    """One table creates a vertex only for an insertion that survives it: an edge inserted in one
+    chunk and deleted in a later one leaves no vertex behind either."""
+    src, dst, ins = [1, 3, 5, 1, 5], [2, 4, 6, 2, 6], [True, True, True, False, False]
+    kw = {"device": device, "weighted": weighted}
+    whole, streamed = Engine(**kw), Engine(**kw)
+    whole.load_edges(src, dst, ins)
+    streamed.load_edge_chunks([(src[:3], dst[:3]), (src[3:], dst[3:], ins[3:])])
+    assert streamed.graph.num_vertices == whole.graph.num_vertices == 2
+    _same(streamed, whole)
+    if weighted:
+        assert _weights(streamed) == _weights(whole) == {(3, 4): 1.0}
