@@ -14,6 +14,7 @@ from .backend import resolve_backend, to_host
 from .backend_modules import backend_modules
 from .step_result import StepResult
 from .batch import EdgeBatch, check_weights
+from .engine_load import StreamLoading
 from .rank.auto_policy import AutoPolicy
 # MULTI_EDGES is re-exported (the daemon's settings read it from here)
 from .config import MULTI_EDGES, RankConfig, check_algorithm, check_weighting  # noqa: F401
@@ -31,7 +32,7 @@ from .ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_ma
 ONE_SYNC = True
 
 
-class Engine:
+class Engine(StreamLoading):
     """Dynamic PageRank over a changing graph.
 
     Parameters
@@ -170,7 +171,8 @@ class Engine:
         ``insert`` (default: all insertions) gives per-edge ops in arrival order, and ``weight``
         (weighted engines only) per-edge weights, as for :meth:`EdgeBatch.from_arrays`; ids are
         integers or strings. ``vertices`` (external ids) are created first, in their order, edges
-        or not (:meth:`add_vertices`). Does not advance :attr:`seq`.
+        or not (:meth:`add_vertices`). Does not advance :attr:`seq`. For an edge list too large
+        to hold in one table (a large edge file), :meth:`load_edge_chunks` loads it chunk by chunk.
 
         On the GPU, a first load of insertions of dense integer ids into an unweighted engine
         (string ids' codes included) takes the bounded build (:mod:`streamrank.store.gpu_build`, docs/architecture.md).

@@ -106,3 +106,28 @@ def test_checkpoint_due_by_time_waits_for_the_one_in_flight(tmp_path):
         release.set()
     assert d._ckpt_worker.join(5.0)
     assert d._checkpoint_due()
+
+
+def test_edge_file_base_is_streamed_with_progress(tmp_path, caplog):
+    """An edge-file base loads chunk by chunk (Engine.load_edge_chunks): the graph and ranks of
+    load_edges over the whole file, and a progress line in the daemon's log."""
+    import logging
+    from pathlib import Path
+
+    import streamrank
+    from connectors.files import read_edges
+
+    path = str(Path(streamrank.__file__).parent / "data" / "CollegeMsg.txt.gz")
+    with caplog.at_level(logging.INFO, logger="streamrank.daemon"):
+        eng = base_engine(_cfg(tmp_path, path))
+    assert "edges read and stored" in caplog.text and "59,835 edges" in caplog.text
+    table, _ = read_edges(path)
+    whole = Engine("cpu", "auto")
+    whole.load_edges(table.column("src"), table.column("dst"))
+    s, d = eng.edges_external()
+    ws, wd = whole.edges_external()
+    assert set(zip(s.tolist(), d.tolist())) == set(zip(ws.tolist(), wd.tolist()))
+    ids, p = eng.ranks()
+    wids, wp = whole.ranks()
+    got = dict(zip(ids.tolist(), p.tolist()))
+    assert np.abs(np.array([got[i] for i in wids.tolist()]) - wp).max() <= 1e-9

@@ -82,3 +82,33 @@ def test_baselines_say_why_they_cannot_load_a_graph():
     assert "cannot load on this GPU" in baseline_fits("cusparse", g, available=need - 1, self_loops=True)
     assert "cannot load on this GPU" in baseline_fits("cugraph", g, available=2**30)
     assert baseline_fits("cugraph", g, available=2**40) is None
+
+
+def test_file_graph_streams_its_keys_in_file_order(device, tmp_path):
+    """A file base graph is read chunk by chunk into packed keys: the same edges in the same order
+    as the whole file read at once (so the same random batches), and the same store."""
+    from pathlib import Path
+
+    import streamrank
+    from streamrank.backend import resolve_backend
+    from streamrank.bench.inputs import file_graph, load_base_edges, load_file_keys
+
+    xp = resolve_backend(device).xp
+    if device == "gpu":
+        from streamrank.store.gpu import GpuGraph as Graph
+    else:
+        from streamrank.store.cpu import CpuGraph as Graph
+    spec = parse_graph_spec(str(Path(streamrank.__file__).parent / "data" / "CollegeMsg.txt.gz"))
+    keys = load_file_keys(spec, xp=xp, log=print)
+    s, d = load_base_edges(spec, xp=xp, seed=0)
+    assert keys.shape[0] == s.shape[0] == 59835
+    assert bool(((keys >> 32) == s).all()) and bool(((keys & 0xFFFFFFFF) == d).all())
+    kept = keys.copy()
+    got, want = file_graph(Graph, keys, xp=xp), Graph.from_edges(s, d)
+    assert bool((keys == kept).all())  # the bench keeps its keys for the batches' deletions
+    assert got.num_edges == want.num_edges
+    np.testing.assert_array_equal(xp.asnumpy(got.ids.external) if device == "gpu" else got.ids.external,
+                                  xp.asnumpy(want.ids.external) if device == "gpu" else want.ids.external)
+    wide = tmp_path / "wide.txt"
+    wide.write_text("0 1\n2147483647 3\n")
+    assert load_file_keys(parse_graph_spec(str(wide)), xp=xp) is None  # past the keys' range

@@ -42,6 +42,55 @@ def load_base_edges(spec: dict, *, xp, seed: int):
     return xp.asarray(src), xp.asarray(dst)
 
 
+def load_file_keys(spec: dict, *, xp, log=None):
+    """A file's base edges (its insertions) as packed keys ``src << 32 | dst`` in file order
+    (int64, on ``xp``), read chunk by chunk: the host holds one chunk of the reader, the device
+    8 bytes per edge (:class:`~streamrank.store.key_buffer.KeyBuffer`), never the whole file as
+    ``(src, dst)`` twice. None when an id is ``2**31 - 1`` or more (a key cannot hold it: read
+    it with :func:`load_base_edges`). ``log``: progress lines every 10 s
+    (:class:`~streamrank.engine_load.ProgressLog`)."""
+    import time
+
+    import pyarrow.compute as pc
+
+    from connectors.files import open_edge_file
+
+    from ..engine_load import LoadProgress, ProgressLog
+    from ..store.key_buffer import PACK_LIMIT, KeyBuffer
+
+    keys = KeyBuffer(xp)
+    show = ProgressLog(log, f"graph {spec['name']}") if log is not None else None
+    t0, chunks = time.perf_counter(), 0
+    with open_edge_file(spec["path"]) as reader:
+        for t in reader:
+            if "op" in t.column_names:
+                t = t.filter(pc.greater_equal(t.column("op"), 0))
+            s = xp.asarray(t.column("src").to_numpy(zero_copy_only=False).astype(np.int64))
+            d = xp.asarray(t.column("dst").to_numpy(zero_copy_only=False).astype(np.int64))
+            hi = int(xp.maximum(s.max(), d.max())) if s.shape[0] else -1
+            if hi >= PACK_LIMIT:
+                keys.release()
+                return None
+            keys.append(s, d, hi)
+            chunks += 1
+            if show is not None:
+                show(LoadProgress(keys.size, chunks, time.perf_counter() - t0, "reading"))
+    return keys.take()
+
+
+def file_graph(graph_cls, keys, *, xp):
+    """The graph store of a file's keys (:func:`load_file_keys`, kept: the build takes a copy):
+    on the GPU the bounded build of the keys when the ids are dense
+    (:meth:`~streamrank.store.gpu.GpuGraph.from_keys`), else the store's ``from_edges``."""
+    from ..store import gpu_build
+
+    if getattr(xp, "__name__", "") != "numpy" and keys.shape[0]:
+        hi = gpu_build.max_id(xp, keys)
+        if gpu_build.dense_ids(hi, int(keys.shape[0])):
+            return graph_cls.from_keys(keys.copy(), id_bound=hi + 1)
+    return graph_cls.from_edges(keys >> 32, keys & 0xFFFFFFFF)
+
+
 def load_base_keys(spec: dict, *, xp, seed: int):
     """R-MAT base edges as sorted distinct keys ``src << 32 | dst`` (int64, on ``xp``), generated
     in bounded memory (:func:`streamrank.bench.rmat_keys.rmat_keys`)."""

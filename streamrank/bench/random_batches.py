@@ -21,7 +21,9 @@ Baselines measured in the same run:
 A baseline that cannot run (cuGraph not installed, or a graph too big for it beside the engine's
 on this GPU: :func:`~streamrank.bench.baselines.baseline_fits`) gets a row per fraction saying why.
 R-MAT graphs come from :func:`~streamrank.bench.rmat_keys.rmat_keys` (bounded memory) and load
-through :meth:`GpuGraph.from_keys`; the load's peak is reported against its stated bound.
+through :meth:`GpuGraph.from_keys`; the load's peak is reported against its stated bound. A file
+graph is read chunk by chunk into packed keys in file order (:func:`~streamrank.bench.inputs.load_file_keys`:
+one chunk on the host, 8 bytes per edge on the device), which load the same way when the ids are dense.
 
 L1 error is measured after the last batch of each fraction against an oracle: cuGraph where
 installed, else a float64 cuSPARSE power iteration to an L1 change of 1e-13 on the GPU (an
@@ -44,7 +46,7 @@ from ..errors import InvalidArgumentError
 from ..oracle.metrics import l1_error
 from ..rank.published import published_ranks
 from .baselines import CusparsePower, baseline_fits, baseline_step, oracle_fn
-from .inputs import BatchMaker, load_base_edges, load_base_keys, parse_graph_spec
+from .inputs import BatchMaker, file_graph, load_base_edges, load_base_keys, load_file_keys, parse_graph_spec
 
 DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
 
@@ -142,8 +144,10 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         try:  # R-MAT: sorted distinct packed keys, generated in bounded pieces (bench/rmat_keys.py)
             if rmat:
                 base_src, base_dst = load_base_keys(spec, xp=xp, seed=opts.seed), None
-            else:
-                base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
+            else:  # a file: its keys in file order, streamed chunk by chunk (8 B per edge)
+                base_src, base_dst = load_file_keys(spec, xp=xp, log=log), None
+                if base_src is None:  # ids past the keys' range: (src, dst) of the whole file
+                    base_src, base_dst = load_base_edges(spec, xp=xp, seed=opts.seed)
         except MemoryError as exc:
             raise out_of_memory(exc, xp=xp, what=f"generating the edges of {spec['name']}",
                                 changed="no graph was built") from exc
@@ -155,6 +159,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
             graph = Graph.from_keys(base_src.copy(), id_bound=1 << spec["scale"])
         elif rmat:
             graph = Graph.from_edges(base_src >> 32, base_src & 0xFFFFFFFF)
+        elif base_dst is None:
+            graph = file_graph(Graph, base_src, xp=xp)
         else:
             graph = Graph.from_edges(base_src, base_dst)
         backend.synchronize()
@@ -165,8 +171,8 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     if backend.is_gpu:
         load["load_bound_bytes"] = load_bound_bytes(graph, int(base_src.shape[0]), spec)
     # Device memory: the store's own arrays, and the peak over the engine's stages (sampled after
-    # the build and after every rank update; the bench's base edges, 8 B per edge for R-MAT, and
-    # one rank vector per algorithm are live then too).
+    # the build and after every rank update; the bench's base edges, 8 B per edge for R-MAT and
+    # files, and one rank vector per algorithm are live then too).
     track = DeviceMemoryTracker(backend)
     track.sample("store built")
     log(f"graph {spec['name']}: {graph.num_vertices} vertices, {graph.num_edges} edges "

@@ -2,8 +2,8 @@
 
 ``--base-graph`` takes:
 
-- an edge file (any format :mod:`connectors.files` reads), loaded through
-  :meth:`~streamrank.engine.Engine.load_edges`;
+- an edge file (any format :mod:`connectors.files` reads), streamed chunk by chunk through
+  :meth:`~streamrank.engine.Engine.load_edge_chunks` (:func:`load_edge_file`);
 - a checkpoint: a full checkpoint file (``ckpt-*.npz``) or a checkpoint directory (its latest
   state: the newest full checkpoint and the batches logged after it), rebuilt by
   :meth:`~streamrank.engine.Engine.from_state` on the daemon's device (the store's bounded build
@@ -119,7 +119,10 @@ def _checkpoint_engine(spec: str, cfg, kw: dict) -> Engine:
 
 
 def load_edge_file(engine, path: str, cfg) -> None:
-    """Load the edge file ``path`` into ``engine`` with the columns ``cfg.layout()`` names.
+    """Load the edge file ``path`` into ``engine`` (empty) with the columns ``cfg.layout()`` names,
+    streamed chunk by chunk (:meth:`streamrank.engine.Engine.load_edge_chunks`): the host holds
+    one chunk of the reader at a time, never the whole file, and progress lines go to the log
+    every 10 s.
 
     An unweighted engine takes the file's insertions; a weighted one applies its rows in order,
     deletions and repeats included (:meth:`streamrank.engine.Engine.load_edges`), with their weights.
@@ -127,28 +130,40 @@ def load_edge_file(engine, path: str, cfg) -> None:
     Raises
     ------
     streamrank.errors.SourceError
-        When the file cannot be read.
+        When the file cannot be read (the engine stays empty).
     """
     from connectors.files import open_edge_file
 
-    import pyarrow as pa
+    from ..engine_load import ProgressLog
+
+    with open_edge_file(path, id_type=cfg.id_type, max_id_bytes=cfg.max_id_bytes, layout=cfg.layout()) as reader:
+        engine.load_edge_chunks(_file_chunks(reader, engine.weighted), expected_edges=_row_count(reader),
+                                progress=ProgressLog(log.info, f"base graph {path}"))
+    if engine.graph.num_edges == 0:
+        log.info("base graph %s: no edges", path)
+
+
+def _file_chunks(reader, weighted: bool):
+    """The reader's tables as chunks of :meth:`~streamrank.engine.Engine.load_edge_chunks`: a
+    weighted engine's rows with their ops and weights, an unweighted one's insertions."""
     import pyarrow.compute as pc
 
-    tables = []
-    weighted = engine.weighted
-    with open_edge_file(path, id_type=cfg.id_type, max_id_bytes=cfg.max_id_bytes, layout=cfg.layout()) as reader:
-        for t in reader:
-            if weighted:
-                tables.append(t.select(["src", "dst", "op", "weight"]))
-            else:
-                tables.append(t.filter(pc.greater(t.column("op"), 0)).select(["src", "dst"]))
-    if not tables:
-        log.info("base graph %s: no edges", path)
-        return
-    whole = pa.concat_tables(tables).combine_chunks()
-    del tables
-    if weighted:
-        engine.load_edges(whole.column("src"), whole.column("dst"), whole.column("op").to_numpy() > 0,
-                          weight=whole.column("weight").to_numpy())
-    else:
-        engine.load_edges(whole.column("src"), whole.column("dst"))
+    for t in reader:
+        if weighted:
+            yield (t.column("src"), t.column("dst"), t.column("op").to_numpy() > 0, t.column("weight").to_numpy())
+        else:
+            t = t.filter(pc.greater(t.column("op"), 0))
+            yield t.column("src"), t.column("dst")
+
+
+def _row_count(reader) -> int | None:
+    """The rows of a Parquet file from its footer (sizes the GPU key buffer once); None for
+    text formats, whose size is known only once read."""
+    if reader.format != "parquet":
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(reader.path).metadata.num_rows)
+    except Exception:  # the reader reports an unreadable file itself
+        return None

@@ -177,6 +177,34 @@ class BulkLoading:
         self.version += 1
         return True
 
+    def load_keys_into_empty(self, keys, *, hi: int, input_edges: int, headroom=None) -> bool:
+        """:meth:`load_into_empty` of edges already packed into keys ``src << 32 | dst`` (int64
+        device array, ids in ``[0, hi]``, consumed: rewritten in place), the streamed first load's
+        (:class:`~streamrank.store.key_buffer.KeyBuffer`). ``input_edges``: the edges the keys
+        came from, which decides whether the ids are dense as for :meth:`load_into_empty`; False
+        (nothing done, the keys untouched) when they are not.
+
+        Raises
+        ------
+        GraphCapacityError
+            When the build and ``headroom`` do not fit (the store stays empty).
+        """
+        cp = self.xp
+        if len(self.ids) or self._num_edges or int(keys.shape[0]) == 0:
+            return False
+        if not gpu_build.dense_ids(hi, int(input_edges)):
+            return False
+        what = f"loading a graph of {int(input_edges):,} edges (ids below {int(hi) + 1:,})"
+        try:
+            self._from_dense_keys(keys, int(hi), what=what, headroom=headroom)
+        except Exception as exc:
+            if not is_out_of_memory(exc, cp):
+                raise
+            self.__init__(fast_update=self.fast, max_bytes=self._max_bytes)  # back to empty
+            raise out_of_memory(exc, xp=cp, what=what, held=0, changed="no graph was built") from exc
+        self.version += 1
+        return True
+
     def _build(self, s, d, *, checked: bool = False) -> None:
         """Rebuild both directions from distinct internal edges ``s -> d`` (int64, device);
         ``checked``: the caller has checked the memory (:func:`_build_bytes`)."""
