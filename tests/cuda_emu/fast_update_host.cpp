@@ -48,7 +48,8 @@ static void run_lists(long long* hkeys, int* hvals, unsigned long long hmask, lo
   });
   run_grid(grid, FU_SCAN_THREADS, [=] { fast_update_scan(out_off, out_idx, in_off, in_idx, work, counters); });
   run_grid(grid, FU_COMMIT_THREADS, [=] {
-    fast_update_commit(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters);
+    fast_update_commit(out_off, out_deg, out_cap, out_idx, in_off, in_deg, in_cap, in_idx, work, counters, nullptr,
+                       nullptr);  // (the unweighted build: no weights)
   });
 }
 
