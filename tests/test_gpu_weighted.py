@@ -124,7 +124,7 @@ def test_cugraph_weighted_oracle_agrees():
 def test_weighted_gpu_engine_takes_the_one_wait_batch(mode):
     """Small host batches: the fused weighted update and the rank loop queued behind it, one wait;
     reweights (which the loop reads from the update's counters) move the ranks as they must."""
-    eng = Engine("gpu", "auto", weighted=True, multi_edges=mode)
+    eng = Engine("gpu", "dfp", weighted=True, multi_edges=mode)  # (auto may pick warm sweeps on 4 vertices)
     eng.load_edges([1, 2, 3, 4, 4], [2, 3, 1, 1, 2], weight=[1.0, 2.0, 3.0, 1.0, 1.0])
     eng.apply(EdgeBatch.from_arrays([3], [2], weight=[5.0]))  # the room is reserved after this batch
     before = eng._stepper.steps
