@@ -331,7 +331,12 @@ class GpuGraph(BulkLoading, RoomKeeping):
         Call :meth:`upkeep` after an applied batch, before the next fast launch: it keeps the
         room reserved ahead (a launch that finds too little reports an overflow and the slow
         path applies the batch, so a missed upkeep costs time, never a wrong graph)."""
-        overflow, new, inserted, deleted, duplicate, present, absent, out_end, in_end = self._fast.counts()
+        return self._took_fast(pending, *self._fast.counts())
+
+    def _took_fast(self, pending: PendingFast, overflow, new, inserted, deleted, duplicate, present, absent,
+                   out_end, in_end):
+        """The bookkeeping of a fast batch from its counters (:meth:`finish_fast`): the changes, or
+        None after an overflow."""
         if overflow:
             self.fast_fallbacks += 1
             return None

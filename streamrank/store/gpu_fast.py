@@ -336,13 +336,18 @@ class FastUpdater:
         stream = cp.cuda.get_current_stream()
         if not self.stage_mapped_ptr:
             cp.cuda.runtime.memcpyAsync(self._stage_dev_ptr, self._stage_host_ptr, self.stage_bytes, 1, stream.ptr)
+        self._queue_header_update(self._stage_arg, ids, out, inn)
+        self._queue_counters(stream)
+
+    def _queue_header_update(self, header, ids, out, inn) -> None:
+        """Queue ``fast_update_hdr`` on the staged batch at ``header`` (its layout), then the
+        planning and the commit of the lists."""
         launch(self.kernel_hdr, 1, FAST_THREADS,
-               (self._stage_arg, ids.keys, ids.vals, ids.mask, ids.external_buffer,
+               (header, ids.keys, ids.vals, ids.mask, ids.external_buffer,
                 out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
                 inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
                 self.work, np.int64(self.work.nbytes), self.counters, self._hcounters))
         self._queue_lists(ids, out, inn)
-        self._queue_counters(stream)
 
     def _queue_lists(self, ids, out, inn) -> None:
         """Queue the planning (two blocks) and the commit of the lists after the first kernel (fixed

@@ -33,7 +33,7 @@ from ..errors import InvalidArgumentError
 from ..ids.gpu import GpuIdMap
 from ..kernels.cpu.weighted_csr import ZERO_REL
 from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
-from .changes import AppliedChanges, SectionChanges
+from .changes import AppliedChanges
 from .gpu import GpuGraph
 from .gpu_fast import FAST_MAX_EDGES, FastUpdate, PendingFast
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
@@ -232,15 +232,11 @@ class WeightedGpuGraph(GpuGraph):
         fu = self._fast
         (overflow, new, inserted, deleted, _, _, _, out_end, in_end,
          duplicate, present, absent, reweighted) = fu.weighted_counts()
-        if overflow:
-            self.fast_fallbacks += 1
+        # the drop counts of the weighted rule (the fused update's are of the structural batch)
+        changes = self._took_fast(pending, overflow, new, inserted, deleted, duplicate, present, absent, out_end,
+                                  in_end)
+        if changes is None:
             return None
-        n, m = pending.num_vertices_before, pending.received
-        self.ids.note_added(new)
-        self._out.end, self._in.end = out_end, in_end
-        self._num_edges += inserted - deleted
-        dropped = {"duplicate": duplicate, "present_insertion": present, "absent_deletion": absent}
-        changes = SectionChanges(pending.changes, m, inserted, deleted, n, n + new, m, dropped)
         # the reweighted pairs, copied out of the updater's buffer (the next batch rewrites it)
         if reweighted:
             rew = fu.rew
@@ -248,9 +244,6 @@ class WeightedGpuGraph(GpuGraph):
             changes.reweighted_dst = rew[FAST_MAX_EDGES:FAST_MAX_EDGES + reweighted].copy()
         else:
             changes.reweighted_src = changes.reweighted_dst = fu.no_reweights
-        self.version += 1
-        self.last_changes = changes
-        self.fast_batches += 1
         return changes
 
     def upkeep(self, *, replay=None) -> None:

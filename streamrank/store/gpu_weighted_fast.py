@@ -83,12 +83,7 @@ class WeightedFastUpdater(FastUpdater):
                 ids.keys, ids.vals, ids.mask, np.int32(n),
                 out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt,
                 np.int64(room), np.int64(out.end), np.int64(inn.end), np.int64(changes_ptr), self.hdr, self.wwork))
-        launch(self.kernel_hdr, 1, FAST_THREADS,
-               (self.hdr, ids.keys, ids.vals, ids.mask, ids.external_buffer,
-                out.off, out.deg, out.cap, out.idx, np.int64(out.idx.shape[0]),
-                inn.off, inn.deg, inn.cap, inn.idx, np.int64(inn.idx.shape[0]),
-                self.work, np.int64(self.work.nbytes), self.counters, self._hcounters))
-        self._queue_lists(ids, out, inn)
+        self._queue_header_update(self.hdr, ids, out, inn)  # the structure, from the staged pairs
         launch(self.kernel_weights, self._grid, _GRID_THREADS,
                (ids.keys, ids.vals, ids.mask, out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt,
                 self.wwork, self.rew, self.counters))

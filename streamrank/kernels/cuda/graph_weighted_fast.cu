@@ -8,7 +8,7 @@
 //     1. the records sorted by (src, dst, arrival) (block bitonic), numbered by pair;
 //     2. per pair (a warp): the endpoints' internal ids (the id map) and the stored weight (the
 //        shorter of out(u) and in(v) scanned by the warp; NaN: absent), then the pair's records
-//        folded in arrival order under `set` or `sum` (weighted_fold below: the CPU store's rule,
+//        folded in arrival order under `set` or `sum` (weights_fold.cuh: the CPU store's rule,
 //        kernels/cpu/weighted_csr.py);
 //     3. a pair absent before and present after is an insertion, present before and absent after
 //        a deletion, present both times with another weight a reweight; the structural records
@@ -28,6 +28,7 @@
 #include "idhash.cuh"
 #include "fast_update_defs.cuh"
 #include "fast_update_block.cuh"
+#include "weights_fold.cuh"
 
 // Counter slots written by wfast_rows after the structural update's (C_* in fast_update_defs.cuh;
 // frontier_loop.cu reads WC_REW as SR_COUNT_REWEIGHTED).
@@ -59,8 +60,6 @@ struct WfWork {
   long long m;
 };
 
-__device__ __forceinline__ double wf_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
-
 __device__ __forceinline__ long long wf_warp() {
   return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
 }
@@ -77,30 +76,6 @@ __device__ __forceinline__ long long warp_find(const int* __restrict__ list, lon
     if (b) return base + p0 + __ffs(b) - 1;
   }
   return -1;
-}
-
-// The weight after a pair's records in arrival order (`before` NaN: absent), weight NaN on a
-// deletion: none given. `set`: an insertion sets the weight, a deletion removes the edge. `sum`:
-// an insertion adds, a deletion with a weight subtracts (the edge goes when at most zero_rel of the
-// weight before is left), one without removes it (fold_pairs in graph_weights.cu).
-__device__ __forceinline__ double weighted_fold(double w, const int* __restrict__ rec, int lo, int hi,
-                                                const unsigned char* __restrict__ ins,
-                                                const double* __restrict__ weight, int summing, double zero_rel) {
-  for (int r = lo; r < hi; ++r) {
-    const int i = rec[r];
-    const double x = weight[i];
-    if (ins[i]) {
-      w = (summing && !isnan(w)) ? w + x : x;
-    } else if (isnan(w)) {
-      continue;
-    } else if (summing && !isnan(x)) {
-      const double left = w - x;
-      w = left > zero_rel * w ? left : wf_nan();
-    } else {
-      w = wf_nan();
-    }
-  }
-  return w;
 }
 
 }  // namespace
@@ -177,7 +152,7 @@ wfast_fold(const long long* __restrict__ src, const long long* __restrict__ dst,
     const long long s = w->ps[p], d = w->pd[p];
     const int u = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, s));
     const int v = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, d));
-    double before = wf_nan();
+    double before = wfold_nan();
     if (u >= 0 && v >= 0 && u < n && v < n) {
       const int du = out_deg[u], dv = in_deg[v];  // the shorter list (both hold the weight)
       if (du <= dv) {
@@ -189,8 +164,12 @@ wfast_fold(const long long* __restrict__ src, const long long* __restrict__ dst,
       }
     }
     if (lane == 0) {
-      const double after = weighted_fold(before, w->prec, w->pstart[p], w->pstart[p + 1], ins, weight, summing,
-                                         zero_rel);
+      const int* rec = w->prec;  // sorted position -> record: the pair's records in arrival order
+      const auto record = [&](long long r, bool& insert, double& x) {
+        insert = ins[rec[r]] != 0;
+        x = weight[rec[r]];
+      };
+      const double after = fold_records(before, w->pstart[p], w->pstart[p + 1], record, summing, zero_rel);
       const bool was = !isnan(before), now = !isnan(after);
       int kind = WK_SAME;
       if (now && !was) kind = WK_NEW;

@@ -9,6 +9,7 @@
 // relocate_all_w (compaction), gather_edges_w (export) and fill_weights (builds).
 #include "common.cuh"
 #include "idhash.cuh"
+#include "weights_fold.cuh"
 
 #define SR_NO_KEY 0x7fffffffffffffffLL
 
@@ -130,22 +131,12 @@ __global__ void fold_pairs(const long long* __restrict__ starts, long long npair
                            const double* __restrict__ weight, const double* __restrict__ before, int summing,
                            double zero_rel, double* __restrict__ after) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const auto record = [&](long long r, bool& ins, double& x) {
+    ins = insert[r] != 0;
+    x = weight[r];
+  };
   for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < npairs; p += stride) {
-    double w = before[p];
-    for (long long r = starts[p]; r < starts[p + 1]; ++r) {
-      const double x = weight[r];
-      if (insert[r]) {
-        w = (summing && !isnan(w)) ? w + x : x;
-      } else if (isnan(w)) {
-        continue;
-      } else if (summing && !isnan(x)) {
-        const double left = w - x;
-        w = left > zero_rel * w ? left : __longlong_as_double(0x7ff8000000000000LL);
-      } else {
-        w = __longlong_as_double(0x7ff8000000000000LL);
-      }
-    }
-    after[p] = w;
+    after[p] = fold_records(before[p], starts[p], starts[p + 1], record, summing, zero_rel);
   }
 }
 
