@@ -1,16 +1,18 @@
-// Host emulation of the CUDA features used by kernels/cuda/graph_fast_update.cu and kernels/cuda/idhash.cu,
+// Host emulation of the CUDA features used by kernels/cuda/graph_fast_update.cu, graph_weighted_fast.cu and idhash.cu,
 // so that tests/test_fast_update_emulated.py can run the real kernel source on a machine without
 // a GPU: one block = real threads (std::thread), __syncthreads = a std::barrier over the block,
 // warp intrinsics = a barrier per warp with a slot per lane, atomics = GCC builtins. Threads run
 // truly concurrently, so missing barriers show up as wrong results, as they can on a GPU.
-// Test code only; it covers the intrinsics those two files use, nothing more.
+// Test code only; it covers the intrinsics those files use, nothing more.
 #pragma once
 #include <atomic>
 #include <barrier>
 #include <thread>
 #include <vector>
+#include <cmath>
 #include <cstring>
 #include <cstdint>
+using std::isnan;
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -81,3 +83,40 @@ inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v)
   return old;
 }
 inline long long __double_as_longlong(double d) { long long r; std::memcpy(&r, &d, 8); return r; }
+inline double __longlong_as_double(long long b) { double r; std::memcpy(&r, &b, 8); return r; }
+
+// One launch: the blocks one after another (the grid kernels' blocks are independent), each as
+// `threads` real threads.
+template <class F>
+static void run_grid(unsigned blocks, unsigned threads, F body) {
+  gridDim.x = blocks;
+  blockDim.x = threads;
+  for (unsigned b = 0; b < blocks; ++b) {
+    blockIdx.x = b;
+    g_block = new std::barrier<>(threads);
+    g_warps = new WarpSync[threads / 32];
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([=] {
+        threadIdx.x = t;
+        body();
+      });
+    }
+    for (auto& t : pool) t.join();
+    delete g_block;
+    delete[] g_warps;
+    g_block = nullptr;
+    g_warps = nullptr;
+  }
+}
+
+// The id map's insertion (idhash.cu) on the host, for the tests' models of the store.
+#define EMU_HASH_INSERT                                                                                      \
+  extern "C" void emu_hash_insert(long long* keys, int* vals, unsigned long long mask, const long long* ids, \
+                                  long long count, long long first_val) {                                    \
+    blockDim.x = 1;                                                                                          \
+    gridDim.x = 1;                                                                                           \
+    blockIdx.x = 0;                                                                                          \
+    threadIdx.x = 0;                                                                                         \
+    hash_insert_range(keys, vals, mask, ids, count, first_val);                                              \
+  }

@@ -4,39 +4,7 @@
 #include "idhash.cu"
 #include "graph_fast_update.cu"
 
-extern "C" void emu_hash_insert(long long* keys, int* vals, unsigned long long mask, const long long* ids,
-                                long long count, long long first_val) {
-  blockDim.x = 1;
-  gridDim.x = 1;
-  blockIdx.x = 0;
-  threadIdx.x = 0;
-  hash_insert_range(keys, vals, mask, ids, count, first_val);
-}
-
-// One launch: the blocks one after another (the grid kernels' blocks are independent), each as
-// `threads` real threads.
-template <class F>
-static void run_grid(unsigned blocks, unsigned threads, F body) {
-  gridDim.x = blocks;
-  blockDim.x = threads;
-  for (unsigned b = 0; b < blocks; ++b) {
-    blockIdx.x = b;
-    g_block = new std::barrier<>(threads);
-    g_warps = new WarpSync[threads / 32];
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-      pool.emplace_back([=] {
-        threadIdx.x = t;
-        body();
-      });
-    }
-    for (auto& t : pool) t.join();
-    delete g_block;
-    delete[] g_warps;
-    g_block = nullptr;
-    g_warps = nullptr;
-  }
-}
+EMU_HASH_INSERT
 
 // The three grid kernels after the first one: fast_update_plan (two blocks), then
 // fast_update_scan and fast_update_commit, `grid` blocks each.
