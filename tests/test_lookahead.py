@@ -1,5 +1,5 @@
 """DF/DF-P in uniform mode read an in-neighbour of out-degree 1 one step ahead (Jacobi order:
-kernels/cpu/common.py ``lookahead``, the GPU's ``sr::in_value`` in kernels/cuda/rank_common.cuh).
+kernels/cpu/common.py ``lookahead``, the GPU's ``sr::defer_ahead`` in kernels/cuda/rank_gather.cuh).
 
 The first two iterates after a batch are computed here by hand from an arbitrary previous
 iterate (not a converged one, so that the lookahead changes the values by O(1)) and compared

@@ -35,7 +35,7 @@ PARALLEL_EDGES = 1 << 15
 #: block's vertices so that the iterations grow little).
 GS_BLOCK = 1 << 14
 #: The Jacobi-order lookahead (:func:`lookahead`) reads through in-neighbours of at most this
-#: many in-edges (the GPU's ``SR_LOOK_MAX_IN``, kernels/cuda/rank_common.cuh: the same rule, so both
+#: many in-edges (the GPU's ``SR_LOOK_MAX_IN``, kernels/cuda/rank_gather.cuh: the same rule, so both
 #: backends take the same iterations).
 LOOK_MAX_IN = 32
 
@@ -119,7 +119,7 @@ def lookahead(in_off, in_deg, in_idx, c, u, alpha, wt=None):
     vertex through an in-neighbour of out-degree 1 (2-8-vertex frontiers that linger for 10-20
     iterations); reading that in-neighbour one step ahead closes such a loop in half the
     iterations. The fixed point is the same (at it, ``u``'s update equals ``x[u]``); the GPU's
-    gathers do the same in the same order (``sr::defer_ahead``, kernels/cuda/rank_common.cuh)."""
+    gathers do the same in the same order (``sr::defer_ahead``, kernels/cuda/rank_gather.cuh)."""
     if in_deg[u] > LOOK_MAX_IN:
         return abs(c[u])
     acc = 0.0
