@@ -100,6 +100,15 @@ def solved_value(acc, loop, alpha, selfloop, inv_v):
 
 
 @njit(cache=True, inline="always")
+def in_term(c, in_idx, wt, j):
+    """In-edge ``j``'s term of a gather: ``c[u]``, times the edge's weight on a weighted graph
+    (``wt`` None: removed before typing, the unweighted term)."""
+    if wt is not None:
+        return c[np.uint64(in_idx[j])] * wt[j]
+    return c[np.uint64(in_idx[j])]
+
+
+@njit(cache=True, inline="always")
 def looks_ahead(u, v, out_deg):
     """Whether in-neighbour ``u`` of ``v`` is a lookahead candidate of the Jacobi-order DF/DF-P
     step in uniform mode: ``u`` has one out-edge (to ``v``, so no self-loop and ``c[u] = x[u]``).

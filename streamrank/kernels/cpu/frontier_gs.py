@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import CHUNK, block_size, nchunks, solved_value
+from .common import CHUNK, block_size, in_term, nchunks, solved_value
 from .frontier_sparse import NEW, PRUNE, SPREAD
 
 #: Blocks per iteration that codes in ``owner`` can tell apart (``code = stamp * MAX_BLOCKS + b``).
@@ -71,22 +71,6 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
                     acc += (c[u] if owner[u] == code else cprev[u]) * wt[j]
                 else:
                     acc += c[u] if owner[u] == code else cprev[u]
-        elif wt is not None:
-            e = o + np.uint64(in_deg[v])
-            j = o
-            a1 = 0.0
-            a2 = 0.0
-            a3 = 0.0
-            while j + np.uint64(3) < e:
-                acc += c[np.uint64(in_idx[j])] * wt[j]
-                a1 += c[np.uint64(in_idx[j + np.uint64(1)])] * wt[j + np.uint64(1)]
-                a2 += c[np.uint64(in_idx[j + np.uint64(2)])] * wt[j + np.uint64(2)]
-                a3 += c[np.uint64(in_idx[j + np.uint64(3)])] * wt[j + np.uint64(3)]
-                j += np.uint64(4)
-            while j < e:
-                acc += c[np.uint64(in_idx[j])] * wt[j]
-                j += np.uint64(1)
-            acc = (acc + a2) + (a1 + a3)
         else:
             # four interleaved sums: one chain of dependent additions took 4 cycles per in-edge
             e = o + np.uint64(in_deg[v])
@@ -95,13 +79,13 @@ def _sparse_range(lo, hi, k, multi, code, F, g, inv, c, cprev, owner, loops, x, 
             a2 = 0.0
             a3 = 0.0
             while j + np.uint64(3) < e:
-                acc += c[np.uint64(in_idx[j])]
-                a1 += c[np.uint64(in_idx[j + np.uint64(1)])]
-                a2 += c[np.uint64(in_idx[j + np.uint64(2)])]
-                a3 += c[np.uint64(in_idx[j + np.uint64(3)])]
+                acc += in_term(c, in_idx, wt, j)
+                a1 += in_term(c, in_idx, wt, j + np.uint64(1))
+                a2 += in_term(c, in_idx, wt, j + np.uint64(2))
+                a3 += in_term(c, in_idx, wt, j + np.uint64(3))
                 j += np.uint64(4)
             while j < e:
-                acc += c[np.uint64(in_idx[j])]
+                acc += in_term(c, in_idx, wt, j)
                 j += np.uint64(1)
             acc = (acc + a2) + (a1 + a3)
         loop = np.float64(loops[v])
