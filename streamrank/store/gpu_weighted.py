@@ -39,7 +39,7 @@ from .gpu_fast import FAST_MAX_EDGES, FastUpdate, PendingFast
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
 from .gpu_weighted_lists import WeightedDirection, fold_pairs, weights_kernel
 from .gpu_weighted_fast import WeightedFastUpdater
-from .gpu_weighted_small import apply_small, is_small
+from .gpu_weighted_small import apply_small, host_records, is_small
 from .memory import is_out_of_memory, mib, out_of_memory
 
 #: Device bytes of a weighted batch's per-edge temporaries (sorts, keys, weights, plans).
@@ -211,12 +211,7 @@ class WeightedGpuGraph(GpuGraph):
         reweighted pairs listed after its applied insertions (their count in counter slot 12).
         ``replay`` is not used: the weighted update is queued call by call."""
         cp = self.xp
-        host = batch if isinstance(batch.src, np.ndarray) else batch.to(np)
-        src = np.asarray(host.src, dtype=np.int64)
-        dst = np.asarray(host.dst, dtype=np.int64)
-        ins = np.asarray(host.insert, dtype=bool)
-        # a batch built by the constructor was not validated: a bad weight must not reach the ranks
-        w = np.where(ins, 1.0, np.nan) if host.weight is None else check_weights(np, host.weight, ins)
+        src, dst, ins, w = host_records(batch if isinstance(batch.src, np.ndarray) else batch.to(np))
         fu = self._fast
         if fu is None:
             fu = self._fast = WeightedFastUpdater(cp)

@@ -59,15 +59,24 @@ def _groups(keys, deg, cap, end: int):
     return gend, new_off, need.astype(np.int32), int(csum[-1])
 
 
+def host_records(batch) -> tuple:
+    """``(src, dst, insert, weight)`` of a host batch as NumPy arrays (int64, int64, bool,
+    float64): weight 1 on an insertion and NaN on a deletion of an unweighted batch, the weights
+    checked otherwise (a batch built by the constructor was not validated: a bad weight must not
+    reach the ranks)."""
+    src = np.asarray(batch.src, dtype=np.int64)
+    dst = np.asarray(batch.dst, dtype=np.int64)
+    ins = np.asarray(batch.insert, dtype=bool)
+    w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
+    return src, dst, ins, w
+
+
 def apply_small(g, batch, headroom=None) -> AppliedChanges:
     """Apply the host batch ``batch`` (:func:`is_small`) to the weighted store ``g``."""
     cp = g.xp
     received = len(batch)
     n_before = g.num_vertices
-    src = np.asarray(batch.src, dtype=np.int64)
-    dst = np.asarray(batch.dst, dtype=np.int64)
-    ins = np.asarray(batch.insert, dtype=bool)
-    w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
+    src, dst, ins, w = host_records(batch)
     order = np.lexsort((np.arange(received), dst, src))
     s, d, ins, w = src[order], dst[order], np.ascontiguousarray(ins[order]), w[order]
     first = np.ones(received, dtype=bool)
