@@ -61,13 +61,19 @@ class _WModel(_Model):
         changes = np.zeros(4 * m, np.int64)
         room = min(self.vcap - self.n, self.keys.shape[0] // 2 - self.n, self.ext.shape[0] - self.n)
         o, i = self.dirs
+        # the staged batch (WeightedFastUpdater's layout: a header, then src, dst, weights, flags)
+        stage = np.zeros(8 + 3 * FAST_MAX + FAST_MAX // 8, np.int64)
+        stage[:7] = m, self.n, room, o.end, i.end, changes.ctypes.data, int(summing)
+        stage[8: 8 + m] = s
+        stage[8 + FAST_MAX: 8 + FAST_MAX + m] = d
+        stage[8 + 2 * FAST_MAX: 8 + 3 * FAST_MAX].view(np.float64)[:m] = w
+        stage[8 + 3 * FAST_MAX:].view(np.uint8)[:m] = ins
         self.lib.emu_weighted_fast_update(
-            _p(s), _p(d), _p(ins), _p(w), _I(m), _I(int(summing)), ctypes.c_double(ZERO_REL),
-            _p(self.keys), _p(self.vals), _U64(self.keys.shape[0] - 1), _p(self.ext), _I(self.n), _LL(room),
-            _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _p(o.wt), _LL(o.end), _LL(o.idx.shape[0]),
-            _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _p(i.wt), _LL(i.end), _LL(i.idx.shape[0]),
+            _p(stage), ctypes.c_double(ZERO_REL), _p(self.keys), _p(self.vals), _U64(self.keys.shape[0] - 1),
+            _p(self.ext), _p(o.off), _p(o.deg), _p(o.cap), _p(o.idx), _p(o.wt), _LL(o.idx.shape[0]),
+            _p(i.off), _p(i.deg), _p(i.cap), _p(i.idx), _p(i.wt), _LL(i.idx.shape[0]),
             _p(self.W), _p(self.hdr), _p(self.work), _LL(self.work.nbytes), _p(self.wwork), _p(self.rew),
-            _p(changes), _p(self.counters), _p(self.hcounters), _I(self.grid))
+            _p(self.counters), _p(self.hcounters), _I(self.grid))
         assert np.array_equal(self.hcounters[:13], self.counters[:13])  # the host's copy too
         self.hcounters[:] = -7
         c = [int(v) for v in self.counters[:13]]

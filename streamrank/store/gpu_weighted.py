@@ -209,7 +209,8 @@ class WeightedGpuGraph(GpuGraph):
         before anything is queued) without waiting, as :meth:`GpuGraph.launch_fast` does: work
         queued after it reads the counters at :attr:`PendingFast.counters_ptr`, the batch's
         reweighted pairs listed after its applied insertions (their count in counter slot 12).
-        ``replay`` is not used: the weighted update is queued call by call."""
+        ``replay``: replay the update from a captured graph (as for :meth:`GpuGraph.launch_fast`;
+        nothing is staged ahead by :meth:`upkeep`)."""
         cp = self.xp
         src, dst, ins, w = host_records(batch if isinstance(batch.src, np.ndarray) else batch.to(np))
         fu = self._fast
@@ -217,7 +218,7 @@ class WeightedGpuGraph(GpuGraph):
             fu = self._fast = WeightedFastUpdater(cp)
         n = len(self.ids)
         buf, ptr = fu.launch_weighted(src, dst, ins, w, self.ids, self._out, self._in, n, self._fast_room(n),
-                                      self._w_out, self.multi_edges == "sum")
+                                      self._w_out, self.multi_edges == "sum", replay=replay)
         return PendingFast(n, int(src.shape[0]), buf, ptr, fu.counters_ptr)
 
     def finish_fast(self, pending: PendingFast):

@@ -18,7 +18,7 @@ import numpy as np
 from ..kernels.cpu.weighted_csr import ZERO_REL
 from ..kernels.cuda.launch import launch, sm_count
 from ..kernels.cuda.loader import get_kernel
-from .gpu_fast import _HEADER, FAST_MAX_EDGES, FAST_THREADS, FastUpdater
+from .gpu_fast import _HEADER, FAST_MAX_EDGES, FAST_THREADS, FastUpdater, _graph_arrays
 
 _CU = "graph_weighted_fast.cu"
 _NAMES = ("wfast_fold", "wfast_weights", "wfast_rows")
@@ -47,42 +47,64 @@ class WeightedFastUpdater(FastUpdater):
         self.rew = cp.empty(2 * fm, dtype=cp.int64)
         #: The reweighted pairs of a batch without any (shared, never written).
         self.no_reweights = cp.zeros(0, dtype=cp.int64)
-        # The host batch: src, dst (int64), weight (float64), insert flags, in one pinned buffer and
-        # its device copy (one asynchronous copy per batch).
-        self.wstage_bytes = 25 * fm
+        # The host batch as the fold reads it (wfast_fold): a header (m, n, room, the ends of both
+        # idx, the changes buffer's address, 1 for sum), then src, dst (int64), weight (float64) and
+        # the insert flags, in one pinned buffer and its device copy (one asynchronous copy per
+        # batch, part of the captured graph): the launches' arguments are fixed addresses.
+        self.wstage_bytes = _HEADER + 25 * fm
         self._wmem = cp.cuda.alloc_pinned_memory(self.wstage_bytes)
-        self._wsrc = np.frombuffer(self._wmem, dtype=np.int64, count=fm)
-        self._wdst = np.frombuffer(self._wmem, dtype=np.int64, count=fm, offset=8 * fm)
-        self._wweight = np.frombuffer(self._wmem, dtype=np.float64, count=fm, offset=16 * fm)
-        self._wins = np.frombuffer(self._wmem, dtype=np.uint8, count=fm, offset=24 * fm)
+        self._wheader = np.frombuffer(self._wmem, dtype=np.int64, count=8)
+        at = _HEADER
+        self._wsrc = np.frombuffer(self._wmem, dtype=np.int64, count=fm, offset=at)
+        self._wdst = np.frombuffer(self._wmem, dtype=np.int64, count=fm, offset=at + 8 * fm)
+        self._wweight = np.frombuffer(self._wmem, dtype=np.float64, count=fm, offset=at + 16 * fm)
+        self._wins = np.frombuffer(self._wmem, dtype=np.uint8, count=fm, offset=at + 24 * fm)
         self._wdev = cp.empty(self.wstage_bytes, dtype=cp.uint8)
-        base = int(self._wdev.data.ptr)
-        # the fold's arguments in its order: src, dst, insert flags, weights
-        self._wptrs = tuple(np.uint64(base + k * fm) for k in (0, 8, 24, 16))
+        self._wdev_ptr, self._wmem_ptr = int(self._wdev.data.ptr), int(self._wheader.ctypes.data)
         self._grid = 4 * sm_count()
+        self._wkey = None  # (arrays, key) of the last staged key
 
     def launch_weighted(self, src, dst, insert, weight, ids, out, inn, n: int, room: int, out_weight,
-                        summing: bool):
+                        summing: bool, replay=None):
         """Queue the weighted batch (host arrays, 1..FAST_MAX_EDGES edges; ``weight`` NaN on a
-        deletion without one, already checked) without waiting; returns the changes buffer
-        (sections of stride ``m``, as :meth:`FastUpdater.launch`). :meth:`weighted_counts` reads
-        the counters after the caller's synchronization."""
-        cp = self.cp
+        deletion without one, already checked) without waiting, replayed from a captured graph
+        when ``replay`` (:class:`streamrank.rank.gpu.capture.BatchGraphs`) is given; returns the
+        changes buffer (sections of stride ``m``, as :meth:`FastUpdater.launch`).
+        :meth:`weighted_counts` reads the counters after the caller's synchronization."""
         m = int(src.shape[0])
         changes, changes_ptr = self._take_changes()
+        # staged (the previous batch's copy has run: every batch ends with a sync)
+        self._wheader[:7] = (m, n, room, out.end, inn.end, changes_ptr, 1 if summing else 0)
         self._wsrc[:m] = src
         self._wdst[:m] = dst
         self._wweight[:m] = weight
         self._wins[:m] = insert
+        queue = lambda: self._queue_weighted(ids, out, inn, out_weight)  # noqa: E731
+        if replay is None or not replay.replay("graph", self._weighted_key(ids, out, inn, out_weight), queue):
+            queue()
+        return changes, changes_ptr
+
+    def _weighted_key(self, ids, out, inn, out_weight) -> tuple:
+        """Every address and size :meth:`_queue_weighted` passes to the device (a captured copy of
+        its work stays valid while the key is the same)."""
+        arrays = (*_graph_arrays(ids, out, inn), out.wt, inn.wt, out_weight)
+        held = self._wkey
+        if held is not None and len(held[0]) == len(arrays) and all(a is b for a, b in zip(held[0], arrays)):
+            return held[1]
+        key = (*(int(a.data.ptr) for a in arrays), *(int(a.shape[0]) for a in arrays), int(ids.mask),
+               self.counters_ptr, self.host_ptr)
+        self._wkey = (arrays, key)
+        return key
+
+    def _queue_weighted(self, ids, out, inn, out_weight) -> None:
+        """Queue the staged batch's copy up and the five launches, with fixed addresses only (a
+        CUDA graph can capture them: :mod:`streamrank.rank.gpu.capture`)."""
+        cp = self.cp
         stream = cp.cuda.get_current_stream()
-        # the batch up (the previous batch's kernels have read the buffer: every batch ends with a sync)
-        cp.cuda.runtime.memcpyAsync(int(self._wdev.data.ptr), int(self._wsrc.ctypes.data), self.wstage_bytes, 1,
-                                    stream.ptr)
+        cp.cuda.runtime.memcpyAsync(self._wdev_ptr, self._wmem_ptr, self.wstage_bytes, 1, stream.ptr)
         launch(self.kernel_fold, 1, FAST_THREADS,
-               (*self._wptrs, np.int32(m), np.int32(1 if summing else 0), np.float64(ZERO_REL),
-                ids.keys, ids.vals, ids.mask, np.int32(n),
-                out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt,
-                np.int64(room), np.int64(out.end), np.int64(inn.end), np.int64(changes_ptr), self.hdr, self.wwork))
+               (self._wdev, np.float64(ZERO_REL), ids.keys, ids.vals, ids.mask,
+                out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt, self.hdr, self.wwork))
         self._queue_header_update(self.hdr, ids, out, inn)  # the structure, from the staged pairs
         launch(self.kernel_weights, self._grid, _GRID_THREADS,
                (ids.keys, ids.vals, ids.mask, out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt,
@@ -91,7 +113,6 @@ class WeightedFastUpdater(FastUpdater):
                (ids.keys, ids.vals, ids.mask, out.off, out.deg, out.wt, out_weight, self.wwork, self.counters,
                 self._hcounters))
         self._queue_counters(stream)
-        return changes, changes_ptr
 
     def weighted_counts(self) -> list:
         """The last weighted batch's counters after the caller's synchronization: the fused

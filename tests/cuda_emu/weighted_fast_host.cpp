@@ -13,16 +13,16 @@ EMU_HASH_INSERT
 // The five launches of WeightedFastUpdater.launch_weighted, `grid` blocks for the grid kernels;
 // `hdr` the device buffer the fold stages the structural batch in (64 bytes, then src, dst and the
 // insert flags, FU_MAX entries each).
+// `stage`: the batch as WeightedFastUpdater stages it (wfast_fold's layout).
 extern "C" void emu_weighted_fast_update(
-    const long long* src, const long long* dst, const unsigned char* ins, const double* weight, int m, int summing,
-    double zero_rel, long long* hkeys, int* hvals, unsigned long long hmask, long long* ext, int n, long long room,
-    long long* out_off, int* out_deg, int* out_cap, int* out_idx, double* out_wt, long long out_end,
-    long long out_size, long long* in_off, int* in_deg, int* in_cap, int* in_idx, double* in_wt, long long in_end,
-    long long in_size, double* W, long long* hdr, unsigned char* work, long long work_bytes, unsigned char* wwork,
-    long long* rew, long long* changes, long long* counters, long long* hcounters, int grid) {
+    const long long* stage, double zero_rel, long long* hkeys, int* hvals, unsigned long long hmask, long long* ext,
+    long long* out_off, int* out_deg, int* out_cap, int* out_idx, double* out_wt, long long out_size,
+    long long* in_off, int* in_deg, int* in_cap, int* in_idx, double* in_wt, long long in_size, double* W,
+    long long* hdr, unsigned char* work, long long work_bytes, unsigned char* wwork, long long* rew,
+    long long* counters, long long* hcounters, int grid) {
   run_grid(1, FU_THREADS, [=] {
-    wfast_fold(src, dst, ins, weight, m, summing, zero_rel, hkeys, hvals, hmask, n, out_off, out_deg, out_idx, out_wt,
-               in_off, in_deg, in_idx, in_wt, room, out_end, in_end, reinterpret_cast<long long>(changes), hdr, wwork);
+    wfast_fold(stage, zero_rel, hkeys, hvals, hmask, out_off, out_deg, out_idx, out_wt, in_off, in_deg, in_idx, in_wt,
+               hdr, wwork);
   });
   run_grid(1, FU_THREADS, [=] {
     fast_update_hdr(hdr, hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, out_size, in_off, in_deg,

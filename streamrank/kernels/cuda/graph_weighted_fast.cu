@@ -80,24 +80,37 @@ __device__ __forceinline__ long long warp_find(const int* __restrict__ list, lon
 
 }  // namespace
 
-// Steps 1-3 above. The batch (src, dst external ids, ins 1 = insert, weight: NaN on a deletion
-// without one) in arrival order, m edges (1..FU_MAX); hdr: the staged batch for fast_update_hdr
-// (its header's fields n, room, out_end, in_end and changes come from the arguments).
+// Steps 1-3 above. `stage` holds the batch as the host staged it (WeightedFastUpdater): a 64-byte
+// header (m edges, 1..FU_MAX; the vertex count n; the room for new vertices; the used ends of both
+// idx; the changes buffer's address; 1 for `sum`), then src and dst (external ids), the weights
+// (NaN on a deletion without one) and the insert flags, FU_MAX entries each, in arrival order;
+// everything that changes from batch to batch is there, so that a captured graph replays the
+// update. hdr: the staged structural batch for fast_update_hdr (its layout).
 __global__ void __launch_bounds__(FU_THREADS, 1)
-wfast_fold(const long long* __restrict__ src, const long long* __restrict__ dst, const unsigned char* __restrict__ ins,
-           const double* __restrict__ weight, int m, int summing, double zero_rel,
-           const long long* __restrict__ hkeys, const int* __restrict__ hvals, unsigned long long hmask, int n,
+wfast_fold(const long long* __restrict__ stage, double zero_rel,
+           const long long* __restrict__ hkeys, const int* __restrict__ hvals, unsigned long long hmask,
            const long long* __restrict__ out_off, const int* __restrict__ out_deg, const int* __restrict__ out_idx,
            const double* __restrict__ out_wt, const long long* __restrict__ in_off, const int* __restrict__ in_deg,
-           const int* __restrict__ in_idx, const double* __restrict__ in_wt, long long room, long long out_end, long long in_end, long long changes,
-           long long* __restrict__ hdr, unsigned char* work) {
+           const int* __restrict__ in_idx, const double* __restrict__ in_wt, long long* __restrict__ hdr,
+           unsigned char* work) {
+  const long long m = stage[0];
+  const int n = static_cast<int>(stage[1]);
+  const long long room = stage[2], out_end = stage[3], in_end = stage[4], changes = stage[5];
+  const int summing = static_cast<int>(stage[6]);
+  const long long* __restrict__ src = stage + 8;
+  const long long* __restrict__ dst = src + FU_MAX;
+  const double* __restrict__ weight = reinterpret_cast<const double*>(dst + FU_MAX);
+  const unsigned char* __restrict__ ins = reinterpret_cast<const unsigned char*>(weight + FU_MAX);
   __shared__ long long sh_s[FU_MAX];
   __shared__ long long sh_d[FU_MAX];
   __shared__ int sh_i[FU_MAX];
   __shared__ int sh_scan[32];
   WfWork* w = reinterpret_cast<WfWork*>(work);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (m < 1 || m > FU_MAX) return;  // the host never launches it so (uniform)
+  if (m < 1 || m > FU_MAX) {  // the host never stages such a batch (uniform)
+    if (tid == 0) hdr[0] = 0;  // fast_update_hdr refuses it as an argument: nothing is written
+    return;
+  }
 
   // 1. sort by (src, dst, arrival)
   int P = 1;

@@ -31,8 +31,12 @@ class ArmedRank(NamedTuple):
 
 
 def rank_arrays(graph) -> tuple:
-    """The graph arrays whose addresses the loop's argument image holds."""
-    return graph._in.off, graph._in.deg, graph._in.idx, graph._out.off, graph._out.deg, graph._out.idx
+    """The graph arrays whose addresses the loop's argument image holds (a weighted store's
+    weights and out-weights too)."""
+    arrays = (graph._in.off, graph._in.deg, graph._in.idx, graph._out.off, graph._out.deg, graph._out.idx)
+    if getattr(graph, "weighted", False):
+        arrays += (graph._in.wt, graph._out.wt, graph._w_out)
+    return arrays
 
 
 def take(algorithm: str, graph, pending, x_prev, config, replay) -> ArmedRank | None:

@@ -123,9 +123,8 @@ class OneSyncStepper:
         """
         cp = self.cp
         stream = cp.cuda.get_current_stream()
-        # a device batch is passed to the graph update by address, and a weighted store's update is
-        # queued call by call: nothing to replay
-        replay = None if isinstance(batch.src, cp.ndarray) or getattr(graph, "weighted", False) else self.graphs
+        # a device batch is passed to the graph update by address: nothing to replay
+        replay = None if isinstance(batch.src, cp.ndarray) else self.graphs
         try:
             self.start.record(stream)
             t_graph = time.perf_counter()
