@@ -35,7 +35,7 @@ from ..kernels.cpu.weighted_csr import ZERO_REL
 from ..kernels.cuda.launch import BLOCK, _cupy, grid_for_warps, launch
 from .changes import AppliedChanges
 from .gpu import GpuGraph
-from .gpu_fast import FAST_MAX_EDGES, FastUpdate, PendingFast
+from .gpu_fast import FastUpdate, PendingFast
 from .gpu_lists import MASK32, MAX_VERTICES, count_flags
 from .gpu_weighted_lists import WeightedDirection, fold_pairs, weights_kernel
 from .gpu_weighted_fast import WeightedFastUpdater
@@ -233,11 +233,12 @@ class WeightedGpuGraph(GpuGraph):
                                   in_end)
         if changes is None:
             return None
-        # the reweighted pairs, copied out of the updater's buffer (the next batch rewrites it)
+        # the reweighted pairs: views of the batch's own changes buffer, where the update listed
+        # them after the applied insertions (no copy; the next batch writes another buffer)
         if reweighted:
-            rew = fu.rew
-            changes.reweighted_src = rew[:reweighted].copy()
-            changes.reweighted_dst = rew[FAST_MAX_EDGES:FAST_MAX_EDGES + reweighted].copy()
+            buf, m = pending.changes, pending.received
+            changes.reweighted_src = buf[inserted:inserted + reweighted]
+            changes.reweighted_dst = buf[m + inserted:m + inserted + reweighted]
         else:
             changes.reweighted_src = changes.reweighted_dst = fu.no_reweights
         return changes

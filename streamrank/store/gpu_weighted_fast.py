@@ -1,5 +1,5 @@
 """The fused path of :meth:`streamrank.store.gpu_weighted.WeightedGpuGraph.apply`: a small host batch
-with its weights in five launches queued back to back and one wait.
+with its weights in nine launches (one captured CUDA graph where the caller replays) and one wait.
 
 ``kernels/cuda/graph_weighted_fast.cu`` folds the batch's records per pair under ``set`` or
 ``sum`` on the device (the stored weights looked up there) and hands the structural changes (pairs
@@ -21,13 +21,13 @@ from ..kernels.cuda.loader import get_kernel
 from .gpu_fast import _HEADER, FAST_MAX_EDGES, FAST_THREADS, FastUpdater, _graph_arrays
 
 _CU = "graph_weighted_fast.cu"
-_NAMES = ("wfast_fold", "wfast_weights", "wfast_rows")
+_NAMES = ("wfast_sort", "wfast_pairs", "wfast_classify", "wfast_weights", "wfast_rows")
 #: Bytes of the fold's scratch (at least sizeof(WfWork) in graph_weighted_fast.cu).
 WF_WORK_BYTES = 1 << 18
 #: Counter slots of the weighted counts (WC_* in graph_weighted_fast.cu), after the fused update's.
 WEIGHTED_COUNTERS = ("duplicate", "present_insertion", "absent_deletion", "reweighted")
 _WC_FIRST = 9
-#: Threads per block of the two grid kernels after the update (a warp per pair).
+#: Threads per block of the grid kernels (a warp per pair).
 _GRID_THREADS = 256
 
 
@@ -37,17 +37,17 @@ class WeightedFastUpdater(FastUpdater):
     def __init__(self, cp):
         super().__init__(cp, weighted=True)
         fm = FAST_MAX_EDGES
-        self.kernel_fold = get_kernel(_CU, "wfast_fold", _NAMES)
+        self.kernel_sort = get_kernel(_CU, "wfast_sort", _NAMES)
+        self.kernel_pairs = get_kernel(_CU, "wfast_pairs", _NAMES)
+        self.kernel_classify = get_kernel(_CU, "wfast_classify", _NAMES)
         self.kernel_weights = get_kernel(_CU, "wfast_weights", _NAMES)
         self.kernel_rows = get_kernel(_CU, "wfast_rows", _NAMES)
         self.wwork = cp.empty(WF_WORK_BYTES, dtype=cp.uint8)
         #: The structural batch the fold stages for fast_update_hdr (device memory, its layout).
         self.hdr = cp.empty((_HEADER + 17 * fm) // 8 + 1, dtype=cp.int64)
-        #: The reweighted pairs' internal ids: sources at [0, k), targets at [FAST_MAX_EDGES, ...).
-        self.rew = cp.empty(2 * fm, dtype=cp.int64)
         #: The reweighted pairs of a batch without any (shared, never written).
         self.no_reweights = cp.zeros(0, dtype=cp.int64)
-        # The host batch as the fold reads it (wfast_fold): a header (m, n, room, the ends of both
+        # The host batch as the fold reads it (wfast_sort, wfast_pairs, wfast_classify): a header (m, n, room, the ends of both
         # idx, the changes buffer's address, 1 for sum), then src, dst (int64), weight (float64) and
         # the insert flags, in one pinned buffer and its device copy (one asynchronous copy per
         # batch, part of the captured graph): the launches' arguments are fixed addresses.
@@ -97,18 +97,20 @@ class WeightedFastUpdater(FastUpdater):
         return key
 
     def _queue_weighted(self, ids, out, inn, out_weight) -> None:
-        """Queue the staged batch's copy up and the five launches, with fixed addresses only (a
+        """Queue the staged batch's copy up and the nine launches, with fixed addresses only (a
         CUDA graph can capture them: :mod:`streamrank.rank.gpu.capture`)."""
         cp = self.cp
         stream = cp.cuda.get_current_stream()
         cp.cuda.runtime.memcpyAsync(self._wdev_ptr, self._wmem_ptr, self.wstage_bytes, 1, stream.ptr)
-        launch(self.kernel_fold, 1, FAST_THREADS,
+        launch(self.kernel_sort, 1, FAST_THREADS, (self._wdev, self.wwork))
+        launch(self.kernel_pairs, self._grid, _GRID_THREADS,
                (self._wdev, np.float64(ZERO_REL), ids.keys, ids.vals, ids.mask,
-                out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt, self.hdr, self.wwork))
+                out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt, self.wwork))
+        launch(self.kernel_classify, 1, FAST_THREADS, (self._wdev, self.hdr, self.wwork))
         self._queue_header_update(self.hdr, ids, out, inn)  # the structure, from the staged pairs
         launch(self.kernel_weights, self._grid, _GRID_THREADS,
                (ids.keys, ids.vals, ids.mask, out.off, out.deg, out.idx, out.wt, inn.off, inn.deg, inn.idx, inn.wt,
-                self.wwork, self.rew, self.counters))
+                self.wwork, self.counters))
         launch(self.kernel_rows, self._grid, _GRID_THREADS,
                (ids.keys, ids.vals, ids.mask, out.off, out.deg, out.wt, out_weight, self.wwork, self.counters,
                 self._hcounters))

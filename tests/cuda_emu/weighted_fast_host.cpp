@@ -10,20 +10,22 @@
 
 EMU_HASH_INSERT
 
-// The five launches of WeightedFastUpdater.launch_weighted, `grid` blocks for the grid kernels;
-// `hdr` the device buffer the fold stages the structural batch in (64 bytes, then src, dst and the
+// The nine launches of WeightedFastUpdater.launch_weighted, `grid` blocks for the grid kernels;
+// `hdr` the device buffer wfast_classify stages the structural batch in (64 bytes, then src, dst and the
 // insert flags, FU_MAX entries each).
-// `stage`: the batch as WeightedFastUpdater stages it (wfast_fold's layout).
+// `stage`: the batch as WeightedFastUpdater stages it (WfStage's layout).
 extern "C" void emu_weighted_fast_update(
     const long long* stage, double zero_rel, long long* hkeys, int* hvals, unsigned long long hmask, long long* ext,
     long long* out_off, int* out_deg, int* out_cap, int* out_idx, double* out_wt, long long out_size,
     long long* in_off, int* in_deg, int* in_cap, int* in_idx, double* in_wt, long long in_size, double* W,
-    long long* hdr, unsigned char* work, long long work_bytes, unsigned char* wwork, long long* rew,
+    long long* hdr, unsigned char* work, long long work_bytes, unsigned char* wwork,
     long long* counters, long long* hcounters, int grid) {
-  run_grid(1, FU_THREADS, [=] {
-    wfast_fold(stage, zero_rel, hkeys, hvals, hmask, out_off, out_deg, out_idx, out_wt, in_off, in_deg, in_idx, in_wt,
-               hdr, wwork);
+  run_grid(1, FU_THREADS, [=] { wfast_sort(stage, wwork); });
+  run_grid(grid, 256, [=] {
+    wfast_pairs(stage, zero_rel, hkeys, hvals, hmask, out_off, out_deg, out_idx, out_wt, in_off, in_deg, in_idx,
+                in_wt, wwork);
   });
+  run_grid(1, FU_THREADS, [=] { wfast_classify(stage, hdr, wwork); });
   run_grid(1, FU_THREADS, [=] {
     fast_update_hdr(hdr, hkeys, hvals, hmask, ext, out_off, out_deg, out_cap, out_idx, out_size, in_off, in_deg,
                     in_cap, in_idx, in_size, work, work_bytes, counters, hcounters);
@@ -37,8 +39,7 @@ extern "C" void emu_weighted_fast_update(
                        in_wt);
   });
   run_grid(grid, 256, [=] {
-    wfast_weights(hkeys, hvals, hmask, out_off, out_deg, out_idx, out_wt, in_off, in_deg, in_idx, in_wt, wwork, rew,
-                  counters);
+    wfast_weights(hkeys, hvals, hmask, out_off, out_deg, out_idx, out_wt, in_off, in_deg, in_idx, in_wt, wwork, counters);
   });
   run_grid(grid, 256, [=] {
     wfast_rows(hkeys, hvals, hmask, out_off, out_deg, out_wt, W, wwork, counters, hcounters);

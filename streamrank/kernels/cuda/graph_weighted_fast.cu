@@ -1,21 +1,23 @@
 // The fused small-batch update of the weighted store (streamrank.store.gpu_weighted_fast): a host
-// batch of up to FU_MAX edges with their weights in five launches queued back to back, no host
+// batch of up to FU_MAX edges with their weights in nine launches queued back to back, no host
 // round trip inside. The unweighted fused update (graph_fast_update.cu, compiled with
 // -DFU_WEIGHTED=1 so that its commit moves each slot's weight with its target) changes the
 // structure; these kernels come before and after it:
 //
-//   wfast_fold (one block of FU_THREADS threads), before it:
-//     1. the records sorted by (src, dst, arrival) (block bitonic), numbered by pair;
-//     2. per pair (a warp): the endpoints' internal ids (the id map) and the stored weight (the
-//        shorter of out(u) and in(v) scanned by the warp; NaN: absent), then the pair's records
-//        folded in arrival order under `set` or `sum` (weights_fold.cuh: the CPU store's rule,
-//        kernels/cpu/weighted_csr.py);
-//     3. a pair absent before and present after is an insertion, present before and absent after
-//        a deletion, present both times with another weight a reweight; the structural records
-//        (insertions, then deletions) go into a staged batch in fast_update_hdr's layout, padded
-//        to the batch's size with deletions of an id no map holds (absent: they change nothing and
-//        keep the changes buffer's sections at the batch's stride); the drop counts (duplicates,
-//        present insertions, absent deletions) are this kernel's, by the weighted rule;
+//   1. wfast_sort (one block of FU_THREADS threads): the records sorted by (src, dst, arrival)
+//      (block bitonic), numbered by pair;
+//   2. wfast_pairs (a grid, a warp per pair: the pairs' lookups run side by side, not one warp's
+//      share after another in a single block): the endpoints' internal ids (the id map) and the
+//      stored weight (the shorter of out(u) and in(v) scanned by the warp; NaN: absent), then the
+//      pair's records folded in arrival order under `set` or `sum` (weights_fold.cuh: the CPU
+//      store's rule, kernels/cpu/weighted_csr.py);
+//   3. wfast_classify (one block): a pair absent before and present after is an insertion, present
+//      before and absent after a deletion, present both times with another weight a reweight; the
+//      structural records (insertions, then deletions) go into a staged batch in fast_update_hdr's
+//      layout, padded to the batch's size with deletions of an id no map holds (absent: they
+//      change nothing and keep the changes buffer's sections at the batch's stride); the drop
+//      counts (duplicates, present insertions, absent deletions) are this kernel's, by the
+//      weighted rule;
 //   fast_update_hdr, fast_update_plan, fast_update_scan, fast_update_commit: the structure;
 //   wfast_weights (a grid, a warp per pair), after it, unless the update overflowed (then nothing
 //     was written and the host applies the batch through another path): the weight of every
@@ -80,35 +82,55 @@ __device__ __forceinline__ long long warp_find(const int* __restrict__ list, lon
 
 }  // namespace
 
-// Steps 1-3 above. `stage` holds the batch as the host staged it (WeightedFastUpdater): a 64-byte
-// header (m edges, 1..FU_MAX; the vertex count n; the room for new vertices; the used ends of both
-// idx; the changes buffer's address; 1 for `sum`), then src and dst (external ids), the weights
-// (NaN on a deletion without one) and the insert flags, FU_MAX entries each, in arrival order;
-// everything that changes from batch to batch is there, so that a captured graph replays the
-// update. hdr: the staged structural batch for fast_update_hdr (its layout).
+// The batch as the host staged it (WeightedFastUpdater), read by the three kernels of steps 1-3:
+// a 64-byte header (m edges, 1..FU_MAX; the vertex count n; the room for new vertices; the used
+// ends of both idx; the changes buffer's address; 1 for `sum`), then src and dst (external ids),
+// the weights (NaN on a deletion without one) and the insert flags, FU_MAX entries each, in
+// arrival order. Everything that changes from batch to batch is there, so that a captured graph
+// replays the update.
+struct WfStage {
+  long long m, room, out_end, in_end, changes;
+  int n, summing;
+  const long long* src;
+  const long long* dst;
+  const double* weight;
+  const unsigned char* ins;
+};
+
+__device__ __forceinline__ WfStage wf_stage(const long long* __restrict__ stage) {
+  WfStage b;
+  b.m = stage[0];
+  b.n = static_cast<int>(stage[1]);
+  b.room = stage[2];
+  b.out_end = stage[3];
+  b.in_end = stage[4];
+  b.changes = stage[5];
+  b.summing = static_cast<int>(stage[6]);
+  b.src = stage + 8;
+  b.dst = b.src + FU_MAX;
+  b.weight = reinterpret_cast<const double*>(b.dst + FU_MAX);
+  b.ins = reinterpret_cast<const unsigned char*>(b.weight + FU_MAX);
+  return b;
+}
+
+__device__ __forceinline__ bool wf_bad_size(long long m) { return m < 1 || m > FU_MAX; }
+
+// Step 1 above (one block): the records sorted, the pairs numbered (their sources, targets and
+// records in work). A batch of a size the host never stages gets no pairs.
 __global__ void __launch_bounds__(FU_THREADS, 1)
-wfast_fold(const long long* __restrict__ stage, double zero_rel,
-           const long long* __restrict__ hkeys, const int* __restrict__ hvals, unsigned long long hmask,
-           const long long* __restrict__ out_off, const int* __restrict__ out_deg, const int* __restrict__ out_idx,
-           const double* __restrict__ out_wt, const long long* __restrict__ in_off, const int* __restrict__ in_deg,
-           const int* __restrict__ in_idx, const double* __restrict__ in_wt, long long* __restrict__ hdr,
-           unsigned char* work) {
-  const long long m = stage[0];
-  const int n = static_cast<int>(stage[1]);
-  const long long room = stage[2], out_end = stage[3], in_end = stage[4], changes = stage[5];
-  const int summing = static_cast<int>(stage[6]);
-  const long long* __restrict__ src = stage + 8;
-  const long long* __restrict__ dst = src + FU_MAX;
-  const double* __restrict__ weight = reinterpret_cast<const double*>(dst + FU_MAX);
-  const unsigned char* __restrict__ ins = reinterpret_cast<const unsigned char*>(weight + FU_MAX);
+wfast_sort(const long long* __restrict__ stage, unsigned char* work) {
+  const WfStage b = wf_stage(stage);
+  const long long m = b.m;
+  const long long* __restrict__ src = b.src;
+  const long long* __restrict__ dst = b.dst;
   __shared__ long long sh_s[FU_MAX];
   __shared__ long long sh_d[FU_MAX];
   __shared__ int sh_i[FU_MAX];
   __shared__ int sh_scan[32];
   WfWork* w = reinterpret_cast<WfWork*>(work);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (m < 1 || m > FU_MAX) {  // the host never stages such a batch (uniform)
-    if (tid == 0) hdr[0] = 0;  // fast_update_hdr refuses it as an argument: nothing is written
+  const int tid = threadIdx.x;
+  if (wf_bad_size(m)) {  // uniform
+    if (tid == 0) w->npairs = 0;
     return;
   }
 
@@ -159,9 +181,23 @@ wfast_fold(const long long* __restrict__ stage, double zero_rel,
     w->npairs = npairs;
   }
   __syncthreads();
+}
 
-  // 2. a warp per pair: ids, the stored weight, the fold
-  for (int p = warp; p < npairs; p += FU_THREADS / 32) {  // uniform over the warp
+// Step 2 above (a grid, a warp per pair): the endpoints' internal ids, the stored weight, the fold.
+__global__ void wfast_pairs(const long long* __restrict__ stage, double zero_rel, const long long* __restrict__ hkeys,
+                            const int* __restrict__ hvals, unsigned long long hmask,
+                            const long long* __restrict__ out_off, const int* __restrict__ out_deg,
+                            const int* __restrict__ out_idx, const double* __restrict__ out_wt,
+                            const long long* __restrict__ in_off, const int* __restrict__ in_deg,
+                            const int* __restrict__ in_idx, const double* __restrict__ in_wt, unsigned char* work) {
+  const WfStage b = wf_stage(stage);
+  const int n = b.n, summing = b.summing;
+  const double* __restrict__ weight = b.weight;
+  const unsigned char* __restrict__ ins = b.ins;
+  WfWork* w = reinterpret_cast<WfWork*>(work);
+  const int lane = threadIdx.x & 31;
+  const int npairs = w->npairs;
+  for (long long p = wf_warp(); p < npairs; p += wf_warps()) {  // uniform over the warp
     const long long s = w->ps[p], d = w->pd[p];
     const int u = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, s));
     const int v = static_cast<int>(sr::hash_find(hkeys, hvals, hmask, d));
@@ -192,7 +228,24 @@ wfast_fold(const long long* __restrict__ stage, double zero_rel,
       w->pkind[p] = kind;
     }
   }
-  __syncthreads();
+}
+
+// Step 3 above (one block): the structural records staged in hdr (fast_update_hdr's layout), the
+// reweights' places and the drop counts. A batch of a size the host never stages gets hdr[0] = 0:
+// fast_update_hdr refuses it as an argument, nothing is written.
+__global__ void __launch_bounds__(FU_THREADS, 1)
+wfast_classify(const long long* __restrict__ stage, long long* __restrict__ hdr, unsigned char* work) {
+  const WfStage b = wf_stage(stage);
+  const long long m = b.m;
+  const unsigned char* __restrict__ ins = b.ins;
+  __shared__ int sh_scan[32];
+  WfWork* w = reinterpret_cast<WfWork*>(work);
+  const int tid = threadIdx.x;
+  if (wf_bad_size(m)) {  // uniform
+    if (tid == 0) hdr[0] = 0;
+    return;
+  }
+  const int npairs = w->npairs;
 
   // 3. the structural records, the reweights' places and the drop counts (pairs p = 2 tid + j)
   int c_new[2], c_gone[2], c_rew[2], c_pres[2], c_abs[2];
@@ -235,12 +288,12 @@ wfast_fold(const long long* __restrict__ stage, double zero_rel,
   }
   if (tid == 0) {
     hdr[0] = m;
-    hdr[1] = n;
-    hdr[2] = room;
-    hdr[3] = out_end;
-    hdr[4] = in_end;
-    hdr[5] = changes;
-    w->changes = reinterpret_cast<long long*>(changes);
+    hdr[1] = b.n;
+    hdr[2] = b.room;
+    hdr[3] = b.out_end;
+    hdr[4] = b.in_end;
+    hdr[5] = b.changes;
+    w->changes = reinterpret_cast<long long*>(b.changes);
     w->m = m;
     w->dup = m - npairs;
     w->present = npres;
@@ -250,15 +303,15 @@ wfast_fold(const long long* __restrict__ stage, double zero_rel,
 }
 
 // After the structural update: the weights of the inserted and reweighted pairs in both
-// directions, and the reweighted pairs' internal ids (rew: [0, nrew) sources, [FU_MAX, ...) targets),
-// also after the applied insertions in the changes buffer's ins_src and ins_dst sections (at most
-// m pairs in all): a rank update queued behind reads them as insertions (frontier_loop.cu).
+// directions, and the reweighted pairs' internal ids after the applied insertions in the changes
+// buffer's ins_src and ins_dst sections (at most m pairs in all): a rank update queued behind reads
+// them as insertions (frontier_loop.cu), the host as the batch's reweighted pairs.
 __global__ void wfast_weights(const long long* __restrict__ hkeys, const int* __restrict__ hvals,
                               unsigned long long hmask, const long long* __restrict__ out_off,
                               const int* __restrict__ out_deg, const int* __restrict__ out_idx, double* out_wt,
                               const long long* __restrict__ in_off, const int* __restrict__ in_deg,
                               const int* __restrict__ in_idx, double* in_wt, const unsigned char* __restrict__ work,
-                              long long* __restrict__ rew, const long long* __restrict__ counters) {
+                              const long long* __restrict__ counters) {
   if (counters[C_OVERFLOW] != 0) return;  // uniform: nothing was written
   const WfWork* w = reinterpret_cast<const WfWork*>(work);
   const int lane = threadIdx.x & 31;
@@ -275,8 +328,6 @@ __global__ void wfast_weights(const long long* __restrict__ hkeys, const int* __
       if (a >= 0) out_wt[a] = x;  // (always found: the pair is present after the batch)
       if (b >= 0) in_wt[b] = x;
       if (k == WK_REW) {
-        rew[w->prew[p]] = u;
-        rew[FU_MAX + w->prew[p]] = v;
         const long long at = counters[C_INS] + w->prew[p];
         w->changes[at] = u;
         w->changes[w->m + at] = v;
