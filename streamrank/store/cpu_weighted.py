@@ -23,8 +23,11 @@ from ..batch import EdgeBatch, check_weights
 from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.cpu import IdMap
+from ..kernels.cpu import batch_plan
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import weighted_csr as wcsr
+from ..kernels.cpu import weighted_plan
+from ..ids.plan import IdPlan
 from .changes import AppliedChanges
 from .cpu import MAX_VERTICES, SLACK_ADD, SLACK_NUM, CpuGraph, _Side
 from .memory import check_fits
@@ -172,7 +175,10 @@ class WeightedCpuGraph(CpuGraph):
         batch = batch.to(np)
         received = len(batch)
         n_before = self.num_vertices
-        plan, dels, inss, rews, dropped = self._plan_weighted(batch, n_before)
+        if 0 < received <= batch_plan.MAX_EDGES and batch.id_kind == "int":  # one compiled call, the same plan
+            plan, dels, inss, rews, dropped = self._plan_weighted_small(batch, n_before)
+        else:
+            plan, dels, inss, rews, dropped = self._plan_weighted(batch, n_before)
         del_src, del_dst = dels
         ins_src, ins_dst, ins_w = inss
         rew_src, rew_dst, rew_w = rews
@@ -190,9 +196,8 @@ class WeightedCpuGraph(CpuGraph):
         if rebuild:
             lists = 3 * self._rebuild_bytes(n_after, int(ins_src.shape[0]))  # ids and weights
         elif changed:
-            out_d, in_d = _sorted(del_src, del_dst, np.zeros(del_src.shape[0])), _sorted(del_dst, del_src,
-                                                                                      np.zeros(del_src.shape[0]))
-            out_i, in_i = _sorted(ins_src, ins_dst, ins_w), _sorted(ins_dst, ins_src, ins_w)
+            sides = weighted_plan.sorted_sides(del_src, del_dst, ins_src, ins_dst, ins_w)  # as lexsort (distinct)
+            out_d, in_d, out_i, in_i = sides[0:2], sides[2:4], sides[4:7], sides[7:10]
             plan_out = self._out.plan_update(n_after, out_d[0], out_i[0])
             plan_in = self._in.plan_update(n_after, in_d[0], in_i[0])
             lists = plan_out.nbytes + plan_in.nbytes
@@ -214,9 +219,8 @@ class WeightedCpuGraph(CpuGraph):
             self._out.update(n_after, plan_out, out_d[0], out_d[1], out_i[0], out_i[1], out_i[2])
             self._in.update(n_after, plan_in, in_d[0], in_d[1], in_i[0], in_i[1], in_i[2])
             self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
-        if not rebuild:
-            touched = np.unique(np.concatenate([ins_src, del_src, rew_src]))
-            wcsr.sum_weights(self._out.off, self._out.deg, self._out.wt, touched, self._w_out)
+        if not rebuild:  # the touched sources' out-weights afresh
+            weighted_plan.sum_touched(self._out.off, self._out.deg, self._out.wt, ins_src, del_src, rew_src, self._w_out)
         if not rebuild:
             self._keep_sweep_end(ins_src, ins_dst)
         if changed or rew_src.shape[0] or n_after > n_before:
@@ -224,6 +228,22 @@ class WeightedCpuGraph(CpuGraph):
             self._arrays = None
         return AppliedChanges(ins_src, ins_dst, del_src, del_dst, n_before, n_after, received, dropped,
                               rew_src, rew_dst)
+
+    def _plan_weighted_small(self, batch, n_before):
+        """:meth:`_plan_weighted` of a batch of at most ``batch_plan.MAX_EDGES`` edges in one
+        compiled call (:func:`~streamrank.kernels.cpu.weighted_plan.plan_weighted_batch`): the
+        same arrays and counts."""
+        ins = np.ascontiguousarray(batch.insert)
+        # a batch built by the constructor was not validated: a bad weight must not reach the ranks
+        w = np.where(ins, 1.0, np.nan) if batch.weight is None else check_weights(np, batch.weight, ins)
+        (dups, present, absent, del_src, del_dst, internal, fresh, uniq, rank, ins_w, rew_src, rew_dst,
+         rew_w) = weighted_plan.plan_weighted_batch(
+            np.ascontiguousarray(batch.src, dtype=np.int64), np.ascontiguousarray(batch.dst, dtype=np.int64), ins,
+            np.ascontiguousarray(w, dtype=np.float64), self.multi_edges == "sum", *self.ids.tables(), n_before,
+            self._out.off, self._out.deg, self._out.idx, self._out.wt)
+        dropped = {"duplicate": int(dups), "present_insertion": int(present), "absent_deletion": int(absent)}
+        inss = (internal[0::2].copy(), internal[1::2].copy(), ins_w)
+        return IdPlan(internal, fresh, uniq, rank, n_before), (del_src, del_dst), inss, (rew_src, rew_dst, rew_w), dropped
 
     def _plan_weighted(self, batch, n_before):
         """``(id plan, deletions, insertions, reweights, dropped)`` of a batch: what it changes."""

@@ -88,6 +88,50 @@ def _stored(off, deg, idx, u, w):
 
 
 @njit(cache=True, nogil=True)
+def number_ids(both, keys, vals, new_keys, new_vals, n_before):
+    """The id plan of the external ids ``both`` (at most ``2 * MAX_EDGES``) against the id map's
+    tables: ``(internal, fresh, uniq, rank)`` as :class:`streamrank.ids.plan.IdPlan` holds them,
+    the unknown ids numbered from ``n_before`` by first appearance."""
+    nb = both.shape[0]
+    internal = np.empty(nb, dtype=np.int64)
+    missing = 0
+    for i in range(nb):
+        internal[i] = _lookup(keys, vals, new_keys, new_vals, both[i])
+        missing += internal[i] < 0
+    new_ids = np.empty(missing, dtype=np.int64)
+    k = 0
+    for i in range(nb):
+        if internal[i] < 0:
+            new_ids[k] = both[i]
+            k += 1
+    # the new ids: sorted and unique (uniq), numbered by first appearance (rank)
+    srt = _argsort(new_ids)
+    uniq = np.empty(missing, dtype=np.int64)
+    first = np.empty(missing, dtype=np.int64)
+    group = np.empty(missing, dtype=np.int64)  # new_ids[i] == uniq[group[i]]
+    nu = 0
+    for i in range(missing):
+        j = srt[i]
+        if nu == 0 or new_ids[j] != uniq[nu - 1]:
+            uniq[nu] = new_ids[j]
+            first[nu] = j  # the stable sort puts a value's first appearance first
+            nu += 1
+        group[j] = nu - 1
+    uniq, first = uniq[:nu], first[:nu]
+    by_first = _argsort(first)
+    rank = np.empty(nu, dtype=np.int64)
+    for r in range(nu):
+        rank[by_first[r]] = r
+    fresh = uniq[by_first]
+    k = 0
+    for i in range(nb):
+        if internal[i] < 0:
+            internal[i] = n_before + rank[group[k]]
+            k += 1
+    return internal, fresh, uniq, rank
+
+
+@njit(cache=True, nogil=True)
 def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, deg, idx):
     """What a batch changes, as :meth:`streamrank.store.cpu.CpuGraph.apply` plans it.
 
@@ -159,41 +203,7 @@ def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, 
             both[2 * k] = src[a]
             both[2 * k + 1] = dst[a]
             k += 1
-    internal = np.empty(2 * n_ins, dtype=np.int64)
-    missing = 0
-    for i in range(2 * n_ins):
-        internal[i] = _lookup(keys, vals, new_keys, new_vals, both[i])
-        missing += internal[i] < 0
-    new_ids = np.empty(missing, dtype=np.int64)
-    k = 0
-    for i in range(2 * n_ins):
-        if internal[i] < 0:
-            new_ids[k] = both[i]
-            k += 1
-    # the new ids: sorted and unique (uniq), numbered by first appearance (rank)
-    srt = _argsort(new_ids)
-    uniq = np.empty(missing, dtype=np.int64)
-    first = np.empty(missing, dtype=np.int64)
-    group = np.empty(missing, dtype=np.int64)  # new_ids[i] == uniq[group[i]]
-    nu = 0
-    for i in range(missing):
-        j = srt[i]
-        if nu == 0 or new_ids[j] != uniq[nu - 1]:
-            uniq[nu] = new_ids[j]
-            first[nu] = j  # the stable sort puts a value's first appearance first
-            nu += 1
-        group[j] = nu - 1
-    uniq, first = uniq[:nu], first[:nu]
-    by_first = _argsort(first)
-    rank = np.empty(nu, dtype=np.int64)
-    for r in range(nu):
-        rank[by_first[r]] = r
-    fresh = uniq[by_first]
-    k = 0
-    for i in range(2 * n_ins):
-        if internal[i] < 0:
-            internal[i] = n_before + rank[group[k]]
-            k += 1
+    internal, fresh, uniq, rank = number_ids(both, keys, vals, new_keys, new_vals, n_before)
     # insertions of edges not stored (an edge with a new endpoint is new)
     ins_src = np.empty(n_ins, dtype=np.int64)
     ins_dst = np.empty(n_ins, dtype=np.int64)

@@ -86,7 +86,10 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
     stored), both sorted by (own, nbr); ``(touched, new_deg)`` is their :func:`net_changes`.
     ``idx`` must have :func:`room_needed` slots past ``end``. Returns ``(new end, garbage slots
     left behind)``. A weighted store passes its weights ``wt`` (moved with their edges) and the
-    insertions' ``i_wt``; without them Numba compiles the weight lines away."""
+    insertions' ``i_wt``; without them Numba compiles the weight lines away. A row that stays in
+    place is rewritten from its first changed position on (the neighbours below the smallest
+    one inserted or deleted stay where they are): a hub's long row costs its tail, not its
+    length."""
     maxdeg = 0
     for t in range(touched.shape[0]):
         maxdeg = max(maxdeg, deg[touched[t]])
@@ -99,33 +102,43 @@ def update(off, deg, cap, idx, end, touched, new_deg, d_own, d_nbr, i_own, i_nbr
         v = touched[t]
         o = off[v]
         dv = deg[v]
-        old[:dv] = idx[o: o + dv]
-        if wt is not None:
-            oldw[:dv] = wt[o: o + dv]
         target = o
+        start = 0  # the old neighbours before it are kept in place
         if new_deg[t] > cap[v]:
             garbage += cap[v]
             target = end
             cap[v] = max(MIN_ROOM, 2 * new_deg[t])
             end += cap[v]
             off[v] = target
+        else:
+            has_ins = q < i_own.shape[0] and i_own[q] == v
+            has_del = p < d_own.shape[0] and d_own[p] == v
+            if has_ins and has_del:
+                start = lower_bound(idx, o, o + dv, min(i_nbr[q], d_nbr[p])) - o
+            elif has_ins:
+                start = lower_bound(idx, o, o + dv, i_nbr[q]) - o
+            elif has_del:
+                start = lower_bound(idx, o, o + dv, d_nbr[p]) - o
+        old[: dv - start] = idx[o + start: o + dv]
+        if wt is not None:
+            oldw[: dv - start] = wt[o + start: o + dv]
         # three-way merge: old neighbours minus deletions, plus insertions, sorted
-        w = target
-        i = 0
+        w = target + start
+        i = start
         while i < dv or (q < i_own.shape[0] and i_own[q] == v):
-            if q < i_own.shape[0] and i_own[q] == v and (i >= dv or i_nbr[q] < old[i]):
+            if q < i_own.shape[0] and i_own[q] == v and (i >= dv or i_nbr[q] < old[i - start]):
                 idx[w] = i_nbr[q]
                 if wt is not None:
                     wt[w] = i_wt[q]
                 w += 1
                 q += 1
             else:
-                if p < d_own.shape[0] and d_own[p] == v and d_nbr[p] == old[i]:
+                if p < d_own.shape[0] and d_own[p] == v and d_nbr[p] == old[i - start]:
                     p += 1
                 else:
-                    idx[w] = old[i]
+                    idx[w] = old[i - start]
                     if wt is not None:
-                        wt[w] = oldw[i]
+                        wt[w] = oldw[i - start]
                     w += 1
                 i += 1
         deg[v] = w - target
