@@ -16,6 +16,7 @@ from streamrank.rank.cpu.threads import threads_set
 from streamrank.rank.cpu.workspace import FrontierWorkspace
 from streamrank.errors import InvalidArgumentError
 from streamrank.store.cpu import CpuGraph
+from streamrank.store.cpu_weighted import WeightedCpuGraph
 from streamrank.rank.cpu.pagerank import static_pagerank, update_pagerank
 from streamrank.bench.rmat import rmat_edges
 
@@ -208,6 +209,9 @@ def _check_mirror(ws, graph):
         v = order[p]
         row = ws.m_idx[ws.m_off[p]:ws.m_end[p]]
         np.testing.assert_array_equal(row, pos[in_idx[in_off[v]:in_off[v] + in_deg[v]]])
+        if ws.weighted:  # the weights beside, bit for bit
+            np.testing.assert_array_equal(ws.m_wt[ws.m_off[p]:ws.m_end[p]],
+                                          graph.in_weights[in_off[v]:in_off[v] + in_deg[v]])
     np.testing.assert_array_equal(ws.invp[:n], ws.inv[order])
     np.testing.assert_array_equal(ws.loopsp[:n], ws.loops[order])
     np.testing.assert_array_equal(ws.outdp[:n], graph.out_degree[order])
@@ -218,18 +222,23 @@ def _check_mirror(ws, graph):
     return True
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("room", [frontier_order.ROOM, 1])
-def test_mirror_stays_exact_and_ranks_match_a_fresh_workspace(room, monkeypatch):
+def test_mirror_stays_exact_and_ranks_match_a_fresh_workspace(room, weighted, monkeypatch):
     """Room 1: the rows a batch grows soon fill ``m_idx`` and the mirror is rebuilt (with the default
     room, the rows moved away make it rebuild: ``COMPACT``); the kept
-    workspace still ranks bit for bit as a fresh one, which builds its mirror afresh."""
+    workspace still ranks bit for bit as a fresh one, which builds its mirror afresh. Weighted
+    (``sum``: repeated pairs are reweights): the mirror's weights too."""
     monkeypatch.setattr(frontier_order, "ROOM", room)
     s, d = rmat_edges(10, 8, seed=5)
     s, d = np.concatenate([s, np.arange(0, 1024, 7)]), np.concatenate([d, np.arange(0, 1024, 7)])
     cfg = RankConfig()  # DF-P's default, Gauss-Seidel
-    g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
+    if weighted:
+        g_kept, g_fresh = (WeightedCpuGraph.from_edges(s, d, multi_edges="sum") for _ in range(2))
+    else:
+        g_kept, g_fresh = CpuGraph.from_edges(s, d), CpuGraph.from_edges(s, d)
     x_kept = x_fresh = static_pagerank(g_kept, config=cfg).x
-    ws = FrontierWorkspace()
+    ws = FrontierWorkspace(weighted)
     rng = np.random.default_rng(11)
     built = rebuilt = 0
     used = None
@@ -244,7 +253,8 @@ def test_mirror_stays_exact_and_ranks_match_a_fresh_workspace(room, monkeypatch)
         ch_kept, ch_fresh = g_kept.apply(batch), g_fresh.apply(batch)
         assert (g_kept.order_version != version) == (b == 7)
         r_kept = update_pagerank("dfp", g_kept, ch_kept, x_kept, config=cfg, workspace=ws)
-        r_fresh = update_pagerank("dfp", g_fresh, ch_fresh, x_fresh, config=cfg)
+        r_fresh = update_pagerank("dfp", g_fresh, ch_fresh, x_fresh, config=cfg,
+                                  workspace=FrontierWorkspace(weighted))
         assert r_kept.iterations == r_fresh.iterations and r_kept.affected == r_fresh.affected
         np.testing.assert_array_equal(r_kept.x, r_fresh.x)
         if _check_mirror(ws, g_kept):

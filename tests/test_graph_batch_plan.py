@@ -96,4 +96,4 @@ def test_argsort_is_numpys_stable_argsort():
     rng = np.random.default_rng(6)
     for size in (0, 1, 2, 3, 17, 64, 1000):
         a = rng.integers(0, 7 if size > 20 else 3, size).astype(np.int64)  # many ties
-        np.testing.assert_array_equal(batch_plan._argsort(a), np.argsort(a, kind="mergesort"))
+        np.testing.assert_array_equal(batch_plan.argsort_stable(a), np.argsort(a, kind="mergesort"))

@@ -27,7 +27,7 @@ MAX_EDGES = 2048
 
 
 @njit(cache=True, nogil=True)
-def _argsort(a):
+def argsort_stable(a):
     """Stable argsort of the int64 ``a`` (bottom-up merge sort): the order ``np.argsort(a,
     kind="mergesort")`` gives. Written out because Numba's sorts cost seconds of compile time on a
     cold cache (about 4 s for this module's five), for batches of a few dozen edges."""
@@ -105,7 +105,7 @@ def number_ids(both, keys, vals, new_keys, new_vals, n_before):
             new_ids[k] = both[i]
             k += 1
     # the new ids: sorted and unique (uniq), numbered by first appearance (rank)
-    srt = _argsort(new_ids)
+    srt = argsort_stable(new_ids)
     uniq = np.empty(missing, dtype=np.int64)
     first = np.empty(missing, dtype=np.int64)
     group = np.empty(missing, dtype=np.int64)  # new_ids[i] == uniq[group[i]]
@@ -118,7 +118,7 @@ def number_ids(both, keys, vals, new_keys, new_vals, n_before):
             nu += 1
         group[j] = nu - 1
     uniq, first = uniq[:nu], first[:nu]
-    by_first = _argsort(first)
+    by_first = argsort_stable(first)
     rank = np.empty(nu, dtype=np.int64)
     for r in range(nu):
         rank[by_first[r]] = r
@@ -159,8 +159,8 @@ def plan_batch(src, dst, insert, keys, vals, new_keys, new_vals, n_before, off, 
     """
     n = src.shape[0]
     # the last op of each pair: stable sorts by dst, then by src, give (src, dst, arrival) order
-    o1 = _argsort(dst)
-    o2 = _argsort(src[o1])
+    o1 = argsort_stable(dst)
+    o2 = argsort_stable(src[o1])
     order = o1[o2]
     m = 0
     n_ins = 0
@@ -244,7 +244,7 @@ def insert_sorted(keys, vals, add_keys, add_vals):
 def _by_pair(own, nbr):
     """``(own, nbr)`` of distinct pairs of internal ids (below ``2**31``) sorted by (own, nbr)."""
     key = (own << 31) | nbr
-    key = key[_argsort(key)]
+    key = key[argsort_stable(key)]
     return key >> 31, key & 0x7FFFFFFF
 
 

@@ -18,12 +18,13 @@ The mirror is built (:func:`build`, one pass over the in-edges of the vertices b
 sweep end, in chunks on Numba's threads on a large graph) by the first dense pass after a reload
 and whenever it is invalid. A weighted graph's mirror has its weights beside ``m_idx`` (``mw``,
 float64, built and moved with the rows; the kernels take ``wt``, the store's in-edge weights,
-and ``mw`` as optional last arguments, :mod:`.common`). A batch keeps it exact (:func:`admit`): a vertex it adds takes the
-position equal to its id; the rows of the vertices whose in-edges it changed, and of the new
-ones, are rewritten, in place when they do not grow, else at the end of the used part of
-``m_idx``; when the rows left behind take more than ``1 / COMPACT`` of its used part (scattered
-rows slow the pass), the rows are laid out afresh in position order (:func:`compact`: a copy of
-the rows, no read of the store); when it runs out of room (``m_idx`` has room for twice the
+and ``mw`` as optional last arguments, :mod:`.common`). A batch keeps it exact
+(:func:`.mirror_upkeep.admit`): a vertex it adds takes the position equal to its id; the rows of
+the vertices whose in-edges it changed (from their first changed entry on), and of the new ones,
+are rewritten, in place when they do not grow, else at the end of the used part of ``m_idx``;
+when the rows left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow
+the pass), the rows are laid out afresh in position order (:func:`.mirror_upkeep.compact`: a
+copy of the rows, no read of the store); when it runs out of room (``m_idx`` has room for twice the
 edges), the mirror becomes invalid and the next dense pass builds it. So a batch that stays sparse
 pays only its own rows, and a batch that grows many rows (500-edge batches of sx-mathoverflow:
 every one or two batches) a copy of the rows, not the build (which reads the store's rows and
@@ -57,7 +58,7 @@ from .positions import gather_all, scatter_all, sort_ids
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
-#: lays the rows out afresh (:func:`compact`; scattered rows made the pass up to a tenth slower on
+#: lays the rows out afresh (:func:`.mirror_upkeep.compact`; scattered rows made the pass up to a tenth slower on
 #: sx-mathoverflow).
 COMPACT = 32
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
@@ -97,7 +98,7 @@ def build(n, g, inv, loops, mv, par=False, wt=None, mw=None):
     """The mirror rows of ``n`` vertices in the sweep order and the per-vertex values kept with
     them. Only the positions before the sweep end (``mstate[END]``) hold edges: past it the rows
     are set empty and the per-vertex values are left unset (no pass reads them; a vertex that
-    gains an edge moves before the end, and :func:`admit` writes its values). ``par``: the rows
+    gains an edge moves before the end, and :func:`.mirror_upkeep.admit` writes its values). ``par``: the rows
     are filled in chunks on Numba's threads (each chunk writes its own range)."""
     in_deg = g[1]
     order, m_off, m_end, mstate = mv[0], mv[2], mv[3], mv[5]
@@ -118,95 +119,6 @@ def build(n, g, inv, loops, mv, par=False, wt=None, mw=None):
     mstate[BUILT] = n
     mstate[USED] = e
     mstate[LIVE] = e
-
-
-@njit(cache=True, inline="always")
-def _rewrite(v, g, pos, m_off, m_end, m_idx, mstate, wt=None, mw=None):
-    """Vertex ``v``'s mirror row from the store; False when ``m_idx`` has no room for it."""
-    in_off, in_deg, in_idx = g[0], g[1], g[2]
-    p = pos[v]
-    d = in_deg[v]
-    o = m_off[p]
-    mstate[LIVE] += d - (m_end[p] - o)
-    if d > m_end[p] - o:  # it grew: to the end of the used part
-        o = mstate[USED]
-        if o + d > m_idx.shape[0]:
-            return False
-        mstate[USED] = o + d
-        m_off[p] = o
-    for j in range(d):
-        m_idx[o + j] = pos[in_idx[in_off[v] + j]]
-        if wt is not None:
-            mw[o + j] = wt[in_off[v] + j]
-    m_end[p] = o + d
-    return True
-
-
-@njit(cache=True, nogil=True)
-def compact(n, mv, mw=None):
-    """Lay the mirror rows of the first ``n`` positions out afresh in position order, leaving no
-    room between them: a copy of the rows (they hold positions already), no read of the store."""
-    m_off, m_end, m_idx, mstate = mv[2], mv[3], mv[4], mv[5]
-    total = 0
-    for p in range(n):
-        total += m_end[p] - m_off[p]
-    tmp = np.empty(total, dtype=m_idx.dtype)
-    tmpw = np.empty(total if mw is not None else 0)
-    e = 0
-    for p in range(n):
-        o = m_off[p]
-        d = m_end[p] - o
-        m_off[p] = e
-        for j in range(d):
-            tmp[e + j] = m_idx[o + j]
-            if mw is not None:
-                tmpw[e + j] = mw[o + j]
-        e += d
-        m_end[p] = e
-    for j in range(e):
-        m_idx[j] = tmp[j]
-        if mw is not None:
-            mw[j] = tmpw[j]
-    mstate[USED] = e
-    mstate[LIVE] = e
-
-
-@njit(cache=True, nogil=True)
-def admit(n_before, n_after, g, inv, loops, ins_src, ins_dst, del_src, del_dst, mv, wt=None, mw=None):
-    """Keep the mirror exact after a batch (see the module docstring; ``inv`` and ``loops``
-    already updated). Nothing while it is invalid (the next dense pass builds it). A weighted
-    graph's reweighted edges count as insertions here (their rows' weights and their sources'
-    ``inv`` changed)."""
-    out_deg = g[4]
-    order, pos, m_off, m_end, m_idx, mstate, cprevp, invp, loopsp, outdp, starts = mv
-    if mstate[BUILT] < 0:
-        return
-    for p in range(n_before, n_after):  # the store put them at positions equal to their ids, or moved
-        m_off[p] = 0  # them to its sweep end in exchange for vertices without edges (admit_live)
-        m_end[p] = 0
-    ok = True
-    for v in range(n_before, n_after):
-        ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate, wt, mw)
-    for dsts in (ins_dst, del_dst):
-        for v in dsts:
-            ok &= _rewrite(v, g, pos, m_off, m_end, m_idx, mstate, wt, mw)
-    if not ok:
-        mstate[BUILT] = -1
-        return
-    mstate[BUILT] = n_after
-    if mstate[USED] - mstate[LIVE] > mstate[USED] // COMPACT:
-        compact(n_after, mv, mw)
-    for ends in (ins_src, ins_dst, del_src, del_dst):
-        for v in ends:
-            p = pos[v]
-            invp[p] = inv[v]
-            loopsp[p] = loops[v]
-            outdp[p] = out_deg[v]
-    for p in range(n_before, n_after):  # new vertices, or vertices without edges swapped here (admit_live)
-        v = order[p]
-        invp[p] = inv[v]
-        loopsp[p] = loops[v]
-        outdp[p] = out_deg[v]
 
 
 @njit(cache=True, nogil=True)

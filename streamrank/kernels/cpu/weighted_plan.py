@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .batch_plan import _argsort, _by_pair, _lookup, number_ids
+from .batch_plan import argsort_stable, _by_pair, _lookup, number_ids
 from .gapped_csr import lower_bound
 from .weighted_csr import ZERO_REL
 
@@ -68,8 +68,8 @@ def plan_weighted_batch(src, dst, insert, weight, summing, keys, vals, new_keys,
     """
     n = src.shape[0]
     # records by pair, then arrival: stable sorts by dst, then by src
-    o1 = _argsort(dst)
-    o2 = _argsort(src[o1])
+    o1 = argsort_stable(dst)
+    o2 = argsort_stable(src[o1])
     order = o1[o2]
     starts = np.empty(n + 1, dtype=np.int64)
     npairs = 0
@@ -156,7 +156,7 @@ def plan_weighted_batch(src, dst, insert, weight, summing, keys, vals, new_keys,
 @njit(cache=True, nogil=True)
 def _by_pair_weighted(own, nbr, w):
     """``(own, nbr, w)`` of distinct pairs of internal ids (below ``2**31``) sorted by (own, nbr)."""
-    order = _argsort((own << 31) | nbr)
+    order = argsort_stable((own << 31) | nbr)
     return own[order], nbr[order], w[order]
 
 
@@ -182,7 +182,7 @@ def sum_touched(off, deg, wt, a, b, c, out):
     both[:na] = a
     both[na:na + nb] = b
     both[na + nb:] = c
-    both = both[_argsort(both)]
+    both = both[argsort_stable(both)]
     for i in range(both.shape[0]):
         v = both[i]
         if i > 0 and both[i - 1] == v:

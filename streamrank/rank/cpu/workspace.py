@@ -30,6 +30,7 @@ from ...kernels.cpu import workspace as upkeep
 from ...kernels.cpu.common import find_loops, nchunks, refresh_loops
 from ...kernels.cpu.frontier import PARTS_F, PARTS_I
 from ...kernels.cpu import frontier_order as mirror
+from ...kernels.cpu import mirror_upkeep
 
 #: The running ``sum(x)`` is replaced by an exact sum every this many batches (it drifts by
 #: rounding: one addition per iteration).
@@ -158,7 +159,7 @@ class FrontierWorkspace:
             else:
                 upkeep.admit_loops(n_before, n, ins_src, ins_dst, del_src, del_dst, self.loops)
             if self.mstate[mirror.BUILT] >= 0:  # keep the mirror exact (else the next dense pass builds it)
-                mirror.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src,
+                mirror_upkeep.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src,
                              del_dst, self.mirror(), wt, self.m_wt)
         self._order_version = graph.order_version
         self.mstate[mirror.END] = graph.sweep_end  # where the dense passes stop
