@@ -38,6 +38,20 @@ def edge_weights(off, deg, idx, wt, own, nbr):
     return out
 
 
+@njit(cache=True, inline="always")
+def fold_record(w, insert, x, summing):
+    """The weight after one record (``insert``, weight ``x``: NaN on a deletion without one)
+    from ``w`` (NaN: absent), under the rule :func:`fold_pairs` states."""
+    if insert:
+        return w + x if summing and not np.isnan(w) else x
+    if np.isnan(w):
+        return w  # deleting an absent edge: nothing
+    if summing and not np.isnan(x):
+        left = w - x
+        return left if left > ZERO_REL * w else np.nan
+    return np.nan
+
+
 @njit(cache=True, nogil=True)
 def fold_pairs(starts, insert, weight, before, summing):
     """The final weight of each pair (NaN: absent) after its records in arrival order.
@@ -52,18 +66,7 @@ def fold_pairs(starts, insert, weight, before, summing):
     for p in range(starts.shape[0] - 1):
         w = before[p]
         for r in range(starts[p], starts[p + 1]):
-            if insert[r]:
-                if summing and not np.isnan(w):
-                    w = w + weight[r]
-                else:
-                    w = weight[r]
-            elif np.isnan(w):
-                continue  # deleting an absent edge: nothing
-            elif summing and not np.isnan(weight[r]):
-                left = w - weight[r]
-                w = left if left > ZERO_REL * w else np.nan
-            else:
-                w = np.nan
+            w = fold_record(w, insert[r], weight[r], summing)
         out[p] = w
     return out
 

@@ -19,7 +19,7 @@ from numba import njit
 
 from .batch_plan import argsort_stable, _by_pair, _lookup, number_ids
 from .gapped_csr import lower_bound
-from .weighted_csr import ZERO_REL
+from .weighted_csr import fold_record
 
 
 @njit(cache=True, inline="always")
@@ -93,19 +93,7 @@ def plan_weighted_batch(src, dst, insert, weight, summing, keys, vals, new_keys,
         before = _stored_weight(off, deg, idx, wt, u, v)
         w = before
         for r in range(starts[p], starts[p + 1]):  # the fold (weighted_csr.fold_pairs)
-            rec = order[r]
-            if insert[rec]:
-                if summing and not np.isnan(w):
-                    w = w + weight[rec]
-                else:
-                    w = weight[rec]
-            elif np.isnan(w):
-                continue
-            elif summing and not np.isnan(weight[rec]):
-                left = w - weight[rec]
-                w = left if left > ZERO_REL * w else np.nan
-            else:
-                w = np.nan
+            w = fold_record(w, insert[order[r]], weight[order[r]], summing)
         after[p] = w
         was, now = not np.isnan(before), not np.isnan(w)
         if now and not was:
