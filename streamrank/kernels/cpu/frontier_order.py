@@ -27,7 +27,7 @@ the pass), the rows are laid out afresh in position order (:func:`.mirror_upkeep
 copy of the rows, no read of the store); when it runs out of room (``m_idx`` has room for twice the
 edges), the mirror becomes invalid and the next dense pass builds it. So a batch that stays sparse
 pays only its own rows, and a batch that grows many rows (500-edge batches of sx-mathoverflow:
-every one or two batches) a copy of the rows, not the build (which reads the store's rows and
+about one batch in five) a copy of the rows, not the build (which reads the store's rows and
 maps every in-neighbour to its position).
 
 The pass is the Gauss-Seidel pass of :mod:`.frontier_gs` with ids replaced by positions: the
@@ -58,9 +58,13 @@ from .positions import gather_all, scatter_all, sort_ids
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
-#: lays the rows out afresh (:func:`.mirror_upkeep.compact`; scattered rows made the pass up to a tenth slower on
-#: sx-mathoverflow).
-COMPACT = 32
+#: lays the rows out afresh (:func:`.mirror_upkeep.compact`). A compaction copies every row, and a
+#: packed row moves as soon as it gains an entry, so the copies cost about ``COMPACT`` times the
+#: rows a batch grows, per batch: at 32, 506-line batches of sx-mathoverflow (about 10,000 entries
+#: of grown rows each) compacted at every batch, 1.1-1.3 ms of a 10-13 ms batch on two cores
+#: (2.2 ms with weights); at 4, 0.23-0.37 ms, with the dense passes' time unchanged
+#: (docs/benchmarks.md, design measurements).
+COMPACT = 4
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges), and the positions the dense passes visit (the
 #: store's :attr:`~streamrank.store.cpu.CpuGraph.sweep_end`: past it only vertices without edges,
