@@ -23,11 +23,11 @@ from ..batch import EdgeBatch, check_weights
 from ..config import MULTI_EDGES
 from ..errors import InvalidArgumentError
 from ..ids.cpu import IdMap
+from ..ids.plan import IdPlan
 from ..kernels.cpu import batch_plan
 from ..kernels.cpu import gapped_csr as csr
 from ..kernels.cpu import weighted_csr as wcsr
 from ..kernels.cpu import weighted_plan
-from ..ids.plan import IdPlan
 from .changes import AppliedChanges
 from .cpu import MAX_VERTICES, SLACK_ADD, SLACK_NUM, CpuGraph, _Side
 from .memory import check_fits
@@ -219,9 +219,8 @@ class WeightedCpuGraph(CpuGraph):
             self._out.update(n_after, plan_out, out_d[0], out_d[1], out_i[0], out_i[1], out_i[2])
             self._in.update(n_after, plan_in, in_d[0], in_d[1], in_i[0], in_i[1], in_i[2])
             self._num_edges += int(ins_src.shape[0]) - int(del_src.shape[0])
-        if not rebuild:  # the touched sources' out-weights afresh
+        if not rebuild:  # the touched sources' out-weights afresh; the sweep end
             weighted_plan.sum_touched(self._out.off, self._out.deg, self._out.wt, ins_src, del_src, rew_src, self._w_out)
-        if not rebuild:
             self._keep_sweep_end(ins_src, ins_dst)
         if changed or rew_src.shape[0] or n_after > n_before:
             self.version += 1

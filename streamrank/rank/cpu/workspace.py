@@ -159,8 +159,8 @@ class FrontierWorkspace:
             else:
                 upkeep.admit_loops(n_before, n, ins_src, ins_dst, del_src, del_dst, self.loops)
             if self.mstate[mirror.BUILT] >= 0:  # keep the mirror exact (else the next dense pass builds it)
-                mirror_upkeep.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst, del_src,
-                             del_dst, self.mirror(), wt, self.m_wt)
+                mirror_upkeep.admit(n_before, n, graph.kernel_arrays(), self.inv, self.loops, ins_src, ins_dst,
+                                    del_src, del_dst, self.mirror(), wt, self.m_wt)
         self._order_version = graph.order_version
         self.mstate[mirror.END] = graph.sweep_end  # where the dense passes stop
         if self.m_idx.shape[0] < graph.num_edges:  # room for the mirror's rows (rebuilt when it runs out)
