@@ -22,7 +22,7 @@ and ``mw`` as optional last arguments, :mod:`.common`). A batch keeps it exact
 (:func:`.mirror_upkeep.admit`): a vertex it adds takes the position equal to its id; the rows of
 the vertices whose in-edges it changed (from their first changed entry on), and of the new ones,
 are rewritten, in place when they do not grow, else at the end of the used part of ``m_idx``;
-when the rows left behind take more than ``1 / COMPACT`` of its used part (scattered rows slow
+when the rows left behind take more than ``1 / mirror_upkeep.COMPACT`` of its used part (scattered rows slow
 the pass), the rows are laid out afresh in position order (:func:`.mirror_upkeep.compact`: a
 copy of the rows, no read of the store); when it runs out of room (``m_idx`` has room for twice the
 edges), the mirror becomes invalid and the next dense pass builds it. So a batch that stays sparse
@@ -57,14 +57,6 @@ from .positions import gather_all, scatter_all, sort_ids
 
 #: ``m_idx`` gets room for this many times the edges (rows a batch grows move to its end).
 ROOM = 2
-#: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
-#: lays the rows out afresh (:func:`.mirror_upkeep.compact`). A compaction copies every row, and a
-#: packed row moves as soon as it gains an entry, so the copies cost about ``COMPACT`` times the
-#: rows a batch grows, per batch: at 32, 506-line batches of sx-mathoverflow (about 10,000 entries
-#: of grown rows each) compacted at every batch, 1.1-1.3 ms of a 10-13 ms batch on two cores
-#: (2.2 ms with weights); at 4, 0.23-0.37 ms, with the dense passes' time unchanged
-#: (docs/benchmarks.md, design measurements).
-COMPACT = 4
 #: ``mstate`` slots: vertices the mirror holds (-1: the mirror is invalid), end of the used part
 #: of ``m_idx``, entries of its rows (the edges), and the positions the dense passes visit (the
 #: store's :attr:`~streamrank.store.cpu.CpuGraph.sweep_end`: past it only vertices without edges,

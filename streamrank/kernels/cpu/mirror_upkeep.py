@@ -15,7 +15,16 @@ import numpy as np
 from numba import njit
 
 from .batch_plan import argsort_stable
-from .frontier_order import BUILT, COMPACT, LIVE, USED
+from .frontier_order import BUILT, LIVE, USED
+
+#: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
+#: lays the rows out afresh (:func:`compact`). A compaction copies every row, and a
+#: packed row moves as soon as it gains an entry, so the copies cost about ``COMPACT`` times the
+#: rows a batch grows, per batch: at 32, 506-line batches of sx-mathoverflow (about 10,000 entries
+#: of grown rows each) compacted at every batch, 1.1-1.3 ms of a 10-13 ms batch on two cores
+#: (2.2 ms with weights); at 4, 0.23-0.37 ms, with the dense passes' time unchanged
+#: (docs/benchmarks.md, design measurements).
+COMPACT = 4
 
 
 @njit(cache=True, inline="always")
