@@ -16,6 +16,7 @@ from numba import njit
 
 from .batch_plan import argsort_stable
 from .frontier_order import BUILT, LIVE, USED
+from .gapped_csr import lower_bound
 
 #: A batch that leaves more than ``1 / COMPACT`` of the used part of ``m_idx`` to rows moved away
 #: lays the rows out afresh (:func:`compact`). A compaction copies every row, and a
@@ -78,16 +79,8 @@ def _changed_rows(n_before, g, ins_src, ins_dst, del_src, del_dst):
         if v >= n_before or (i > 0 and (key[i - 1] >> 31) == v):
             continue  # a new vertex's row is written whole; a target once, at its smallest source
         src = key[i] & 0x7FFFFFFF
-        lo = in_off[v]
-        hi = lo + in_deg[v]
-        while lo < hi:  # the first entry >= src
-            mid = (lo + hi) >> 1
-            if in_idx[mid] < src:
-                lo = mid + 1
-            else:
-                hi = mid
         targets[m] = v
-        firsts[m] = lo - in_off[v]
+        firsts[m] = lower_bound(in_idx, in_off[v], in_off[v] + in_deg[v], src) - in_off[v]  # the first entry >= src
         m += 1
     return targets[:m], firsts[:m]
 

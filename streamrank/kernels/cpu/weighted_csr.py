@@ -22,19 +22,25 @@ from .gapped_csr import _rooms, lower_bound
 ZERO_REL = 1e-12
 
 
+@njit(cache=True, inline="always")
+def stored_weight(off, deg, idx, wt, u, v):
+    """The weight of the stored ``u -> v`` (internal ids, -1 allowed), NaN where it is not stored."""
+    if u < 0 or v < 0:
+        return np.nan
+    lo = off[u]
+    hi = lo + deg[u]
+    p = lower_bound(idx, lo, hi, v)
+    if p < hi and idx[p] == v:
+        return wt[p]
+    return np.nan
+
+
 @njit(cache=True, nogil=True)
 def edge_weights(off, deg, idx, wt, own, nbr):
     """The weight of each ``own[i] -> nbr[i]``, NaN where it is not stored."""
-    out = np.full(own.shape[0], np.nan)
+    out = np.empty(own.shape[0])
     for i in range(own.shape[0]):
-        v = own[i]
-        if v < 0 or nbr[i] < 0:
-            continue
-        lo = off[v]
-        hi = lo + deg[v]
-        p = lower_bound(idx, lo, hi, nbr[i])
-        if p < hi and idx[p] == nbr[i]:
-            out[i] = wt[p]
+        out[i] = stored_weight(off, deg, idx, wt, own[i], nbr[i])
     return out
 
 

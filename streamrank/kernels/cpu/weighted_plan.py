@@ -18,21 +18,7 @@ import numpy as np
 from numba import njit
 
 from .batch_plan import argsort_stable, _by_pair, _lookup, number_ids
-from .gapped_csr import lower_bound
-from .weighted_csr import fold_record
-
-
-@njit(cache=True, inline="always")
-def _stored_weight(off, deg, idx, wt, u, v):
-    """The weight of the stored ``u -> v`` (internal ids), NaN where it is not stored."""
-    if u < 0 or v < 0:
-        return np.nan
-    lo = off[u]
-    hi = lo + deg[u]
-    p = lower_bound(idx, lo, hi, v)
-    if p < hi and idx[p] == v:
-        return wt[p]
-    return np.nan
+from .weighted_csr import fold_record, stored_weight, sum_weights
 
 
 @njit(cache=True, nogil=True)
@@ -90,7 +76,7 @@ def plan_weighted_batch(src, dst, insert, weight, summing, keys, vals, new_keys,
         v = _lookup(keys, vals, new_keys, new_vals, dst[a])
         u_of[p] = u
         v_of[p] = v
-        before = _stored_weight(off, deg, idx, wt, u, v)
+        before = stored_weight(off, deg, idx, wt, u, v)
         w = before
         for r in range(starts[p], starts[p + 1]):  # the fold (weighted_csr.fold_pairs)
             w = fold_record(w, insert[order[r]], weight[order[r]], summing)
@@ -171,11 +157,7 @@ def sum_touched(off, deg, wt, a, b, c, out):
     both[na:na + nb] = b
     both[na + nb:] = c
     both = both[argsort_stable(both)]
+    keep = np.empty(both.shape[0], dtype=np.bool_)
     for i in range(both.shape[0]):
-        v = both[i]
-        if i > 0 and both[i - 1] == v:
-            continue
-        s = 0.0
-        for j in range(off[v], off[v] + deg[v]):
-            s += wt[j]
-        out[v] = s
+        keep[i] = i == 0 or both[i - 1] != both[i]
+    sum_weights(off, deg, wt, both[keep], out)
