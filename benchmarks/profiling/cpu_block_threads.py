@@ -1,7 +1,7 @@
 """CPU DF-P on the published temporal protocol: Gauss-Seidel block size against thread count.
 
-For every ``--blocks`` size (``GS_BLOCK``: the store cuts its sweep blocks by it, the frontier
-loop its sparse blocks) and every ``--threads`` count (``numba.set_num_threads``, every batch on
+For every block size of ``--grid`` (``GS_BLOCK``: the store cuts its sweep blocks by it, the frontier
+loop its sparse blocks; ``jacobi`` in its place: the Jacobi update order) and every thread count (``numba.set_num_threads``, every batch on
 that many: ``STREAMRANK_CPU_THREADS=all``), it replays the protocol of ``streamrank bench
 --protocol temporal`` (the 248,180 ids up front, self-loop mode, 90 % base converged to the
 iteration cap (150 sweeps here), then ``--batches`` batches of each fraction) and prints the median rank ms per
@@ -11,7 +11,7 @@ batch, the iterations and the L1 error of the last batch against the SciPy oracl
 batch's fixed work). Also the cost of an empty parallel region at each thread count. One process,
 one pool (``NUMBA_NUM_THREADS``: the host's cores)::
 
-    python benchmarks/profiling/cpu_block_threads.py sx-mathoverflow.txt.gz --grid 16384:1/2/16,2048:1/16
+    python benchmarks/profiling/cpu_block_threads.py sx-mathoverflow.txt.gz --grid 16384:1/2/16,2048:1/16,jacobi:1/16
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def set_block(block):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("graph")
-    ap.add_argument("--grid", default="16384:1/2/16,2048:1/16", help="BLOCK:THREADS/THREADS/... pairs")
+    ap.add_argument("--grid", default="16384:1/2/16,2048:1/16", help="BLOCK:THREADS/THREADS/... pairs; BLOCK 'jacobi': the Jacobi order")
     ap.add_argument("--fractions", default="1e-5,1e-4,1e-3")
     ap.add_argument("--tols", default="1e-6,1e-5", help="frontier/prune tolerances")
     ap.add_argument("--batches", type=int, default=20)
@@ -103,10 +103,11 @@ def main(argv=None) -> int:
           f"{'L1':>9} {'blocks':>6}", flush=True)
     for item in args.grid.split(","):
         block, _, threads = item.partition(":")
-        block = int(block)
+        order = "jacobi" if block == "jacobi" else "gauss-seidel"
+        block = 1 << 14 if order == "jacobi" else int(block)
         set_block(block)
         for tol in (float(t) for t in args.tols.split(",")):
-            cfg = RankConfig(dangling="self-loop", frontier_tol=tol, prune_tol=tol)
+            cfg = RankConfig(dangling="self-loop", frontier_tol=tol, prune_tol=tol, update_order=order)
             if oracle is None:
                 oracle, _ = oracle_fn(backend, cfg, cugraph=False)
             for frac in (float(f) for f in args.fractions.split(",")):
@@ -125,13 +126,15 @@ def main(argv=None) -> int:
                         its.append(st.rank.iterations)
                     numba.set_num_threads(top)
                     l1 = l1_error(eng.ranks()[1], oracle(eng.graph))
-                    print(f"{block:6d} {t:4d} {tol:6.0e} {size:6d} {statistics.median(rk):8.3f} "
+                    print(f"{block if order != 'jacobi' else order:>6} {t:4d} {tol:6.0e} {size:6d} {statistics.median(rk):8.3f} "
                           f"{np.percentile(rk, 90):7.3f} {statistics.median(gr):6.3f} {statistics.median(its):6.1f} "
                           f"{l1:9.2e} {eng.graph.sweep_blocks.shape[0]:6d}", flush=True)
     for pair in filter(None, args.per_iteration.split(",")):
-        block, t = (int(v) for v in pair.split(":"))
+        block, _, t = pair.partition(":")
+        order = "jacobi" if block == "jacobi" else "gauss-seidel"
+        block, t = (1 << 14 if order == "jacobi" else int(block)), int(t)
         set_block(block)
-        cfg = RankConfig(dangling="self-loop")
+        cfg = RankConfig(dangling="self-loop", update_order=order)
         for frac in (1e-5, 1e-3):
             size = int(frac * lines)
             eng = engine(cfg)
@@ -159,7 +162,7 @@ def main(argv=None) -> int:
             cum = [run(k)[0] for k in range(1, full.iterations + 1)]
             per = np.diff([0.0] + cum)
             numba.set_num_threads(top)
-            print(f"per iteration, block {block} threads {t} lines {size}: total {full_ms:.3f} ms, "
+            print(f"per iteration, {order} block {block} threads {t} lines {size}: total {full_ms:.3f} ms, "
                   f"{full.iterations} iterations")
             print("  frontier:", list(full.affected))
             print("  ms      :", [round(v, 3) for v in per])
