@@ -34,9 +34,8 @@ import streamrank.rank.cpu.workspace as cpu_workspace  # noqa: E402
 PHASES = defaultdict(float)
 
 
-def _timed(owner, name, key):
-    fn = getattr(owner, name)
-
+def _clocked(fn, key):
+    """``fn`` with its wall time added to ``PHASES[key]`` on every call."""
     def wrapper(*args, **kwargs):
         t = time.perf_counter()
         try:
@@ -44,23 +43,15 @@ def _timed(owner, name, key):
         finally:
             PHASES[key] += time.perf_counter() - t
 
-    setattr(owner, name, wrapper)
+    return wrapper
 
 
 def _instrument():
-    _timed(cpu_workspace.mirror_upkeep, "admit", "mirror upkeep")
-    _timed(cpu_pagerank.FrontierWorkspace, "begin", "begin")
-    for key in list(cpu_pagerank.FRONTIER):
-        kernel = cpu_pagerank.FRONTIER[key]
-
-        def loop(*args, _kernel=kernel, **kwargs):
-            t = time.perf_counter()
-            try:
-                return _kernel(*args, **kwargs)
-            finally:
-                PHASES["loop"] += time.perf_counter() - t
-
-        cpu_pagerank.FRONTIER[key] = loop
+    upkeep = cpu_workspace.mirror_upkeep
+    upkeep.admit = _clocked(upkeep.admit, "mirror upkeep")
+    cpu_pagerank.FrontierWorkspace.begin = _clocked(cpu_pagerank.FrontierWorkspace.begin, "begin")
+    for key, kernel in list(cpu_pagerank.FRONTIER.items()):
+        cpu_pagerank.FRONTIER[key] = _clocked(kernel, "loop")
 
 
 def main(argv=None) -> None:
