@@ -252,6 +252,8 @@ if has_mode base; then
                 --json "$OUT/daemon_${dev}_base_${scale}_$what.json" 2>&1 | tee -a "$TABLES"
             rc=${PIPESTATUS[0]}
             [ "$rc" = 0 ] || { echo "bench_daemon.py (base $base, $what) exited $rc" | tee -a "$TABLES"; status=1; }
+            # a large base's checkpoints (18 GB for R-MAT 26) would fill the disk over a few runs
+            rm -rf "$WORK"/*/ckpt
             echo "-- $(( $(date +%s) - t_start ))s so far" | tee -a "$TABLES"
         done
     done
