@@ -58,8 +58,8 @@ class RankConfig:
         CPU, the local-form iterations of Static, ND, DT, DF and DF-P. ``"jacobi"``: every
         vertex reads its in-neighbours' values from the start of the iteration (what the GPU
         always does). ``"gauss-seidel"``: the updates run in fixed blocks of
-        ``GS_BLOCK`` (16,384) frontier entries (on a pass over all vertices, as many blocks of
-        vertex positions, cut at equal work: ``CpuGraph.sweep_blocks``), and
+        ``SPARSE_BLOCK`` (2,048) frontier entries (on a pass over all vertices, as many blocks
+        of ``GS_BLOCK`` (16,384) vertex positions, cut at equal work: ``CpuGraph.sweep_blocks``), and
         within a block a vertex reads the values its block has already updated in this
         iteration; blocks read each other's values from the start of the iteration. The block
         size does not depend on the thread count, so neither do the results; on a frontier or

@@ -28,12 +28,18 @@ from numba import njit, prange
 CHUNK = 512
 #: Steps reading fewer (estimated) edges than this run on the calling thread.
 PARALLEL_EDGES = 1 << 15
-#: Gauss-Seidel block: frontier entries (or vertex ids) updated in order by one thread, a
+#: Gauss-Seidel block of the dense passes: vertex positions updated in order by one thread, a
 #: multiple of ``CHUNK`` (:mod:`.frontier_gs`). Fixed, so results do not depend on the thread
 #: count; passed to the kernels as an argument. 16,384: a graph of 16-32 k vertices (sx-mathoverflow)
 #: runs its dense passes as two blocks, on two threads (:mod:`.sweep_order` chooses the second
 #: block's vertices so that the iterations grow little).
 GS_BLOCK = 1 << 14
+#: Gauss-Seidel block of the sparse steps (frontier-list entries), a multiple of ``CHUNK``. A
+#: frontier list of a few thousand vertices (the out-neighbours of a hub) then runs on several
+#: threads instead of one: on the 16-core host, sx-mathoverflow's batches took 0.81-0.96 of their
+#: time with 16,384-entry blocks (medians of four alternating runs), for the same iterations within
+#: one per batch (1,024: no faster).
+SPARSE_BLOCK = 1 << 11
 #: The Jacobi-order lookahead (:func:`lookahead`) reads through in-neighbours of at most this
 #: many in-edges (the GPU's ``SR_LOOK_MAX_IN``, kernels/cuda/rank_gather.cuh: the same rule, so both
 #: backends take the same iterations).

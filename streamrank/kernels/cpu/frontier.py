@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import CHUNK, PARALLEL_EDGES, nchunks
+from .common import CHUNK, PARALLEL_EDGES, SPARSE_BLOCK, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
 from .frontier_gs import marked_first, sparse_gs
 from .frontier_order import END, dense_pass, enter, leave_settled, leave_to_sparse, spread_out_edges
@@ -101,6 +101,9 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     swapped = False  # x, c, flags are the spare buffers (an odd number of dense iterations)
     iterations = 0
     converged = False
+    sparse_block = 0
+    if block is not None:  # the sparse steps' Gauss-Seidel blocks (SPARSE_BLOCK)
+        sparse_block = min(block, SPARSE_BLOCK)
     for it in range(max_iter):
         stamp = clock + it
         if not dense and nf == 0:
@@ -136,11 +139,11 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
         else:
             count = nf
             # threads only where the step reads enough edges to repay a fork and join; a frontier
-            # within one Gauss-Seidel block (GS_BLOCK) runs on the calling thread either way
+            # within one Gauss-Seidel block (SPARSE_BLOCK) runs on the calling thread either way
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par or gs else 1
             if block is not None:
-                sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
+                sparse_gs(nf, sparse_block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
                           alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
             if jacobi is not None:
                 if par:

@@ -3,7 +3,8 @@
 ``update_order="gauss-seidel"`` (:class:`streamrank.config.RankConfig`): the frontier (the list
 ``F`` in the sparse step, the positions in the dense pass) is cut into as few blocks of equal
 size as blocks of at most ``block`` entries need (:func:`block_size`: whole chunks of ``CHUNK``;
-it depends on the frontier's size, never on the thread count). One thread runs a
+it depends on the frontier's size, never on the thread count; the sparse step's ``block`` is
+:data:`.common.SPARSE_BLOCK`, the dense pass's the store's sweep blocks). One thread runs a
 block from start to end, writing each new value into ``x`` and ``c`` at once, so a vertex reads
 the new values of the in-neighbours its block updated before it. A vertex of another block is
 read from ``cprev``, which holds every vertex's ``c`` as it was when the iteration began (the

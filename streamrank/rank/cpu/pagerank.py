@@ -33,7 +33,7 @@ import numpy as np
 
 from ...store.changes import AppliedChanges
 from ...config import ALGORITHMS, RankConfig, check_algorithm
-from ...kernels.cpu.common import GS_BLOCK, PARALLEL_EDGES
+from ...kernels.cpu.common import GS_BLOCK, PARALLEL_EDGES, SPARSE_BLOCK
 from ...kernels.cpu.marking import initial_frontier, reachable_frontier
 from ...kernels.cpu.frontier import FRONTIER
 from ...kernels.cpu.sweeps import SWEEPS
@@ -107,15 +107,15 @@ def static_pagerank(graph, *, config: RankConfig = RankConfig(), x0=None) -> Ran
 # ---------------------------------------------------------------------------- frontier
 def _useful_threads(graph, gs: bool) -> int:
     """The most threads a Gauss-Seidel batch of ``graph`` keeps busy: its dense passes run one
-    thread per block of the store's sweep blocks, its sparse steps one per block of ``GS_BLOCK``
-    frontier entries. Every thread of a parallel region is woken, and the ones that find no block
+    thread per block of the store's sweep blocks, its sparse steps one per block of
+    ``SPARSE_BLOCK`` frontier entries. Every thread of a parallel region is woken, and the ones that find no block
     keep their cores busy waiting for the next region: on the 16-core host, sx-mathoverflow (two
     blocks) ran up to a third slower per batch on 16 threads than on 2. A frontier holds vertices with
     edges only, the ones before the store's sweep end. Jacobi steps split into chunks
     of ``CHUNK`` entries: no limit."""
     if not gs:
         return 1 << 30
-    return max(graph.sweep_blocks.shape[0], -(-graph.sweep_end // GS_BLOCK), 1)  # frontiers: vertices with edges
+    return max(graph.sweep_blocks.shape[0], -(-graph.sweep_end // SPARSE_BLOCK), 1)  # frontiers: vertices with edges
 
 
 def _frontier(graph, changes, x_prev, config, algorithm, workspace):
