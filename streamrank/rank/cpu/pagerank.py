@@ -108,11 +108,11 @@ def static_pagerank(graph, *, config: RankConfig = RankConfig(), x0=None) -> Ran
 def _useful_threads(graph, gs: bool) -> int:
     """The most threads a Gauss-Seidel batch of ``graph`` keeps busy: its dense passes run one
     thread per block of the store's sweep blocks, its sparse steps one per block of
-    ``SPARSE_BLOCK`` frontier entries. Every thread of a parallel region is woken, and the ones that find no block
-    keep their cores busy waiting for the next region: on the 16-core host, sx-mathoverflow (two
-    blocks) ran up to a third slower per batch on 16 threads than on 2. A frontier holds vertices with
-    edges only, the ones before the store's sweep end. Jacobi steps split into chunks
-    of ``CHUNK`` entries: no limit."""
+    ``SPARSE_BLOCK`` frontier entries. Every thread of a parallel region is woken, and the ones
+    that find no block keep their cores busy waiting for the next region: on the 16-core host,
+    sx-mathoverflow (two blocks) ran up to a third slower per batch on 16 threads than on 2. A
+    frontier holds vertices with edges only, the ones before the store's sweep end. Jacobi steps
+    split into chunks of ``CHUNK`` entries: no limit."""
     if not gs:
         return 1 << 30
     return max(graph.sweep_blocks.shape[0], -(-graph.sweep_end // SPARSE_BLOCK), 1)  # frontiers: vertices with edges
