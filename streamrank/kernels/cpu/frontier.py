@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import CHUNK, PARALLEL_EDGES, SPARSE_BLOCK, nchunks
+from .common import CHUNK, PARALLEL_EDGES, nchunks
 from .frontier_dense import dense_par, dense_serial, to_sparse
 from .frontier_gs import marked_first, sparse_gs
 from .frontier_order import END, dense_pass, enter, leave_settled, leave_to_sparse, spread_out_edges
@@ -58,8 +58,9 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     arrays) hold the new iterate (and ``cprev`` with ``gs``), every flag is 0 again; the other
     arrays are scratch.
 
-    The update order: ``block`` an int and ``jacobi`` ``None``: Gauss-Seidel in blocks of at most
-    ``block`` entries (:mod:`.frontier_gs`); ``block`` ``None`` and ``jacobi`` ``True``: Jacobi.
+    The update order: ``block`` an int and ``jacobi`` ``None``: Gauss-Seidel, the sparse steps in
+    blocks of at most ``block`` entries (:mod:`.frontier_gs`), the dense passes in the store's
+    sweep blocks; ``block`` ``None`` and ``jacobi`` ``True``: Jacobi.
     Numba removes a branch on ``arg is not None`` for an argument typed ``None`` before it types
     the function, so each order compiles only its own steps (half the compile time).
 
@@ -101,9 +102,6 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
     swapped = False  # x, c, flags are the spare buffers (an odd number of dense iterations)
     iterations = 0
     converged = False
-    sparse_block = 0
-    if block is not None:  # the sparse steps' Gauss-Seidel blocks (SPARSE_BLOCK)
-        sparse_block = min(block, SPARSE_BLOCK)
     for it in range(max_iter):
         stamp = clock + it
         if not dense and nf == 0:
@@ -143,7 +141,7 @@ def frontier_iterate(g, num_edges, n, ws, nf, total, clock, alpha, selfloop, tol
             par = nf > CHUNK and nf * mean_degree >= PARALLEL_EDGES
             nch = nchunks(nf) if par or gs else 1
             if block is not None:
-                sparse_gs(nf, sparse_block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
+                sparse_gs(nf, block, par, F, g, inv, c, cprev, owner, loops, x, status, flags, last_spread, stamp,
                           alpha, selfloop, ftol, ptol, grow, prune, parts, wt)
             if jacobi is not None:
                 if par:

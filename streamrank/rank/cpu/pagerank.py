@@ -115,7 +115,13 @@ def _useful_threads(graph, gs: bool) -> int:
     split into chunks of ``CHUNK`` entries: no limit."""
     if not gs:
         return 1 << 30
-    return max(graph.sweep_blocks.shape[0], -(-graph.sweep_end // SPARSE_BLOCK), 1)  # frontiers: vertices with edges
+    return max(graph.sweep_blocks.shape[0], -(-graph.sweep_end // _sparse_block()), 1)  # frontiers: vertices with edges
+
+
+def _sparse_block() -> int:
+    """The sparse steps' Gauss-Seidel block: ``SPARSE_BLOCK`` entries, never more than the dense
+    passes' ``GS_BLOCK``."""
+    return min(GS_BLOCK, SPARSE_BLOCK)
 
 
 def _frontier(graph, changes, x_prev, config, algorithm, workspace):
@@ -133,7 +139,7 @@ def _frontier(graph, changes, x_prev, config, algorithm, workspace):
     affected = np.zeros(config.max_iter, dtype=np.int64)
     kernel = FRONTIER[(algorithm, selfloop, gs)]
     args = (g, graph.num_edges, graph.num_vertices, ws.arrays(), nf, ws.total, ws.clock, config.alpha, config.tol,
-            config.frontier_tol, config.prune_tol, GS_BLOCK, config.max_iter, affected, *ws.weights(graph))
+            config.frontier_tol, config.prune_tol, _sparse_block(), config.max_iter, affected, *ws.weights(graph))
     if graph.num_edges + graph.num_vertices < PARALLEL_EDGES:  # no step can go parallel: nothing to choose
         it, conv, total, cand = kernel(*args)
     else:
