@@ -27,6 +27,7 @@
 // sweep reads status[0] first: once an iteration has converged, queued launches return. Its
 // launch geometry is fixed (a.gt + a.gb blocks of SR_SMALL_THREADS) because every block writes
 // its slot of the block results that finish_iteration reduces.
+#define SR_IDX_STREAM  // every in-list is read once per sweep (rank_gather.cuh, load_idx)
 #include "rank_common.cuh"
 
 namespace {
@@ -150,7 +151,7 @@ __global__ void partition_buckets(const RankArgs<I, V>* __restrict__ args) {
 // runs finish_iteration. SR_SWEEP_MIN_BLOCKS (NVRTC -D, sweeps._MIN_BLOCKS) asks
 // the compiler for that many resident blocks per multiprocessor (registers per thread).
 #ifndef SR_SWEEP_MIN_BLOCKS
-#define SR_SWEEP_MIN_BLOCKS 3
+#define SR_SWEEP_MIN_BLOCKS 5
 #endif
 template <typename I, typename V, typename C, int SELF>
 __global__ void __launch_bounds__(SR_SMALL_THREADS, SR_SWEEP_MIN_BLOCKS) sweep(const RankArgs<I, V>* __restrict__ args,
