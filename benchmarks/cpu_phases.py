@@ -61,6 +61,9 @@ def main(argv=None) -> None:
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--vertices", type=int, default=248180, help="ids created up front (the published 10x)")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--padding", choices=("after", "first"), default="after",
+                   help="the ids up front created after the edges' own (what load_edges does) or first, in id order "
+                        "(the layout before: the ids with edges scattered over all of them)")
     p.add_argument("--sum", action="store_true", help="also the weighted engine with multi_edges='sum'")
     args = p.parse_args(argv)
     _instrument()
@@ -81,12 +84,17 @@ def main(argv=None) -> None:
     variants = [("unweighted", {}), ("weighted set", {"weighted": True, "multi_edges": "set"})]
     if args.sum:
         variants.append(("weighted sum", {"weighted": True, "multi_edges": "sum"}))
-    print(f"{os.cpu_count()} CPUs; {size} lines per batch; medians of {args.batches} batches, ms")
+    print(f"{os.cpu_count()} CPUs; {size} lines per batch; {args.vertices} ids up front, created {args.padding}; "
+          f"medians of {args.batches} batches, ms")
     print(f"{'variant':13s} {'total':>7s} {'graph':>7s} {'begin':>7s} {'mirror':>7s} {'loop':>7s} {'iters':>6s}")
     for _ in range(args.rounds):
         for name, kw in variants:
             eng = Engine("cpu", "auto", config=cfg, **kw)
-            eng.load_edges(*edges(0, base_end), vertices=np.arange(args.vertices, dtype=np.int64))
+            if args.padding == "first":
+                eng.add_vertices(np.arange(args.vertices, dtype=np.int64))
+                eng.load_edges(*edges(0, base_end))
+            else:
+                eng.load_edges(*edges(0, base_end), vertices=np.arange(args.vertices, dtype=np.int64))
             eng.recompute(config=replace(cfg, tol=0.0))
             rows = []
             for s, d in batches:

@@ -170,9 +170,13 @@ class Engine(StreamLoading):
 
         ``insert`` (default: all insertions) gives per-edge ops in arrival order, and ``weight``
         (weighted engines only) per-edge weights, as for :meth:`EdgeBatch.from_arrays`; ids are
-        integers or strings. ``vertices`` (external ids) are created first, in their order, edges
-        or not (:meth:`add_vertices`). Does not advance :attr:`seq`. For an edge list too large
-        to hold in one table (a large edge file), :meth:`load_edge_chunks` loads it chunk by chunk.
+        integers or strings. ``vertices`` (external ids): vertices the graph must have, edges or
+        not; those the edges do not name are created after the edges' own (:meth:`add_vertices`),
+        so the vertices with edges hold the first internal ids, numbered as a load numbers them
+        (by degree), and the isolated ones cost the batches nothing (the published DF-P protocol
+        creates ten times as many ids as it has vertices with edges). Does not advance
+        :attr:`seq`. For an edge list too large to hold in one table (a large edge file),
+        :meth:`load_edge_chunks` loads it chunk by chunk.
 
         On the GPU, a first load of insertions of dense integer ids into an unweighted engine
         (string ids' codes included) takes the bounded build (:mod:`streamrank.store.gpu_build`, docs/architecture.md).
@@ -183,8 +187,8 @@ class Engine(StreamLoading):
             When the edges or their ranks do not fit: the graph and the string-id dictionary stay
             as they were.
         """
-        if vertices is not None:
-            self.add_vertices(vertices)
+        if vertices is not None and np.asarray(vertices).ndim != 1:  # checked before the graph changes
+            raise InvalidArgumentError(f"vertices must be one-dimensional, got shape {np.asarray(vertices).shape}")
         batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight, xp=self.backend.xp,
                                       max_id_bytes=self.max_id_bytes)
         self._check_weights(batch)
@@ -197,6 +201,8 @@ class Engine(StreamLoading):
             if self.string_ids is not None:
                 self.string_ids.truncate(known)  # the refused edges' new ids get no codes
             raise
+        if vertices is not None:
+            self.add_vertices(vertices)
         return self.recompute()
 
     def _bulk_load(self, batch: EdgeBatch) -> bool:
