@@ -3,7 +3,12 @@ variants (benchmarks/profiling/sweep_probe.cu: hub contributions in shared memor
 grid size), alternated in one process, medians of the rounds. GPU only.
 
     PYTHONPATH=. python3 benchmarks/profiling/sweep_probe.py --scale 24 --rounds 3
-    ncu --kernel-name regex:sweep --metrics ... python3 benchmarks/profiling/sweep_probe.py --once
+    ncu --kernel-name regex:'^p?sweep' --metrics ... python3 benchmarks/profiling/sweep_probe.py --once
+
+A variant of the copies is HUB:HINT:GRID:HOT[:MB]: the ids below HUB gathered from shared memory,
+HINT the load hints of sweep_probe.cu (1 streaming index loads, 2 ids below HOT kept in L1 and the
+others not allocated there, 4 every gather from L2 only), a grid of GRID*SM + 2*GRID*SM blocks,
+MB resident blocks asked of the compiler (default 3). An engine variant is MB:GRID.
 """
 import argparse
 import pathlib
@@ -17,6 +22,8 @@ import cupy as cp
 from streamrank.backend import resolve_backend
 from streamrank.bench.inputs import load_base_edges
 from streamrank.config import RankConfig
+from streamrank.rank.gpu import sweeps as sweeps_mod
+from streamrank.rank.gpu.state import _workspace
 from streamrank.rank.gpu.sweeps import run_fixed_sweeps
 from streamrank.store.gpu import GpuGraph
 
@@ -27,7 +34,7 @@ p.add_argument("--sweeps", type=int, default=20)
 p.add_argument("--engine", default="5:8",
                help="engine variants MINBLOCKS:GRIDMUL,... (sweeps._MIN_BLOCKS; gt = m*SM, gb = 2m*SM)")
 p.add_argument("--once", action="store_true", help="each kernel once (for ncu)")
-p.add_argument("--variants", default="0:0:8:0,0:1:8:0,0:4:8:0,0:2:8:16384,0:2:8:32768,0:2:8:49152,0:3:8:49152,"
+p.add_argument("--variants", help="copies HUB:HINT:GRID:HOT[:MB],... (see above)", default="0:0:8:0,0:1:8:0,0:4:8:0,0:2:8:16384,0:2:8:32768,0:2:8:49152,0:3:8:49152,"
                                      "0:3:8:65536,0:3:8:98304,8192:1:8:0,12288:1:8:0,12288:1:2:0,24576:1:2:0")
 a = p.parse_args()
 
@@ -100,10 +107,6 @@ def time_probe(key, sweeps):
     return cp.cuda.get_elapsed_time(ev0, ev1) / sweeps
 
 
-from streamrank.rank.gpu import sweeps as sweeps_mod
-from streamrank.rank.gpu.state import _workspace
-
-
 def engine_variant(mb, gmul):
     """The engine's sweep compiled for ``mb`` resident blocks, its grid gt = gmul*SM, gb = 2*gmul*SM."""
     sweeps_mod._MIN_BLOCKS = mb
@@ -113,7 +116,7 @@ def engine_variant(mb, gmul):
     ws.ws_ptrs = None
 
 
-def time_engine(sweeps, contrib="float32", variant=(3, 8)):
+def time_engine(sweeps, contrib="float32", variant=(5, 8)):
     engine_variant(*variant)
     c = RankConfig(**{**cfg.to_dict(), "sweep_contributions": contrib})
     ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
