@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from streamrank import Engine, RankConfig  # noqa: E402
-from streamrank.bench.temporal import _batch, _read_lines  # noqa: E402
+from streamrank.bench.temporal import _batch, _read_lines, line_edges  # noqa: E402
 import streamrank.rank.cpu.pagerank as cpu_pagerank  # noqa: E402
 import streamrank.rank.cpu.workspace as cpu_workspace  # noqa: E402
 
@@ -76,9 +76,7 @@ def main(argv=None) -> None:
     cfg = RankConfig(dangling="self-loop")
 
     def edges(lo, hi):
-        s, d = src[lo:hi], dst[lo:hi]
-        keep = s != d
-        return s[keep], d[keep]
+        return line_edges(src, dst, lo, hi)
 
     batches = [edges(base_end + b * size, base_end + (b + 1) * size) for b in range(args.batches)]
     variants = [("unweighted", {}), ("weighted set", {"weighted": True, "multi_edges": "set"})]

@@ -32,6 +32,14 @@ from .ids.kinds import DEFAULT_MAX_ID_BYTES, IdTypeLock, check_id_type, check_ma
 ONE_SYNC = True
 
 
+def _id_list(ids, name: str) -> np.ndarray:
+    """``ids`` as a one-dimensional NumPy array, else :class:`InvalidArgumentError` naming ``name``."""
+    ids = np.asarray(ids)
+    if ids.ndim != 1:
+        raise InvalidArgumentError(f"{name} must be one-dimensional, got shape {ids.shape}")
+    return ids
+
+
 class Engine(StreamLoading):
     """Dynamic PageRank over a changing graph.
 
@@ -187,8 +195,8 @@ class Engine(StreamLoading):
             When the edges or their ranks do not fit: the graph and the string-id dictionary stay
             as they were.
         """
-        if vertices is not None and np.asarray(vertices).ndim != 1:  # checked before the graph changes
-            raise InvalidArgumentError(f"vertices must be one-dimensional, got shape {np.asarray(vertices).shape}")
+        if vertices is not None:
+            vertices = _id_list(vertices, "vertices")  # checked before the graph changes
         batch = EdgeBatch.from_arrays(src, dst, insert, weight=weight, xp=self.backend.xp,
                                       max_id_bytes=self.max_id_bytes)
         self._check_weights(batch)
@@ -234,9 +242,7 @@ class Engine(StreamLoading):
         Returns how many vertices were created.
         """
         xp = self.backend.xp
-        ids = np.asarray(ids)
-        if ids.ndim != 1:
-            raise InvalidArgumentError(f"ids must be one-dimensional, got shape {ids.shape}")
+        ids = _id_list(ids, "ids")
         fresh = ids[self.lookup(ids.tolist()) < 0] if ids.size else ids
         if fresh.shape[0] == 0:
             return 0

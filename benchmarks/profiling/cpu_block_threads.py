@@ -32,7 +32,7 @@ os.environ.setdefault("STREAMRANK_CPU_THREADS", "all")
 from streamrank import Engine, RankConfig  # noqa: E402
 from streamrank.backend import resolve_backend  # noqa: E402
 from streamrank.bench.baselines import oracle_fn  # noqa: E402
-from streamrank.bench.temporal import _batch, _read_lines  # noqa: E402
+from streamrank.bench.temporal import _batch, _read_lines, line_edges  # noqa: E402
 from streamrank.kernels.cpu import common as kernel_common  # noqa: E402
 from streamrank.oracle.metrics import l1_error  # noqa: E402
 from streamrank.rank.cpu import pagerank as pagerank_cpu  # noqa: E402
@@ -81,9 +81,7 @@ def main(argv=None) -> int:
     base_end = int(0.9 * lines)
 
     def edges(lo, hi):
-        s, d = src[lo:hi], dst[lo:hi]
-        k = s != d
-        return s[k], d[k]
+        return line_edges(src, dst, lo, hi)
 
     backend = resolve_backend("cpu")
     verts = np.arange(PADDED, dtype=np.int64)

@@ -34,16 +34,14 @@ def _worker(args) -> None:
     import numpy as np
 
     from streamrank import Engine, RankConfig
-    from streamrank.bench.temporal import _batch, _read_lines
+    from streamrank.bench.temporal import _batch, _read_lines, line_edges
 
     src, dst = _read_lines(args.graph)
     lines = src.shape[0]
     base_end = int(0.9 * lines)
 
     def edges(lo, hi):
-        s, d = src[lo:hi], dst[lo:hi]
-        keep = s != d
-        return s[keep], d[keep]
+        return line_edges(src, dst, lo, hi)
 
     verts = np.arange(args.vertices, dtype=np.int64)
     # a throwaway engine first: the first batches of a process load the kernels from the cache

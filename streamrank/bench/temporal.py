@@ -103,6 +103,15 @@ def _read_lines(path: str):
     return src, dst
 
 
+def line_edges(src, dst, lo: int, hi: int, *, skip_loops: bool = True):
+    """``(src, dst)`` of the lines ``lo .. hi - 1``, lines ``u u`` left out with ``skip_loops``."""
+    s, d = src[lo:hi], dst[lo:hi]
+    if skip_loops:
+        keep = s != d
+        s, d = s[keep], d[keep]
+    return s, d
+
+
 def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
     """Run the temporal protocol and return the report (a JSON-ready dict).
 
@@ -169,11 +178,7 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
         pagerank_gpu.compile_kernels(cfg.dtype)
 
     def edges(lo, hi):
-        s, d = src[lo:hi], dst[lo:hi]
-        if skip_loops:
-            keep = s != d
-            s, d = s[keep], d[keep]
-        return s, d
+        return line_edges(src, dst, lo, hi, skip_loops=skip_loops)
 
     verts = None if opts.vertices is None else np.arange(int(opts.vertices), dtype=np.int64)
     rows = []
