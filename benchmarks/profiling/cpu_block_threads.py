@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         for tol in (float(t) for t in args.tols.split(",")):
             cfg = RankConfig(dangling="self-loop", frontier_tol=tol, prune_tol=tol, update_order=order)
             if oracle is None:
-                oracle, _ = oracle_fn(backend, cfg, cugraph=False)
+                oracle = oracle_fn(backend, cfg, cugraph=False)
             for frac in (float(f) for f in args.fractions.split(",")):
                 size = int(frac * lines)
                 batches = [edges(base_end + b * size, base_end + (b + 1) * size) for b in range(args.batches)]

@@ -5,7 +5,9 @@
 //             are copied into shared memory at the start of each block and gathered from there;
 //   HINT & 1: in-edge indices loaded with __ldcs (streaming: evict first, keep c in L2);
 //   HINT & 2: gathers of ids below `hot` kept in L1 (evict last), the others not allocated there;
-//   HINT & 4: every gather through L2 only (ld.global.cg).
+//   HINT & 4: every gather through L2 only (ld.global.cg);
+//   HINT & 8: gathers of ids below `hot` marked evict-last in L2, the others evict-first there;
+//   HINT & 16: gathers of ids below `hot` marked evict-last in L2, the others plain.
 #define FULL 0xffffffffu
 
 template <int HUB, int HINT>
@@ -28,6 +30,18 @@ __device__ __forceinline__ float ld_c(const float* __restrict__ c, const float* 
     asm("{\n .reg .pred q;\n setp.lt.s32 q, %2, %3;\n @q ld.global.L1::evict_last.f32 %0, [%1];\n"
         " @!q ld.global.L1::no_allocate.f32 %0, [%1];\n}"
         : "=f"(v) : "l"(c + u), "r"(u), "r"(hot));
+    return v;
+  }
+  if (HINT & 24) {  // L2 eviction priority by id: hot ids evict-last
+    unsigned long long pl, pf;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pl));
+    if (HINT & 8) {
+      asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pf));
+    } else {
+      asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pf));
+    }
+    const unsigned long long pol = u < hot ? pl : pf;
+    asm("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(c + u), "l"(pol));
     return v;
   }
   if (HINT & 4) {  // every gather through L2 only

@@ -7,7 +7,8 @@ grid size), alternated in one process, medians of the rounds. GPU only.
 
 A variant of the copies is HUB:HINT:GRID:HOT[:MB]: the ids below HUB gathered from shared memory,
 HINT the load hints of sweep_probe.cu (1 streaming index loads, 2 ids below HOT kept in L1 and the
-others not allocated there, 4 every gather from L2 only), a grid of GRID*SM + 2*GRID*SM blocks,
+others not allocated there, 4 every gather from L2 only, 8 ids below HOT evict-last in L2 and the
+others evict-first, 16 ids below HOT evict-last in L2), a grid of GRID*SM + 2*GRID*SM blocks,
 MB resident blocks asked of the compiler (default 3). An engine variant is MB:GRID.
 """
 import argparse
@@ -20,7 +21,7 @@ sys.path.insert(0, ".")
 import cupy as cp
 
 from streamrank.backend import resolve_backend
-from streamrank.bench.inputs import load_base_edges
+from streamrank.bench.inputs import load_base_keys
 from streamrank.config import RankConfig
 from streamrank.rank.gpu import sweeps as sweeps_mod
 from streamrank.rank.gpu.state import _workspace
@@ -38,11 +39,16 @@ p.add_argument("--variants", help="copies HUB:HINT:GRID:HOT[:MB],... (see above)
                                      "0:3:8:65536,0:3:8:98304,8192:1:8:0,12288:1:8:0,12288:1:2:0,24576:1:2:0")
 a = p.parse_args()
 
+variants = []
+for v in a.variants.split(","):
+    t = tuple(int(x) for x in v.split(":"))
+    variants.append(t + (3,) if len(t) == 4 else t)
+
 b = resolve_backend("gpu")
 t0 = time.perf_counter()
-s, d = load_base_edges({"kind": "rmat", "scale": a.scale, "edge_factor": 16}, xp=cp, seed=0)
-g = GpuGraph.from_edges(s, d)
-del s, d
+# the bench's R-MAT: sorted distinct keys in bounded memory, consumed by the bounded build
+g = GpuGraph.from_keys(load_base_keys({"kind": "rmat", "scale": a.scale, "edge_factor": 16}, xp=cp, seed=0),
+                       id_bound=1 << a.scale)
 cp.get_default_memory_pool().free_all_blocks()
 n, e = int(g.num_vertices), int(g.num_edges)
 print(f"R-MAT {a.scale}: {n:,} vertices, {e:,} edges, built in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -58,7 +64,7 @@ lists = [cp.nonzero(r)[0].astype(cp.int32) for r in rows]
 cnt = cp.asarray([int(x.shape[0]) for x in lists], dtype=cp.int64)
 print("buckets (<4, big, 4-15, 16-63, 64-1023):", [int(x) for x in cnt.get()], flush=True)
 odh = od.astype(cp.int64)
-for h in (8192, 12288, 24576, 49152):
+for h in sorted({8192, 12288, 24576, 49152} | {k[3] for k in variants if k[3] > 0}):
     print(f"gathers from ids < {h}: {float(odh[:h].sum()) / e:.3f} of the edges", flush=True)
 
 cfg = RankConfig()
@@ -70,10 +76,6 @@ c1 = cp.empty_like(c0)
 y = cp.empty(n, dtype=cp.float64)
 
 src = pathlib.Path(__file__).with_name("sweep_probe.cu").read_text()
-variants = []
-for v in a.variants.split(","):
-    t = tuple(int(x) for x in v.split(":"))
-    variants.append(t + (3,) if len(t) == 4 else t)
 mods = {}
 for mb in sorted({k[4] for k in variants}):
     names = sorted({f"psweep<{k[0]}, {k[1]}>" for k in variants if k[4] == mb})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from ..errors import DeviceMemoryError
+
 
 class CusparsePower:
     """Standard-form PageRank power iteration on cuSPARSE (``cupyx.scipy.sparse``).
@@ -54,9 +56,10 @@ class CusparsePower:
 #: Device bytes per edge of rebuilding the cuSPARSE matrix from the edge list beside the store
 #: (the edge list's int64 pairs and their sort, the weights, the COO-to-CSR conversion's copies).
 CUSPARSE_BYTES_PER_EDGE = 64
-#: Device bytes per edge of cuGraph's graph built from the edge list (int64 pairs, float64
-#: weights, its own CSR).
-CUGRAPH_BYTES_PER_EDGE = 48
+#: Device bytes per edge of cuGraph's graph built from the edge list: the store's edge list
+#: (int64 pairs, 16) and pylibcugraph's build and PageRank at their peak (float64 weights, its
+#: int32 copies, sort and CSR: 58-60 on R-MAT 20-25, benchmarks/profiling/cugraph_memory.py).
+CUGRAPH_BYTES_PER_EDGE = 76
 #: cuSPARSE's CSR (``cupyx.scipy.sparse``) indexes with int32.
 CUSPARSE_MAX_NNZ = 2**31 - 1
 
@@ -83,24 +86,67 @@ def gpu_oracle(graph, *, alpha: float, dangling: str):
     return p.get()
 
 
-def oracle_fn(backend, cfg, *, cugraph: bool, cusparse: bool = True, weighted: bool = False):
-    """The benches' float64 oracle as ``(graph -> host ranks, name)``: cuGraph where ``cugraph``,
-    else on the GPU for an unweighted graph a cuSPARSE power iteration where ``cusparse`` (its
-    matrix fits), else the same iteration over the store's own in-lists
-    (:mod:`streamrank.oracle.gpu_spmv`), else SciPy (which takes a weighted store's weights)."""
+class BenchOracle:
+    """The benches' float64 oracle: ``oracle(graph)`` gives the host ranks by internal id, and
+    ``name`` says which oracle gave them.
+
+    A cuGraph oracle whose graph does not fit beside the engine's (it runs out of device memory
+    once more after CuPy's cached blocks were handed back: :func:`with_cache_released`) gives way
+    to ``fallback`` for the rest of the run; ``failure`` then holds that error.
+    """
+
+    def __init__(self, name: str, fn, *, fallback=None, xp=None):
+        self.name, self._fn, self._fallback, self._xp = name, fn, fallback, xp
+        self.failure = None
+
+    def __call__(self, graph):
+        if self._fallback is None:
+            return self._fn(graph)
+        if self.failure is None:
+            try:
+                return with_cache_released(lambda: self._fn(graph), self._xp)
+            except DeviceMemoryError as exc:
+                self.failure = exc
+                self.name = self._fallback.name
+        return self._fallback(graph)
+
+
+def with_cache_released(fn, xp):
+    """``fn()``, a cuGraph call; where it runs out of device memory, once more after CuPy's
+    pool has handed its cached blocks back to the device (cuGraph allocates through RMM, which
+    cannot use them). The second failure's :class:`~streamrank.errors.DeviceMemoryError`
+    propagates."""
+    try:
+        return fn()
+    except DeviceMemoryError:
+        if xp is None or not hasattr(xp, "get_default_memory_pool"):
+            raise
+        xp.get_default_memory_pool().free_all_blocks()
+        return fn()
+
+
+def oracle_fn(backend, cfg, *, cugraph: bool, cusparse: bool = True, weighted: bool = False) -> BenchOracle:
+    """The benches' float64 oracle (:class:`BenchOracle`): cuGraph where ``cugraph`` (the next
+    one where its graph does not fit), else on the GPU for an unweighted graph a cuSPARSE power
+    iteration where ``cusparse`` (its matrix fits), else the same iteration over the store's own
+    in-lists (:mod:`streamrank.oracle.gpu_spmv`), else SciPy (which takes a weighted store's
+    weights)."""
     if cugraph:
         from ..oracle.cugraph_static import cugraph_pagerank
 
-        return lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "cugraph"
+        return BenchOracle("cugraph", lambda g: cugraph_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling),
+                           fallback=oracle_fn(backend, cfg, cugraph=False, cusparse=cusparse, weighted=weighted),
+                           xp=backend.xp)
     if backend.is_gpu and cusparse and not weighted:
-        return lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling), "cusparse-float64"
+        return BenchOracle("cusparse-float64", lambda g: gpu_oracle(g, alpha=cfg.alpha, dangling=cfg.dangling))
     if backend.is_gpu and not weighted:
         from ..oracle.gpu_spmv import store_pagerank
 
-        return lambda g: store_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "store-spmv-float64"
+        return BenchOracle("store-spmv-float64",
+                           lambda g: store_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling))
     from ..oracle.static import oracle_pagerank
 
-    return lambda g: oracle_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling), "scipy"
+    return BenchOracle("scipy", lambda g: oracle_pagerank(g, alpha=cfg.alpha, dangling=cfg.dangling))
 
 
 def baseline_step(name, graph, p_prev, cfg, backend):
@@ -120,7 +166,8 @@ def baseline_step(name, graph, p_prev, cfg, backend):
         from ..oracle.cugraph_static import build_cugraph_graph, pagerank_on
 
         s, d = graph.edges()
-        handle, g = build_cugraph_graph(s, d, n, dangling=cfg.dangling, weight_dtype="float64")
+        handle, g = with_cache_released(
+            lambda: build_cugraph_graph(s, d, n, dangling=cfg.dangling, weight_dtype="float64"), cp)
         backend.synchronize()
         t1 = time.perf_counter()
         p, its = pagerank_on(handle, g, alpha=cfg.alpha, tol=1e-6, initial=p0, graph_dtype="float64"), -1

@@ -42,10 +42,10 @@ from ..rank.auto_policy import AutoPolicy
 from ..backend import device_name, resolve_backend
 from ..config import ALGORITHMS, RankConfig, check_algorithm
 from ..store.memory import DeviceMemoryTracker, PoolPeak, out_of_memory, set_device_limit
-from ..errors import InvalidArgumentError
+from ..errors import DeviceMemoryError, InvalidArgumentError
 from ..oracle.metrics import l1_error
 from ..rank.published import published_ranks
-from .baselines import CusparsePower, baseline_fits, baseline_step, oracle_fn
+from .baselines import CusparsePower, baseline_fits, baseline_step, oracle_fn, with_cache_released
 from .inputs import BatchMaker, file_graph, load_base_edges, load_base_keys, load_file_keys, parse_graph_spec
 
 DEFAULT_FRACTIONS = (1e-7, 1e-5, 1e-3)
@@ -101,6 +101,22 @@ def _stats(values) -> tuple:
     if a.size == 0:
         return float("nan"), float("nan")
     return float(np.median(a)), float(np.percentile(a, 95))
+
+
+def _cugraph_static(graph, cfg, backend, ref) -> dict:
+    """cuGraph's static PageRank of the base graph: its graph built, a warm-up run, a timed run."""
+    from ..oracle.cugraph_static import build_cugraph_graph, pagerank_on
+
+    s, d = graph.edges()
+    # float64 weights (ranks computed in float64): float32 at an L1 tolerance of 1e-6 fails
+    # to converge on some graphs (pylibcugraph FailedToConvergeError seen on R-MAT 9)
+    handle, cg = build_cugraph_graph(s, d, graph.num_vertices, dangling=cfg.dangling, weight_dtype="float64")
+    pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
+    backend.synchronize()
+    t = time.perf_counter()
+    p = pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
+    backend.synchronize()
+    return {"ms": (time.perf_counter() - t) * 1e3, "l1_error": l1_error(p, ref), "tol_l1": 1e-6}
 
 
 def run_bench(opts: BenchOptions, *, log=print) -> dict:
@@ -188,7 +204,16 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     report["baseline_status"] = {k: v for k, v in status.items() if v is not None}
     cusparse_fits = backend.is_gpu and baseline_fits("cusparse", graph, available=_available(xp),
                                                      self_loops=self_loops) is None
-    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=use_cugraph, cusparse=cusparse_fits)
+    oracle = oracle_fn(backend, cfg, cugraph=use_cugraph, cusparse=cusparse_fits)
+
+    def cugraph_cannot_load(exc):  # cuGraph ran out of device memory: its rows say so from here on
+        nonlocal use_cugraph
+        use_cugraph = False
+        asked = f"{exc.needed / 2**30:.1f} GiB asked, " if getattr(exc, "needed", 0) else ""
+        status["cugraph"] = (f"cannot load on this GPU: ran out of device memory beside the engine's "
+                             f"({asked}{_available(xp) / 2**30:.0f} GiB free)")
+        report["cugraph"] = report["baseline_status"]["cugraph"] = status["cugraph"]
+        log(f"cugraph: {status['cugraph']}: {exc}")
 
     # ---- static on the base graph: the engine's, then cuSPARSE at the same criterion and at L1 1e-6
     rank.static_pagerank(graph, config=cfg)  # warm-up (pools, first-use compilation)
@@ -198,11 +223,13 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
     backend.synchronize()
     static_ms = (time.perf_counter() - t) * 1e3
     ref = oracle(graph)
-    report["oracle"] = oracle_name
+    if oracle.failure and use_cugraph:  # cuGraph's graph does not fit beside the engine's
+        cugraph_cannot_load(oracle.failure)
+    report["oracle"] = oracle.name
     static = {"ms": static_ms, "iterations": res0.iterations, "l1_error": l1_error(res0.ranks, ref)}
     report["static"] = static
     log(f"static {cfg.dtype}: {static['ms']:.2f} ms, {static['iterations']} iterations, "
-        f"L1 error {static['l1_error']:.2e} (oracle {oracle_name})")
+        f"L1 error {static['l1_error']:.2e} (oracle {oracle.name})")
     if backend.is_gpu and status.get("cusparse") is None:
         t = time.perf_counter()
         power = CusparsePower(graph, alpha=cfg.alpha, dangling=cfg.dangling, dtype=cfg.dtype)
@@ -223,18 +250,10 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
 
         report["sweeps"] = measure_sweeps(graph, cfg, backend, x0=res0.x, log=log)
     if use_cugraph:
-        from ..oracle.cugraph_static import build_cugraph_graph, pagerank_on
-
-        s, d = graph.edges()
-        # float64 weights (ranks computed in float64): float32 at an L1 tolerance of 1e-6 fails
-        # to converge on some graphs (pylibcugraph FailedToConvergeError seen on R-MAT 9)
-        handle, cg = build_cugraph_graph(s, d, graph.num_vertices, dangling=cfg.dangling, weight_dtype="float64")
-        pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
-        backend.synchronize()
-        t = time.perf_counter()
-        p = pagerank_on(handle, cg, alpha=cfg.alpha, tol=1e-6, graph_dtype="float64")
-        backend.synchronize()
-        report["cugraph_static"] = {"ms": (time.perf_counter() - t) * 1e3, "l1_error": l1_error(p, ref), "tol_l1": 1e-6}
+        try:
+            report["cugraph_static"] = with_cache_released(lambda: _cugraph_static(graph, cfg, backend, ref), xp)
+        except DeviceMemoryError as exc:
+            cugraph_cannot_load(exc)
 
     # ---- batches
     maker = BatchMaker(graph, base_src, base_dst, xp=xp, seed=opts.seed + 1)
@@ -279,14 +298,28 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                     r["affected"].append(res.affected_total)
                     r["initial"].append(res.initially_affected)
                     r["converged"].append(bool(res.converged))
-            for bl in extra:
-                p_prev[bl], gms, rms, its = baseline_step(bl, graph, p_prev[bl], cfg, backend)
+            for bl in list(extra):
+                try:
+                    p_prev[bl], gms, rms, its = baseline_step(bl, graph, p_prev[bl], cfg, backend)
+                except DeviceMemoryError as exc:  # cuGraph's graph stopped fitting: its row says so
+                    if bl != "cugraph":
+                        raise
+                    cugraph_cannot_load(exc)
+                    extra.remove(bl)
+                    skipped.append(bl)
+                    del rec[bl], p_prev[bl]
+                    continue
                 if b:
                     r = rec[bl]
                     r["graph_ms"].append(gms)
                     r["rank_ms"].append(rms)
                     r["iterations"].append(its)
         ref = oracle(graph)
+        if oracle.failure and use_cugraph:
+            cugraph_cannot_load(oracle.failure)
+            extra.remove("cugraph")
+            skipped.append("cugraph")
+            del rec["cugraph"], p_prev["cugraph"]
         totals = {}
         for a in names + extra:
             r = rec[a]
@@ -328,6 +361,9 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         log(f"fraction {frac:g} (batch of {size} edges) done: " + "; ".join(
             f"{r['algorithm']} {r['total_ms_median']:.2f} ms (graph {r['graph_ms_median']:.2f}), L1 {r['l1_error']:.2e}"
             for r in rows[-len(names + extra + skipped):] if "note" not in r))
+    report["oracle"] = oracle.name  # another where cuGraph's graph stopped fitting (oracle_note)
+    if oracle.failure:
+        report["oracle_note"] = str(oracle.failure)
     report["rows"] = rows
     x_rank = x.get("auto", x.get("dfp", next(iter(x.values())))) if rows else res0.x
     report["memory"] = _memory_report(graph, track, load, rank, x_rank)  # printed by report.format_report

@@ -165,11 +165,10 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
                                    f"{int(max(src.max(), dst.max()))}")
     skip_loops = cfg.dangling == "self-loop"
     base_end = int(opts.base_fraction * lines)
-    oracle, oracle_name = oracle_fn(backend, cfg, cugraph=backend.is_gpu and cugraph_available(),
-                                    weighted=bool(opts.weighted))
+    oracle = oracle_fn(backend, cfg, cugraph=backend.is_gpu and cugraph_available(), weighted=bool(opts.weighted))
     report = {"protocol": "temporal", "graph": {"name": opts.path, "lines": lines, "base_lines": base_end},
               "device": device_name(backend), "backend": backend.name, "config": cfg.to_dict(),
-              "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle_name,
+              "batches": int(opts.batches), "vertices_up_front": opts.vertices, "oracle": oracle.name,
               "self_loop_lines_skipped": skip_loops, "reference": seed,
               "weighted": bool(opts.weighted), "multi_edges": opts.multi_edges}
     if backend.is_gpu:
@@ -232,6 +231,9 @@ def run_temporal(opts: TemporalOptions, *, log=print) -> dict:
             log(f"fraction {frac:g}, {algo}: {r['total_ms_median']:.3f} ms per batch "
                 f"({r['graph_ms_median']:.3f} graph + {r['rank_ms_median']:.3f} rank), "
                 f"{r['iterations_median']:.1f} iterations, L1 {r['l1_median']:.2e}")
+    report["oracle"] = oracle.name  # another where cuGraph's graph stopped fitting (oracle_note)
+    if oracle.failure:
+        report["oracle_note"] = str(oracle.failure)
     report["rows"] = rows
     return report
 

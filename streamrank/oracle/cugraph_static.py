@@ -19,9 +19,10 @@ Verified only where pylibcugraph is installed (it is not part of the default dev
 from __future__ import annotations
 
 import functools
+import re
 
 from ..config import DANGLING_MODES
-from ..errors import BackendUnavailableError, InvalidArgumentError, KernelError
+from ..errors import BackendUnavailableError, DeviceMemoryError, InvalidArgumentError, KernelError
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,6 +33,19 @@ def cugraph_available() -> bool:
     except Exception:
         return False
     return True
+
+
+def cugraph_failure(what: str, exc: BaseException) -> KernelError:
+    """The package's error for a failure ``exc`` of the cuGraph call ``what`` (raise it ``from
+    exc``): :class:`~streamrank.errors.DeviceMemoryError` where the device ran out of memory
+    (RMM's ``out_of_memory`` / ``std::bad_alloc`` inside pylibcugraph, or CuPy's allocation
+    error while preparing its inputs), else :class:`~streamrank.errors.KernelError`."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, MemoryError) or "out_of_memory" in text or "bad_alloc" in text:
+        asked = re.search(r"(?:failed to allocate|allocating) ([\d,]+) bytes", text)
+        needed = int(asked.group(1).replace(",", "")) if asked else 0
+        return DeviceMemoryError(f"{what} ran out of device memory ({text})", needed=needed)
+    return KernelError(f"{what} failed: {text}")
 
 
 def _plc():
@@ -62,16 +76,33 @@ def build_cugraph_graph(src, dst, num_vertices: int, *, dangling: str = "uniform
     Returns
     -------
     (ResourceHandle, SGGraph)
+
+    Raises
+    ------
+    DeviceMemoryError
+        The graph did not fit in the device memory left (cuGraph allocates through RMM, beside
+        CuPy's pool and what it caches).
+    KernelError
+        Any other failure of pylibcugraph.
     """
     if dangling not in DANGLING_MODES:
         raise InvalidArgumentError(f"dangling must be one of {DANGLING_MODES}, got {dangling!r}")
+    if weight_dtype not in ("float32", "float64"):
+        raise InvalidArgumentError(f"weight_dtype must be float32 or float64, got {weight_dtype!r}")
     plc = _plc()
+    try:
+        return _build(plc, src, dst, num_vertices, dangling, weight_dtype, weight)
+    except (InvalidArgumentError, KernelError):
+        raise
+    except Exception as exc:  # pylibcugraph raises RuntimeError/TypeError across versions; CuPy MemoryError
+        raise cugraph_failure("building the cuGraph graph", exc) from exc
+
+
+def _build(plc, src, dst, num_vertices, dangling, weight_dtype, weight):
     import cupy as cp
 
     s = cp.asarray(src).astype(cp.int32)
     d = cp.asarray(dst).astype(cp.int32)
-    if weight_dtype not in ("float32", "float64"):
-        raise InvalidArgumentError(f"weight_dtype must be float32 or float64, got {weight_dtype!r}")
     w = cp.ones(s.shape[0], dtype=weight_dtype) if weight is None else cp.asarray(weight).astype(weight_dtype)
     if w.shape != s.shape:
         raise InvalidArgumentError(f"weight has {w.shape[0]} entries for {s.shape[0]} edges")
@@ -80,16 +111,13 @@ def build_cugraph_graph(src, dst, num_vertices: int, *, dangling: str = "uniform
         s, d = cp.concatenate([s, loops]), cp.concatenate([d, loops])
         w = cp.concatenate([w, cp.ones(loops.shape[0], dtype=weight_dtype)])
     vertices = cp.arange(int(num_vertices), dtype=cp.int32)
-    try:
-        handle = plc.ResourceHandle()
-        props = plc.GraphProperties(is_symmetric=False, is_multigraph=False)
-        graph = plc.SGGraph(
-            resource_handle=handle, graph_properties=props, src_or_offset_array=s,
-            dst_or_index_array=d, weight_array=w, store_transposed=True, renumber=False,
-            do_expensive_check=False, vertices_array=vertices,
-        )
-    except Exception as exc:  # pylibcugraph raises RuntimeError/TypeError across versions
-        raise KernelError(f"building the cuGraph graph failed: {exc}") from exc
+    handle = plc.ResourceHandle()
+    props = plc.GraphProperties(is_symmetric=False, is_multigraph=False)
+    graph = plc.SGGraph(
+        resource_handle=handle, graph_properties=props, src_or_offset_array=s,
+        dst_or_index_array=d, weight_array=w, store_transposed=True, renumber=False,
+        do_expensive_check=False, vertices_array=vertices,
+    )
     return handle, graph
 
 
@@ -124,7 +152,7 @@ def pagerank_on(handle, graph, *, alpha: float = 0.85, tol: float = 1e-6, max_it
             max_iterations=int(max_iter), do_expensive_check=False,
         )
     except Exception as exc:
-        raise KernelError(f"cuGraph PageRank failed: {exc}") from exc
+        raise cugraph_failure("cuGraph PageRank", exc) from exc
     out = cp.zeros(int(verts.shape[0]), dtype=vals.dtype)
     out[cp.asarray(verts)] = cp.asarray(vals)
     return out
@@ -155,7 +183,7 @@ def personalized_pagerank_on(handle, graph, vertices, values, *, alpha: float = 
             epsilon=float(tol), max_iterations=int(max_iter), do_expensive_check=False,
         )
     except Exception as exc:
-        raise KernelError(f"cuGraph personalized PageRank failed: {exc}") from exc
+        raise cugraph_failure("cuGraph personalized PageRank", exc) from exc
     verts, vals = res[0], res[1]  # (some versions add a convergence flag)
     out = cp.zeros(int(verts.shape[0]), dtype=vals.dtype)
     out[cp.asarray(verts)] = cp.asarray(vals)
