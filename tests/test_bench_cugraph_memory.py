@@ -71,11 +71,13 @@ def test_the_oracle_falls_back_for_the_rest_of_the_run():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("where", ["oracle", "baseline"])
+@pytest.mark.parametrize("where", ["oracle", "baseline", "batches"])
 def test_bench_goes_on_without_cugraph_when_it_does_not_fit(where, tmp_path, monkeypatch):
-    """cuGraph 'installed' but out of device memory: in the oracle (then every cuGraph call) or
-    only in the baseline's graph builds. The bench completes, cuGraph's rows say why, and the
-    oracle is cuSPARSE's where cuGraph's could not run."""
+    """cuGraph 'installed' but out of device memory: in the oracle (then every cuGraph call), in
+    the baseline's graph builds, or only in the per-batch rebuilds (its static run standing in).
+    The bench completes, cuGraph's rows say why, and the oracle is cuSPARSE's where cuGraph's
+    could not run."""
+    import streamrank.bench.random_batches as rb
     import streamrank.oracle.cugraph_static as cgs
     from streamrank.bench.random_batches import BenchOptions, run_bench
     from streamrank.oracle.static import oracle_pagerank
@@ -90,6 +92,8 @@ def test_bench_goes_on_without_cugraph_when_it_does_not_fit(where, tmp_path, mon
     else:  # the oracle runs (SciPy standing in for cuGraph's float64 PageRank)
         monkeypatch.setattr(cgs, "cugraph_pagerank", lambda g, alpha, dangling: oracle_pagerank(
             g, alpha=alpha, dangling=dangling, use="scipy"))
+    if where == "batches":
+        monkeypatch.setattr(rb, "_cugraph_static", lambda *_: {"ms": 1.0, "l1_error": 0.0, "tol_l1": 1e-6})
     report = run_bench(BenchOptions(graph="rmat:9", device="gpu", batches=1, fractions=(1e-3, 1e-2),
                                     algorithms=("auto",)), log=lambda *_: None)
     assert report["cugraph"].startswith("cannot load on this GPU: ran out of device memory")
@@ -98,5 +102,6 @@ def test_bench_goes_on_without_cugraph_when_it_does_not_fit(where, tmp_path, mon
     assert ("oracle_note" in report) == (where == "oracle")
     rows = [r for r in report["rows"] if r["algorithm"] == "cugraph"]
     assert len(rows) == 2 and all(r["note"] == report["cugraph"] for r in rows)
+    assert ("cugraph_static" in report) == (where == "batches")
     auto = [r for r in report["rows"] if r["algorithm"] == "auto"]
     assert len(auto) == 2 and all(r["l1_error"] < 1e-6 for r in auto)

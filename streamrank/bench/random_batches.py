@@ -298,16 +298,15 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
                     r["affected"].append(res.affected_total)
                     r["initial"].append(res.initially_affected)
                     r["converged"].append(bool(res.converged))
-            for bl in list(extra):
+            for bl in extra:
+                if bl == "cugraph" and not use_cugraph:
+                    continue  # it stopped fitting earlier in this fraction
                 try:
                     p_prev[bl], gms, rms, its = baseline_step(bl, graph, p_prev[bl], cfg, backend)
-                except DeviceMemoryError as exc:  # cuGraph's graph stopped fitting: its row says so
+                except DeviceMemoryError as exc:
                     if bl != "cugraph":
                         raise
                     cugraph_cannot_load(exc)
-                    extra.remove(bl)
-                    skipped.append(bl)
-                    del rec[bl], p_prev[bl]
                     continue
                 if b:
                     r = rec[bl]
@@ -317,6 +316,7 @@ def run_bench(opts: BenchOptions, *, log=print) -> dict:
         ref = oracle(graph)
         if oracle.failure and use_cugraph:
             cugraph_cannot_load(oracle.failure)
+        if "cugraph" in extra and not use_cugraph:  # cuGraph's graph stopped fitting: its rows say so
             extra.remove("cugraph")
             skipped.append("cugraph")
             del rec["cugraph"], p_prev["cugraph"]
