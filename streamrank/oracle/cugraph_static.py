@@ -19,7 +19,6 @@ Verified only where pylibcugraph is installed (it is not part of the default dev
 from __future__ import annotations
 
 import functools
-import re
 
 from ..config import DANGLING_MODES
 from ..errors import BackendUnavailableError, DeviceMemoryError, InvalidArgumentError, KernelError
@@ -39,12 +38,18 @@ def cugraph_failure(what: str, exc: BaseException) -> KernelError:
     """The package's error for a failure ``exc`` of the cuGraph call ``what`` (raise it ``from
     exc``): :class:`~streamrank.errors.DeviceMemoryError` where the device ran out of memory
     (RMM's ``out_of_memory`` / ``std::bad_alloc`` inside pylibcugraph, or CuPy's allocation
-    error while preparing its inputs), else :class:`~streamrank.errors.KernelError`."""
+    error while preparing its inputs; :func:`~streamrank.store.memory.out_of_memory` words it),
+    else :class:`~streamrank.errors.KernelError`."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, MemoryError) or "out_of_memory" in text or "bad_alloc" in text:
-        asked = re.search(r"(?:failed to allocate|allocating) ([\d,]+) bytes", text)
-        needed = int(asked.group(1).replace(",", "")) if asked else 0
-        return DeviceMemoryError(f"{what} ran out of device memory ({text})", needed=needed)
+        from ..store.memory import out_of_memory
+
+        try:
+            import cupy as xp
+        except ImportError:  # the free memory is then left unread
+            xp = None
+        return out_of_memory(exc, xp=xp, what=what, error=DeviceMemoryError,
+                             changed="the engine's graph and ranks are untouched")
     return KernelError(f"{what} failed: {text}")
 
 

@@ -217,7 +217,8 @@ def out_of_memory(exc: BaseException, *, xp, what: str, held: int = 0, changed: 
     except Exception:  # reading the counters must not hide the real error
         free, avail = "the free memory could not be read", 0
     detail = str(exc) or type(exc).__name__
-    asked = re.search(r"allocating ([\d,]+) bytes", detail)  # CuPy's message names the request
+    # CuPy's message ("allocating N bytes") and RMM's ("failed to allocate N bytes") name the request
+    asked = re.search(r"allocat(?:ing|e) ([\d,]+) bytes", detail)
     needed = int(asked.group(1).replace(",", "")) if asked else 0
     return error(f"{what} ran out of device memory ({detail}); now {free}; {changed}. {ADVICE}",
                  needed=needed, available=avail)
